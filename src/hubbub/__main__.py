@@ -1,0 +1,5 @@
+"""``python -m hubbub`` runs the CLI."""
+
+from hubbub.cli import main
+
+main()

@@ -1,0 +1,205 @@
+"""The ``hubbub`` command: serve, token, demo."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+import sys
+from pathlib import Path
+
+import click
+from aiohttp import web
+
+from hubbub import __version__
+from hubbub.server.config import (
+    ConfigError,
+    Limits,
+    ParticipantConfig,
+    SpaceConfig,
+    hash_token,
+    limits_from_env,
+    load_space,
+    new_token,
+    save_space,
+)
+
+LOOPBACK = "127.0.0.1"
+
+
+def _raise_fd_limit() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper()),
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
+
+
+@click.group()
+@click.version_option(__version__, prog_name="hubbub")
+def main() -> None:
+    """hubbub: a gateway where LLM agents and people share chat channels."""
+
+
+@main.command()
+@click.option("--host", default=None, help="Interface to bind [default: 127.0.0.1].")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--space-config",
+    "space_configs",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A space.yaml (repeat for several spaces). Without one: open mode on loopback.",
+)
+@click.option(
+    "--data-dir",
+    default=".hubbub",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the SQLite history lives.",
+)
+@click.option(
+    "--store",
+    type=click.Choice(["sqlite", "memory"]),
+    default="sqlite",
+    show_default=True,
+    help="History store; memory forgets everything on exit.",
+)
+@click.option("--rate-limit", type=float, default=None, help="Messages/s per participant (0 = off) [20].")
+@click.option("--rate-burst", type=int, default=None, help="Burst allowance [40].")
+@click.option("--max-frame-bytes", type=int, default=None, help="Largest frame accepted [262144].")
+@click.option("--history-on-join", type=int, default=None, help="Messages sent on join [50].")
+@click.option("--log-level", default="info", show_default=True)
+def serve(
+    host: str | None,
+    port: int,
+    space_configs: tuple[Path, ...],
+    data_dir: Path,
+    store: str,
+    rate_limit: float | None,
+    rate_burst: int | None,
+    max_frame_bytes: int | None,
+    history_on_join: int | None,
+    log_level: str,
+) -> None:
+    """Run the gateway: WebSocket at /ws, HTTP API, metrics."""
+    from hubbub.server.app import build_app, make_router
+    from hubbub.server.config import open_space
+
+    _setup_logging(log_level)
+    try:
+        limits = limits_from_env(Limits())
+        if rate_limit is not None:
+            limits.rate_per_s = rate_limit
+        if rate_burst is not None:
+            limits.rate_burst = rate_burst
+        if max_frame_bytes is not None:
+            limits.max_frame_bytes = max_frame_bytes
+        if history_on_join is not None:
+            limits.history_on_join = history_on_join
+        limits.validate()
+        spaces = [load_space(p) for p in space_configs] or [open_space()]
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    ids = [s.space for s in spaces]
+    if len(set(ids)) != len(ids):
+        raise click.ClickException(f"two space configs declare the same space id: {ids}")
+    bind = host or LOOPBACK
+    open_ids = [s.space for s in spaces if s.open]
+    if open_ids and host is not None and host not in (LOOPBACK, "localhost", "::1"):
+        click.echo(
+            f"warning: open-mode space(s) {open_ids} accept anyone, and you bound {host}",
+            err=True,
+        )
+    _raise_fd_limit()
+    router = make_router(
+        spaces, data_dir=None if store == "memory" else data_dir, limits=limits
+    )
+    mode = f"open mode, space {open_ids[0]!r}" if open_ids else f"spaces {ids}"
+    where = "memory" if store == "memory" else str(data_dir / "hubbub.db")
+    logging.getLogger("hubbub").info(
+        "hubbub %s serving ws://%s:%d/ws (%s), history in %s", __version__, bind, port, mode, where
+    )
+    web.run_app(
+        build_app(router),
+        host=bind,
+        port=port,
+        print=None,
+        backlog=4096,
+        shutdown_timeout=5.0,
+        access_log=None,
+    )
+
+
+@main.group()
+def token() -> None:
+    """Manage participant tokens in a space config."""
+
+
+@token.command("create")
+@click.option(
+    "--space",
+    "space_file",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The space.yaml to update (created if missing).",
+)
+@click.option("--id", "pid", required=True, help="Participant id.")
+@click.option(
+    "--kind",
+    type=click.Choice(["human", "agent", "service"]),
+    default=None,
+    help="Participant kind [agent for new participants].",
+)
+@click.option(
+    "--role",
+    type=click.Choice(["participant", "observer", "admin"]),
+    default=None,
+    help="Dashboard role [participant].",
+)
+def token_create(space_file: Path, pid: str, kind: str | None, role: str | None) -> None:
+    """Create a token for a participant; prints it once and stores only its hash."""
+    from hubbub.protocol.ids import is_participant_id
+
+    if not is_participant_id(pid):
+        raise click.BadParameter(f"{pid!r} is not a legal id (1-32 of [A-Za-z0-9_.-])", param_hint="--id")
+    try:
+        cfg = load_space(space_file) if space_file.exists() else SpaceConfig()
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    entry = cfg.participants.get(pid) or ParticipantConfig()
+    if kind is not None:
+        entry.kind = kind  # type: ignore[assignment]
+    if role is not None:
+        entry.role = role  # type: ignore[assignment]
+    secret = new_token()
+    entry.token_hash = hash_token(secret)
+    cfg.participants[pid] = entry
+    save_space(cfg, space_file)
+    click.echo(secret)
+    click.echo(
+        f"token for {pid!r} ({entry.kind}) in space {cfg.space!r} saved as a hash in {space_file}; "
+        "it is shown only once",
+        err=True,
+    )
+
+
+@main.command()
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--once", is_flag=True, help="Exit after the scripted scene instead of serving on.")
+def demo(port: int, once: bool) -> None:
+    """Start a gateway and play a short scripted conversation across both dialects."""
+    from hubbub.demo import run_demo
+
+    _setup_logging("warning")
+    try:
+        asyncio.run(run_demo(port, once=once))
+    except KeyboardInterrupt:
+        click.echo("stopped")
+    sys.exit(0)

@@ -1,0 +1,428 @@
+"""MEW v0.4 capability patterns: the one matcher used by the gateway and by the SDK.
+
+A capability is ``{"kind": <pattern>, "payload"?: <payload pattern>}``; a participant may send an
+envelope when ANY of its capabilities matches it (a union: there are no deny rules, exactly as
+in MEW's ``hasCapability``/``canSend``). Negation (``!pattern``) is part of a single pattern and
+means "any value except". The exact rules are in ``docs/capabilities.md``.
+
+Everything is validated and compiled once (globs and ``/regex/`` become compiled ``re``
+objects); :class:`CapabilitySet` additionally caches, per kind, which capabilities can match,
+so that ``allows(kind)`` for a kind whose answer does not depend on the payload is one dict
+lookup.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Final
+
+__all__ = [
+    "Capability",
+    "CapabilityError",
+    "CapabilitySet",
+    "can_send",
+    "matches",
+    "validate_capabilities",
+]
+
+Capability = dict[str, Any]
+
+# A compiled pattern for one JSON value (payload side) or one string (kind side).
+_ValueMatcher = Callable[[object], bool]
+_StrMatcher = Callable[[str], bool]
+
+_EMPTY: Final[Mapping[str, Any]] = MappingProxyType({})
+# Keys of a capability entry: the two that match, and two inert notes (MEW's ``id``).
+_MATCH_KEYS: Final = ("kind", "payload")
+_NOTE_KEYS: Final = ("id", "description")
+# Bound on the per-kind cache: kinds are chosen by senders, so the cache must not grow forever.
+_KIND_CACHE_MAX: Final = 4096
+
+
+def _short(value: object) -> str:
+    """``repr`` of a bad value for an error message, cut to a readable length."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+class CapabilityError(ValueError):
+    """A capability list or pattern that cannot be used; the message says where and how to fix."""
+
+
+# ---------------------------------------------------------------------------------------------
+# compiling patterns
+# ---------------------------------------------------------------------------------------------
+
+
+def _glob_to_regex(glob: str) -> str:
+    """Translate a glob (``*`` within a ``/`` segment, ``**`` across, ``?`` one char)."""
+    out: list[str] = []
+    i, n = 0, len(glob)
+    while i < n:
+        char = glob[i]
+        if char == "*":
+            if i + 1 < n and glob[i + 1] == "*":
+                out.append(".*")
+                i += 2
+                while i < n and glob[i] == "*":
+                    i += 1
+                continue
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+def _negate(inner: _StrMatcher) -> _StrMatcher:
+    return lambda value: not inner(value)
+
+
+def _any_of_str(alternatives: Sequence[_StrMatcher]) -> _StrMatcher:
+    alts = tuple(alternatives)
+    return lambda value: any(alt(value) for alt in alts)
+
+
+def _is_literal(pattern: str) -> bool:
+    """Whether a string pattern has no special syntax (so it matches by equality)."""
+    if pattern.startswith("!") or "*" in pattern or "?" in pattern:
+        return False
+    return not (len(pattern) >= 2 and pattern[0] == "/" and pattern[-1] == "/")
+
+
+def _compile_string(pattern: str, where: str) -> _StrMatcher:
+    """Compile one string pattern: ``!neg``, ``/regex/``, glob, or a literal."""
+    if pattern.startswith("!"):
+        return _negate(_compile_string(pattern[1:], where))
+    if len(pattern) >= 2 and pattern[0] == "/" and pattern[-1] == "/":
+        try:
+            search = re.compile(pattern[1:-1]).search
+        except re.error as exc:
+            raise CapabilityError(
+                f"{where}: invalid regular expression {_short(pattern)}: {exc} "
+                "(write /regex/ in Python 're' syntax, or drop the slashes for a literal)"
+            ) from None
+        return lambda value: search(value) is not None
+    if "*" in pattern or "?" in pattern:
+        fullmatch = re.compile(_glob_to_regex(pattern), re.DOTALL).fullmatch
+        return lambda value: fullmatch(value) is not None
+    return lambda value: value == pattern
+
+
+def _compile_kind(kind: object, where: str) -> _StrMatcher:
+    """Compile the ``kind`` of a capability: a string pattern or a non-empty list of them."""
+    hint = "'kind' must be a string pattern or a list of them"
+    if isinstance(kind, str):
+        if not kind:
+            raise CapabilityError(f"{where}: 'kind' must not be empty (e.g. 'chat' or 'mcp/*')")
+        return _compile_string(kind, f"{where}: kind")
+    if isinstance(kind, list | tuple):
+        if not kind:
+            raise CapabilityError(f"{where}: {hint}, got an empty list (list at least one kind)")
+        alternatives: list[_StrMatcher] = []
+        for index, item in enumerate(kind):
+            if not isinstance(item, str) or not item:
+                raise CapabilityError(
+                    f"{where}: kind[{index}]: {hint}; each list item must be a non-empty "
+                    f"string, got {_short(item)}"
+                )
+            alternatives.append(_compile_string(item, f"{where}: kind[{index}]"))
+        return alternatives[0] if len(alternatives) == 1 else _any_of_str(alternatives)
+    raise CapabilityError(f"{where}: {hint}, got {_short(kind)}")
+
+
+def _string_value(matcher: _StrMatcher) -> _ValueMatcher:
+    return lambda value: isinstance(value, str) and matcher(value)
+
+
+def _bool_value(expected: bool) -> _ValueMatcher:
+    return lambda value: value is expected
+
+
+def _null_value() -> _ValueMatcher:
+    return lambda value: value is None
+
+
+def _number_value(expected: float) -> _ValueMatcher:
+    return lambda value: (
+        isinstance(value, int | float) and not isinstance(value, bool) and value == expected
+    )
+
+
+def _any_of_value(alternatives: Sequence[_ValueMatcher]) -> _ValueMatcher:
+    alts = tuple(alternatives)
+    return lambda value: any(alt(value) for alt in alts)
+
+
+def _object_value(fields: Sequence[tuple[str, _ValueMatcher]]) -> _ValueMatcher:
+    items = tuple(fields)
+
+    def match(value: object) -> bool:
+        if type(value) is not dict and not isinstance(value, Mapping):
+            return False
+        for key, matcher in items:  # noqa: SIM110 - hot path: no generator per call
+            if key not in value or not matcher(value[key]):
+                return False
+        return True
+
+    return match
+
+
+def _compile_value(pattern: object, where: str) -> _ValueMatcher:
+    """Compile one payload pattern value (string pattern, scalar, nested object or one-of)."""
+    if isinstance(pattern, str):
+        if _is_literal(pattern):
+            return lambda value: value == pattern  # a non-string value never equals a string
+        return _string_value(_compile_string(pattern, where))
+    if isinstance(pattern, bool):
+        return _bool_value(pattern)
+    if pattern is None:
+        return _null_value()
+    if isinstance(pattern, int | float):
+        return _number_value(pattern)
+    if isinstance(pattern, Mapping):
+        return _object_value(_compile_fields(pattern, where))
+    if isinstance(pattern, list | tuple):
+        if not pattern:
+            raise CapabilityError(
+                f"{where}: an empty list matches nothing; list at least one allowed value"
+            )
+        return _any_of_value(
+            [_compile_value(item, f"{where}[{index}]") for index, item in enumerate(pattern)]
+        )
+    raise CapabilityError(
+        f"{where}: a payload pattern value must be a string pattern, number, boolean, null, "
+        f"mapping or list, got {type(pattern).__name__} {_short(pattern)}"
+    )
+
+
+def _compile_fields(pattern: Mapping[Any, Any], where: str) -> list[tuple[str, _ValueMatcher]]:
+    fields: list[tuple[str, _ValueMatcher]] = []
+    for key, sub in pattern.items():
+        if not isinstance(key, str):
+            raise CapabilityError(f"{where}: payload keys must be strings, got {_short(key)}")
+        if key.startswith("$") or "*" in key or "?" in key:
+            raise CapabilityError(
+                f"{where}: payload key {_short(key)} is a JSONPath/wildcard key; hubbub matches "
+                "payload keys literally, so write the exact key (nest objects for deeper fields)"
+            )
+        fields.append((key, _compile_value(sub, f"{where}.{key}")))
+    return fields
+
+
+def _plain(value: object) -> Any:
+    """A JSON-shaped deep copy (mappings -> dict, tuples -> list)."""
+    if isinstance(value, Mapping):
+        return {key: _plain(sub) for key, sub in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+class _Compiled:
+    """One validated capability with its compiled matchers and its identity keys."""
+
+    __slots__ = ("entry", "key", "kind_key", "kind_match", "payload_match")
+
+    def __init__(self, raw: object, where: str) -> None:
+        if not isinstance(raw, Mapping):
+            raise CapabilityError(
+                f"{where}: must be a mapping like {{kind: 'chat'}}, got {_short(raw)}"
+            )
+        unknown = [key for key in raw if key not in _MATCH_KEYS and key not in _NOTE_KEYS]
+        if unknown:
+            raise CapabilityError(
+                f"{where}: unknown key {unknown[0]!r}; a capability has 'kind', an optional "
+                "'payload' pattern, and optional 'id'/'description' notes"
+            )
+        if "kind" not in raw:
+            raise CapabilityError(f"{where}: missing 'kind' (e.g. {{kind: 'chat'}})")
+        kind = raw["kind"]
+        self.kind_match: _StrMatcher = _compile_kind(kind, where)
+        payload = raw.get("payload")
+        if payload is not None and not isinstance(payload, Mapping):
+            raise CapabilityError(
+                f"{where}: 'payload' must be a mapping of field patterns "
+                f"(e.g. {{method: 'tools/call'}}), got {_short(payload)}"
+            )
+        entry: Capability = {"kind": _plain(kind)}
+        # An absent, null or empty payload pattern constrains nothing (MEW).
+        self.payload_match: _ValueMatcher | None = None
+        if payload:
+            self.payload_match = _object_value(_compile_fields(payload, f"{where}: payload"))
+            entry["payload"] = _plain(payload)
+        for note in _NOTE_KEYS:
+            if note in raw:
+                if not isinstance(raw[note], str):
+                    raise CapabilityError(
+                        f"{where}: {note!r} must be a string, got {_short(raw[note])}"
+                    )
+                entry[note] = raw[note]
+        self.entry = entry
+        self.kind_key = _canonical(entry["kind"])
+        self.key = _canonical([entry["kind"], entry.get("payload")])
+
+    def matches(self, kind: str, payload: object) -> bool:
+        """Whether this capability matches ``kind`` and ``payload``."""
+        if not self.kind_match(kind):
+            return False
+        if self.payload_match is None:
+            return True
+        return self.payload_match(payload if isinstance(payload, Mapping) else _EMPTY)
+
+
+def _canonical(value: object) -> str:
+    """A JSON-typed identity (``true`` differs from ``1``) for dedup and revoke."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _compile_list(value: object, noun: str = "capability") -> list[_Compiled]:
+    if isinstance(value, str | bytes | Mapping):
+        raise CapabilityError(
+            f"capabilities must be a list of {{kind, payload?}} mappings, "
+            f"got {type(value).__name__} {_short(value)}"
+        )
+    if not isinstance(value, Iterable):
+        raise CapabilityError(
+            f"capabilities must be a list of {{kind, payload?}} mappings, got {_short(value)}"
+        )
+    return [_Compiled(raw, f"{noun} {index}") for index, raw in enumerate(value)]
+
+
+def _dedup(compiled: Iterable[_Compiled]) -> list[_Compiled]:
+    seen: set[str] = set()
+    out: list[_Compiled] = []
+    for item in compiled:
+        if item.key not in seen:
+            seen.add(item.key)
+            out.append(item)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# public API
+# ---------------------------------------------------------------------------------------------
+
+
+def validate_capabilities(value: object) -> list[Capability]:
+    """Check a capability list (e.g. from space.yaml) and return normalized copies of it."""
+    if not isinstance(value, list | tuple):
+        raise CapabilityError(
+            f"capabilities must be a list of {{kind, payload?}} mappings, "
+            f"got {type(value).__name__} {_short(value)}"
+        )
+    return [_plain(item.entry) for item in _compile_list(value)]
+
+
+def matches(
+    capability: Mapping[str, Any], kind: str, payload: Mapping[str, Any] | None = None
+) -> bool:
+    """Whether one capability allows an envelope of ``kind`` with ``payload`` (uncached)."""
+    compiled = _Compiled(capability, "capability")
+    if not isinstance(kind, str):
+        return False
+    return compiled.matches(kind, payload)
+
+
+class CapabilitySet:
+    """A participant's capabilities, compiled once; ``allows`` is the enforcement check."""
+
+    __slots__ = ("_cache", "_compiled")
+
+    def __init__(self, capabilities: Iterable[Mapping[str, Any]]) -> None:
+        """Validate and compile ``capabilities`` (raises :class:`CapabilityError`)."""
+        if isinstance(capabilities, CapabilitySet):
+            compiled = list(capabilities._compiled)
+        else:
+            compiled = _compile_list(capabilities)
+        self._compiled: tuple[_Compiled, ...] = tuple(_dedup(compiled))
+        # kind -> True (allowed whatever the payload), False (never), or the payload matchers
+        # of the capabilities whose kind pattern matches (the answer depends on the payload).
+        self._cache: dict[str, bool | tuple[_ValueMatcher, ...]] = {}
+
+    @classmethod
+    def _of(cls, compiled: Iterable[_Compiled]) -> CapabilitySet:
+        new = cls.__new__(cls)
+        new._compiled = tuple(_dedup(compiled))
+        new._cache = {}
+        return new
+
+    @property
+    def capabilities(self) -> list[Capability]:
+        """Copies of the capabilities, as JSON-ready dicts (for welcome frames and errors)."""
+        return [_plain(item.entry) for item in self._compiled]
+
+    def __len__(self) -> int:
+        """Number of (distinct) capabilities."""
+        return len(self._compiled)
+
+    def __repr__(self) -> str:
+        """Debug form listing the capabilities."""
+        return f"CapabilitySet({self.capabilities!r})"
+
+    def allows(self, kind: str, payload: Mapping[str, Any] | None = None) -> bool:
+        """Whether an envelope of ``kind`` with ``payload`` matches any capability."""
+        entry = self._cache.get(kind)
+        if entry is None:
+            entry = self._resolve(kind)
+        if entry is True:
+            return True
+        if entry is False:
+            return False
+        body = payload if type(payload) is dict or isinstance(payload, Mapping) else _EMPTY
+        for payload_match in entry:  # noqa: SIM110 - hot path: no generator per call
+            if payload_match(body):
+                return True
+        return False
+
+    def _resolve(self, kind: str) -> bool | tuple[_ValueMatcher, ...]:
+        if not isinstance(kind, str):
+            return False
+        payload_matchers: list[_ValueMatcher] = []
+        result: bool | tuple[_ValueMatcher, ...] = False
+        for item in self._compiled:
+            if item.kind_match(kind):
+                if item.payload_match is None:
+                    result = True
+                    break
+                payload_matchers.append(item.payload_match)
+        else:
+            if payload_matchers:
+                result = tuple(payload_matchers)
+        cache = self._cache
+        if len(cache) >= _KIND_CACHE_MAX:
+            cache.clear()
+        cache[kind] = result
+        return result
+
+    def granted(self, extra: Iterable[Mapping[str, Any]]) -> CapabilitySet:
+        """A new set with ``extra`` added (entries equal to one already held are not repeated)."""
+        added = _compile_list(extra, "granted capability")
+        return CapabilitySet._of([*self._compiled, *added])
+
+    def revoked(self, remove: Iterable[Mapping[str, Any]]) -> CapabilitySet:
+        """A new set without entries equal to ``remove``; a kind-only entry removes that kind."""
+        revoking = _compile_list(remove, "revoked capability")
+        exact = {item.key for item in revoking}
+        whole_kinds = {item.kind_key for item in revoking if item.payload_match is None}
+        return CapabilitySet._of(
+            item
+            for item in self._compiled
+            if item.key not in exact and item.kind_key not in whole_kinds
+        )
+
+
+def can_send(
+    capabilities: Iterable[Mapping[str, Any]] | CapabilitySet, envelope: Mapping[str, Any]
+) -> bool:
+    """Whether ``envelope`` (its ``kind`` and optional ``payload``) is allowed."""
+    kind = envelope.get("kind")
+    if not isinstance(kind, str):
+        return False
+    caps = capabilities if isinstance(capabilities, CapabilitySet) else CapabilitySet(capabilities)
+    return caps.allows(kind, envelope.get("payload"))

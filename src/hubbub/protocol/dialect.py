@@ -1,0 +1,39 @@
+"""What a wire dialect is: a codec at the edge between frames and envelopes (DESIGN §3)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from hubbub.protocol.envelope import Envelope
+from hubbub.protocol.hello import Hello
+
+
+class Reply:
+    """A frame the codec answers by itself (e.g. ``PING`` → ``PONG``); never routed."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
+class Dialect(Protocol):
+    """One wire dialect. Nothing behind it knows which dialect a participant speaks."""
+
+    name: str
+
+    def parse_hello(self, frame: dict[str, Any]) -> Hello:
+        """Turn the first frame into a Hello, or raise ProtocolError."""
+        ...
+
+    def decode(self, data: bytes | str) -> Envelope | Reply:
+        """Turn one incoming frame into an envelope (or a local reply)."""
+        ...
+
+    def encode(self, env: Envelope) -> list[bytes]:
+        """Frames for an envelope; empty when the dialect cannot express its kind."""
+        ...
+
+    def welcome(self, env: Envelope) -> list[bytes]:
+        """Frames for the server's welcome envelope."""
+        ...

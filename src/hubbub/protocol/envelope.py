@@ -1,0 +1,121 @@
+"""The canonical message: a MEW v0.4 envelope with a ``channel`` extension (DESIGN §2)."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from hubbub.protocol.errors import ErrorCode, ProtocolError
+
+PROTOCOL: Final = "mew/v0.4"
+
+
+class Envelope(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """One message. The server fills ``id``, ``ts``, ``from`` and (in channels) ``seq``."""
+
+    kind: str
+    protocol: str = PROTOCOL
+    id: str = ""
+    ts: str = ""
+    from_: str = msgspec.field(default="", name="from")
+    to: list[str] | None = None
+    channel: str | None = None
+    seq: int | None = None
+    correlation_id: list[str] | str | None = None
+    context: str | None = None
+    payload: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    def correlation_ids(self) -> list[str]:
+        """``correlation_id`` as a list (MEW allows a bare string)."""
+        cid = self.correlation_id
+        if cid is None:
+            return []
+        return [cid] if isinstance(cid, str) else cid
+
+
+# Kinds of MEW v0.4 that the gateway routes as they are.
+STANDARD_KINDS: Final = frozenset(
+    {
+        "chat",
+        "chat/acknowledge",
+        "chat/cancel",
+        "mcp/request",
+        "mcp/response",
+        "mcp/proposal",
+        "mcp/withdraw",
+        "mcp/reject",
+        "reasoning/start",
+        "reasoning/thought",
+        "reasoning/conclusion",
+        "reasoning/cancel",
+        "capability/grant",
+        "capability/revoke",
+        "capability/grant-ack",
+        "system/heartbeat",
+        "participant/pause",
+        "participant/resume",
+        "participant/status",
+        "participant/request-status",
+    }
+)
+
+# Kinds a client sends that the gateway itself answers or acts on.
+CONTROL_KINDS: Final = frozenset(
+    {
+        "channel/join",
+        "channel/leave",
+        "channel/create",
+        "channel/list",
+        "channel/members",
+        "history/request",
+        "floor/responding-to",
+    }
+)
+
+# Kinds only the server may send.
+SERVER_KINDS: Final = frozenset(
+    {
+        "system/welcome",
+        "system/presence",
+        "system/error",
+        "channel/joined",
+        "channel/left",
+        "channel/created",
+        "channel/list-response",
+        "channel/members-response",
+        "history/response",
+        "floor/yield",
+    }
+)
+
+CLIENT_KINDS: Final = STANDARD_KINDS | CONTROL_KINDS
+
+_decoder = msgspec.json.Decoder(Envelope)
+_encoder = msgspec.json.Encoder()
+
+
+def decode_envelope(data: bytes | str) -> Envelope:
+    """Parse and type-check one envelope, raising ``ProtocolError`` naming what is wrong."""
+    try:
+        return _decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        text = str(exc)
+        if text.startswith("JSON is malformed") or "Input data was truncated" in text:
+            raise ProtocolError(ErrorCode.INVALID_JSON, f"frame is not valid JSON: {text}") from None
+        raise ProtocolError(
+            ErrorCode.INVALID_ENVELOPE,
+            f"invalid envelope: {text} (see the envelope format in docs/protocol.md)",
+        ) from None
+
+
+def encode(obj: object) -> bytes:
+    """Encode an envelope or any JSON-able value to compact JSON bytes."""
+    return _encoder.encode(obj)
+
+
+def to_builtins(env: Envelope) -> dict[str, Any]:
+    """The envelope as a plain dict with wire field names (``from``, not ``from_``)."""
+    out = msgspec.to_builtins(env)
+    assert isinstance(out, dict)
+    return out

@@ -1,0 +1,48 @@
+"""Protocol error codes and the exception that carries one to the wire."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ErrorCode(StrEnum):
+    """Error codes sent in ``system/error`` (MEW) and ``ERROR`` (agentchat, upper-cased)."""
+
+    INVALID_JSON = "invalid_json"
+    FRAME_TOO_LARGE = "frame_too_large"
+    PAYLOAD_TOO_LARGE = "payload_too_large"
+    INVALID_ENVELOPE = "invalid_envelope"
+    UNKNOWN_KIND = "unknown_kind"
+    INVALID_ID = "invalid_id"
+    INVALID_CHANNEL = "invalid_channel"
+    UNKNOWN_CHANNEL = "unknown_channel"
+    CHANNEL_EXISTS = "channel_exists"
+    NOT_IN_CHANNEL = "not_in_channel"
+    UNKNOWN_PARTICIPANT = "unknown_participant"
+    CAPABILITY_VIOLATION = "capability_violation"
+    RATE_LIMITED = "rate_limited"
+    AUTH_FAILED = "auth_failed"
+    WRONG_SPACE = "wrong_space"
+    UNKNOWN_SPACE = "unknown_space"
+    HANDSHAKE_REQUIRED = "handshake_required"
+    SLOW_CONSUMER = "slow_consumer"
+    BANNED = "banned"
+    INTERNAL = "internal_error"
+
+
+class ProtocolError(Exception):
+    """A problem with what a participant sent; becomes an error frame, never a crash."""
+
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str,
+        *,
+        correlation_id: str | None = None,
+        extra: dict[str, object] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.correlation_id = correlation_id
+        self.extra = extra or {}

@@ -1,0 +1,21 @@
+"""The first frame of a connection: who connects, where, with what (either dialect)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class Hello(msgspec.Struct, kw_only=True):
+    """A parsed join/IDENTIFY frame, the same for both dialects."""
+
+    participant_id: str
+    space: str = "default"
+    token: str | None = None
+    kind: str | None = None
+    capabilities: list[dict[str, Any]] | None = None
+    channels: list[str] | None = None
+    resume: dict[str, int] = msgspec.field(default_factory=dict)
+    unique_name: bool = False
+    """In open mode, pick a free id derived from ``participant_id`` instead of displacing."""

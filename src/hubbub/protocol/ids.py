@@ -1,0 +1,100 @@
+"""Identifiers: validation of participant ids and channel names, time-sortable message ids."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from datetime import UTC, datetime
+
+PARTICIPANT_ID_RE = re.compile(r"[A-Za-z0-9_.-]{1,32}")
+CHANNEL_RE = re.compile(r"#[A-Za-z0-9_-]{1,31}")
+SPACE_ID_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+SERVER_ID = "system:gateway"
+"""The server's own identity on the MEW dialect (``@server`` on the agentchat dialect)."""
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def is_participant_id(value: object) -> bool:
+    """Tell whether ``value`` is a legal participant id (1–32 of ``[A-Za-z0-9_.-]``)."""
+    return isinstance(value, str) and PARTICIPANT_ID_RE.fullmatch(value) is not None
+
+
+def is_channel(value: object) -> bool:
+    """Tell whether ``value`` is a legal channel name (``#`` then 1–31 of ``[A-Za-z0-9_-]``)."""
+    return isinstance(value, str) and CHANNEL_RE.fullmatch(value) is not None
+
+
+def normalize_channel(value: str) -> str:
+    """Return ``value`` with a leading ``#`` (URL paths and CLI flags may omit it)."""
+    return value if value.startswith("#") else "#" + value
+
+
+class UlidGenerator:
+    """Monotonic ULIDs: 48-bit millisecond time + 80 bits that increase within one millisecond.
+
+    Ids from one generator sort in creation order, also within the same millisecond.
+    """
+
+    __slots__ = ("_last_ms", "_last_rand")
+
+    def __init__(self) -> None:
+        self._last_ms = -1
+        self._last_rand = 0
+
+    def new(self, now_ms: int | None = None) -> str:
+        """Return a new 26-character ULID, greater than every earlier one from this generator."""
+        ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+        if ms <= self._last_ms:
+            ms = self._last_ms
+            rand = self._last_rand + 1
+        else:
+            rand = int.from_bytes(os.urandom(10), "big") >> 1  # leave room to increment
+        self._last_ms, self._last_rand = ms, rand
+        value = (ms << 80) | rand
+        out = []
+        for _ in range(26):
+            out.append(_CROCKFORD[value & 31])
+            value >>= 5
+        return "".join(reversed(out))
+
+
+def ulid_time_ms(ulid: str) -> int:
+    """Return the millisecond timestamp encoded in a ULID."""
+    value = 0
+    for ch in ulid[:10]:
+        value = value * 32 + _CROCKFORD.index(ch)
+    return value
+
+
+class Clock:
+    """Wall-clock helpers with an ISO-8601 formatter cached per millisecond."""
+
+    __slots__ = ("_cached_ms", "_cached_iso")
+
+    def __init__(self) -> None:
+        self._cached_ms = -1
+        self._cached_iso = ""
+
+    @staticmethod
+    def now_ms() -> int:
+        """Unix time in milliseconds."""
+        return time.time_ns() // 1_000_000
+
+    def iso(self, ms: int) -> str:
+        """Format Unix milliseconds as ``2026-11-22T10:00:00.123Z``."""
+        if ms != self._cached_ms:
+            dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
+            self._cached_iso = dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+            self._cached_ms = ms
+        return self._cached_iso
+
+
+def iso_to_ms(value: str) -> int:
+    """Parse an ISO-8601 timestamp (as written in envelopes) into Unix milliseconds."""
+    dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return int(dt.timestamp() * 1000)

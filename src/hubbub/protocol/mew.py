@@ -1,0 +1,74 @@
+"""The MEW dialect: MEW v0.4 envelopes both ways, after a ``join`` frame."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from hubbub.protocol.dialect import Reply
+from hubbub.protocol.envelope import Envelope, decode_envelope, encode
+from hubbub.protocol.errors import ErrorCode, ProtocolError
+from hubbub.protocol.hello import Hello
+
+
+class _JoinFrame(msgspec.Struct, kw_only=True, rename={"participant_id": "participantId"}):
+    type: str = "join"
+    participant_id: str | None = None
+    space: str = "default"
+    token: str | None = None
+    kind: str | None = None
+    capabilities: list[dict[str, Any]] | None = None
+    channels: list[str] | None = None
+    resume: dict[str, int] = msgspec.field(default_factory=dict)
+
+
+def is_mew_hello(frame: dict[str, Any]) -> bool:
+    """Tell whether a first frame selects the MEW dialect."""
+    return frame.get("type") == "join" or frame.get("kind") == "system/join"
+
+
+class MewDialect:
+    """Codec for MEW envelopes; every kind is expressible."""
+
+    name = "mew"
+    server_id = "system:gateway"
+
+    def parse_hello(self, frame: dict[str, Any]) -> Hello:
+        """Read ``{"type":"join",...}`` or ``{"kind":"system/join","payload":{...}}``."""
+        body = frame.get("payload") if frame.get("kind") == "system/join" else frame
+        if not isinstance(body, dict):
+            raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "system/join needs a payload object")
+        body = dict(body)
+        if "participant_id" in body and "participantId" not in body:
+            body["participantId"] = body.pop("participant_id")
+        try:
+            join = msgspec.convert(body, _JoinFrame)
+        except msgspec.ValidationError as exc:
+            raise ProtocolError(ErrorCode.INVALID_ENVELOPE, f"invalid join frame: {exc}") from None
+        if not join.participant_id:
+            raise ProtocolError(
+                ErrorCode.INVALID_ID,
+                "join frame needs 'participantId' (1-32 of [A-Za-z0-9_.-])",
+            )
+        return Hello(
+            participant_id=join.participant_id,
+            space=join.space,
+            token=join.token or None,
+            kind=join.kind,
+            capabilities=join.capabilities,
+            channels=join.channels,
+            resume=join.resume,
+        )
+
+    def decode(self, data: bytes | str) -> Envelope | Reply:
+        """Parse one envelope."""
+        return decode_envelope(data)
+
+    def encode(self, env: Envelope) -> list[bytes]:
+        """The envelope itself."""
+        return [encode(env)]
+
+    def welcome(self, env: Envelope) -> list[bytes]:
+        """The welcome envelope itself."""
+        return [encode(env)]

@@ -1,0 +1,197 @@
+"""The aiohttp application: the WebSocket endpoint and the HTTP API on one port."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from aiohttp import WSMsgType, web
+
+from hubbub import __version__
+from hubbub.protocol.agentchat import AgentchatDialect, is_agentchat_hello
+from hubbub.protocol.dialect import Dialect
+from hubbub.protocol.envelope import Envelope
+from hubbub.protocol.errors import ErrorCode, ProtocolError
+from hubbub.protocol.mew import MewDialect, is_mew_hello
+from hubbub.server.config import Limits, SpaceConfig, open_space
+from hubbub.server.connection import CLOSE_POLICY, CLOSE_TOO_BIG, Connection, ws_text_frame
+from hubbub.server.http_api import add_http_routes
+from hubbub.server.metrics import Metrics
+from hubbub.server.router import Router
+from hubbub.store.base import Store
+from hubbub.store.memory import MemoryStore
+from hubbub.store.sqlite import SqliteStore
+
+log = logging.getLogger("hubbub.server")
+
+ROUTER_KEY = web.AppKey("router", Router)
+_MEW = MewDialect()
+_AGENTCHAT = AgentchatDialect()
+
+
+def _error_frame(dialect: Dialect, exc: ProtocolError) -> bytes:
+    env = Envelope(
+        kind="system/error",
+        from_="system:gateway",
+        payload={"error": exc.code.value, "message": exc.message, **exc.extra},
+    )
+    return b"".join(ws_text_frame(p) for p in dialect.encode(env))
+
+
+async def _refuse(
+    ws: web.WebSocketResponse, transport: asyncio.Transport, dialect: Dialect, exc: ProtocolError
+) -> None:
+    """Tell the client why it is refused, then close with 1008."""
+    if not transport.is_closing():
+        transport.write(_error_frame(dialect, exc))
+    await ws.close(code=CLOSE_POLICY, message=exc.message[:120].encode())
+
+
+async def websocket_endpoint(request: web.Request) -> web.StreamResponse:
+    """``/ws`` (and ``/``): the first frame selects the dialect, then frames are routed."""
+    router = request.app[ROUTER_KEY]
+    limits = router.limits
+    hard_cap = max(limits.max_frame_bytes * 4, 1024 * 1024)
+    ws = web.WebSocketResponse(max_msg_size=hard_cap, compress=False, autoping=True)
+    if not ws.can_prepare(request).ok:
+        return await health(request) if request.path == "/" else web.Response(
+            status=426, text="this endpoint speaks WebSocket; connect with a WebSocket client\n"
+        )
+    await ws.prepare(request)
+    transport = request.transport
+    assert transport is not None
+    peer = str(request.remote)
+    try:
+        first = await ws.receive(timeout=limits.handshake_timeout_s)
+    except TimeoutError:
+        await _refuse(
+            ws,
+            transport,
+            _MEW,
+            ProtocolError(
+                ErrorCode.HANDSHAKE_REQUIRED,
+                "no join frame within the handshake timeout; send join or IDENTIFY first",
+            ),
+        )
+        return ws
+    if first.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
+        return ws
+    try:
+        frame = json.loads(first.data)
+    except (ValueError, UnicodeDecodeError):
+        frame = None
+    if not isinstance(frame, dict):
+        await _refuse(
+            ws,
+            transport,
+            _MEW,
+            ProtocolError(
+                ErrorCode.HANDSHAKE_REQUIRED,
+                'first frame must be a JSON object: {"type":"join",...} (MEW) or '
+                '{"type":"IDENTIFY",...} (agentchat)',
+            ),
+        )
+        return ws
+    dialect: Dialect
+    if is_mew_hello(frame):
+        dialect = _MEW
+    elif is_agentchat_hello(frame):
+        dialect = _AGENTCHAT
+    else:
+        await _refuse(
+            ws,
+            transport,
+            _MEW,
+            ProtocolError(
+                ErrorCode.HANDSHAKE_REQUIRED,
+                'first frame must be {"type":"join",...} (MEW) or {"type":"IDENTIFY",...} '
+                "(agentchat)",
+            ),
+        )
+        return ws
+    try:
+        hello = dialect.parse_hello(frame)
+        ident = router.authenticate(hello)
+    except ProtocolError as exc:
+        router.metrics.errors[exc.code.value] += 1
+        await _refuse(ws, transport, dialect, exc)
+        return ws
+    conn = Connection(transport, dialect, limits.send_buffer_bytes, router.on_overflow, peer)
+    session = await router.attach(ident, conn, hello)
+    try:
+        async for msg in ws:
+            if msg.type == WSMsgType.TEXT or msg.type == WSMsgType.BINARY:
+                router.receive(session, msg.data)
+            elif msg.type == WSMsgType.ERROR:
+                exc = ws.exception()
+                if exc is not None and "too big" in str(exc).lower():
+                    conn.close(CLOSE_TOO_BIG, f"frame over the hard cap of {hard_cap} bytes")
+                break
+    finally:
+        router.detach(session)
+    return ws
+
+
+async def health(request: web.Request) -> web.Response:
+    """``GET /health``: liveness and a few counts."""
+    router = request.app[ROUTER_KEY]
+    return web.json_response(
+        {
+            "status": "ok",
+            "version": __version__,
+            "spaces": sorted(router.spaces),
+            "connections": sum(len(s.online) for s in router.spaces.values()),
+        }
+    )
+
+
+def build_app(router: Router) -> web.Application:
+    """The aiohttp application serving the gateway on one port."""
+    app = web.Application(client_max_size=router.limits.max_frame_bytes + 4096)
+    app[ROUTER_KEY] = router
+    app.router.add_get("/ws", websocket_endpoint)
+    app.router.add_get("/", websocket_endpoint)
+    app.router.add_get("/health", health)
+    add_http_routes(app, ROUTER_KEY)
+
+    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
+        await router.start()
+        yield
+        await router.stop()
+
+    app.cleanup_ctx.append(lifecycle)
+
+    async def on_shutdown(app: web.Application) -> None:
+        for space in router.spaces.values():
+            for s in list(space.online.values()):
+                s.conn.close(1001, "server shutting down")
+
+    app.on_shutdown.append(on_shutdown)
+    return app
+
+
+def make_router(
+    spaces: list[SpaceConfig] | None = None,
+    data_dir: str | Path | None = ".hubbub",
+    limits: Limits | None = None,
+    store: Store | None = None,
+) -> Router:
+    """A router over the given spaces (open mode when none) and store (SQLite in data_dir)."""
+    if store is None:
+        store = MemoryStore() if data_dir is None else SqliteStore(Path(data_dir) / "hubbub.db")
+    return Router(spaces or [open_space()], store, limits or Limits(), Metrics())
+
+
+async def serve_forever(router: Router, host: str, port: int) -> None:
+    """Run the gateway until cancelled (used by tests and the demo)."""
+    runner = web.AppRunner(build_app(router), shutdown_timeout=5.0, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, backlog=4096)
+    await site.start()
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()
+

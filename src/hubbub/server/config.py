@@ -1,0 +1,211 @@
+"""Server limits and space configuration (``space.yaml``), loaded with errors that name the key."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+import yaml
+
+from hubbub.protocol.capabilities import CapabilityError, validate_capabilities
+from hubbub.protocol.ids import is_channel, is_participant_id, SPACE_ID_RE
+
+ParticipantKind = Literal["human", "agent", "service"]
+Role = Literal["participant", "observer", "admin"]
+
+AGENT_DEFAULT_CAPABILITIES: list[dict[str, Any]] = [
+    {"kind": "chat"},
+    {"kind": "chat/*"},
+    {"kind": "mcp/*"},
+    {"kind": "reasoning/*"},
+    {"kind": "participant/*"},
+    {"kind": "capability/grant-ack"},
+    {"kind": "system/heartbeat"},
+    {"kind": "channel/join"},
+    {"kind": "channel/leave"},
+    {"kind": "channel/list"},
+    {"kind": "channel/members"},
+    {"kind": "history/request"},
+    {"kind": "floor/*"},
+]
+"""What an agent or service may send when the space config gives it no capabilities."""
+
+HUMAN_DEFAULT_CAPABILITIES: list[dict[str, Any]] = [{"kind": "**"}]
+"""What a human may send when the space config gives them no capabilities."""
+
+OPEN_MODE_CAPABILITIES: list[dict[str, Any]] = [{"kind": "**"}]
+"""Open mode (local use, loopback only) lets everyone send everything unless they ask for less."""
+
+
+class ConfigError(ValueError):
+    """A configuration file or value is wrong; the message names the key and the fix."""
+
+
+class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Per-server limits; each violation answers a clear error frame."""
+
+    max_frame_bytes: int = 256 * 1024
+    max_payload_bytes: int = 64 * 1024
+    rate_per_s: float = 20.0
+    rate_burst: int = 40
+    send_buffer_bytes: int = 1024 * 1024
+    history_on_join: int = 50
+    history_page_max: int = 1000
+    resume_max: int = 10_000
+    handshake_timeout_s: float = 10.0
+    presence_coalesce_ms: float = 20.0
+
+    def validate(self) -> None:
+        """Raise ConfigError for a nonsensical limit."""
+        for name in ("max_frame_bytes", "max_payload_bytes", "send_buffer_bytes"):
+            if getattr(self, name) < 1024:
+                raise ConfigError(f"limits.{name} must be at least 1024 bytes")
+        if self.rate_per_s < 0 or self.rate_burst < 0:
+            raise ConfigError("limits.rate_per_s and limits.rate_burst must be >= 0 (0 disables)")
+        if self.history_on_join < 0 or self.history_page_max < 1:
+            raise ConfigError("limits.history_on_join must be >= 0, history_page_max >= 1")
+
+
+class ParticipantConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One configured participant of a space."""
+
+    kind: ParticipantKind = "agent"
+    token_hash: str | None = None
+    capabilities: list[dict[str, Any]] | None = None
+    role: Role = "participant"
+
+    def effective_capabilities(self) -> list[dict[str, Any]]:
+        """The configured capabilities, or the defaults for this participant's kind."""
+        if self.capabilities is not None:
+            return self.capabilities
+        return HUMAN_DEFAULT_CAPABILITIES if self.kind == "human" else AGENT_DEFAULT_CAPABILITIES
+
+
+class SpaceDefaults(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Defaults for participants that connect in open mode."""
+
+    kind: ParticipantKind = "agent"
+    capabilities: list[dict[str, Any]] | None = None
+
+
+class SpaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A tenant: its channels, participants (with token hashes) and defaults."""
+
+    space: str = "default"
+    open: bool = False
+    channels: list[str] = msgspec.field(default_factory=lambda: ["#general"])
+    participants: dict[str, ParticipantConfig] = msgspec.field(default_factory=dict)
+    defaults: SpaceDefaults = msgspec.field(default_factory=SpaceDefaults)
+
+    def validate(self, source: str = "space config") -> None:
+        """Check ids, channel names and capabilities; raise ConfigError naming the bad key."""
+        if not SPACE_ID_RE.fullmatch(self.space):
+            raise ConfigError(f"{source}: space {self.space!r} must be 1-64 of [A-Za-z0-9_.-]")
+        for ch in self.channels:
+            if not is_channel(ch):
+                raise ConfigError(
+                    f"{source}: channels: {ch!r} is not a channel name "
+                    "(write '#name' with 1-31 of [A-Za-z0-9_-], quoted in YAML)"
+                )
+        if "#general" not in self.channels:
+            self.channels.insert(0, "#general")
+        for pid, p in self.participants.items():
+            if not is_participant_id(pid):
+                raise ConfigError(
+                    f"{source}: participants: {pid!r} is not a legal id (1-32 of [A-Za-z0-9_.-])"
+                )
+            if p.token_hash is not None and not p.token_hash.startswith("sha256:"):
+                raise ConfigError(
+                    f"{source}: participants.{pid}.token_hash must look like 'sha256:<hex>'; "
+                    "create one with `hubbub token create`"
+                )
+            if p.capabilities is not None:
+                try:
+                    p.capabilities = validate_capabilities(p.capabilities)
+                except CapabilityError as exc:
+                    raise ConfigError(f"{source}: participants.{pid}.capabilities: {exc}") from None
+        if self.defaults.capabilities is not None:
+            try:
+                self.defaults.capabilities = validate_capabilities(self.defaults.capabilities)
+            except CapabilityError as exc:
+                raise ConfigError(f"{source}: defaults.capabilities: {exc}") from None
+
+    def open_capabilities(self) -> list[dict[str, Any]]:
+        """Capabilities for an unconfigured participant in open mode."""
+        if self.defaults.capabilities is not None:
+            return self.defaults.capabilities
+        return OPEN_MODE_CAPABILITIES
+
+
+def open_space(space: str = "default") -> SpaceConfig:
+    """The explicit open-mode space that `hubbub serve` without a config runs."""
+    cfg = SpaceConfig(space=space, open=True)
+    cfg.validate("open mode")
+    return cfg
+
+
+def load_space(path: str | os.PathLike[str]) -> SpaceConfig:
+    """Read and validate a ``space.yaml``."""
+    p = Path(path)
+    try:
+        raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise ConfigError(
+            f"space config {p} does not exist; create it with "
+            f"`hubbub token create --space {p} --id <id>`"
+        ) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p} is not valid YAML: {exc}") from None
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{p}: the top level must be a mapping (space:, channels:, ...)")
+    try:
+        cfg = msgspec.convert(raw, SpaceConfig)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{p}: {exc}") from None
+    cfg.validate(str(p))
+    return cfg
+
+
+def save_space(cfg: SpaceConfig, path: str | os.PathLike[str]) -> None:
+    """Write a space config back as YAML."""
+    data = msgspec.to_builtins(cfg)
+    Path(path).write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
+def hash_token(token: str) -> str:
+    """The stored form of a token: ``sha256:<hex>`` (tokens are random, so no salt is needed)."""
+    return "sha256:" + hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_token() -> str:
+    """A new random bearer token."""
+    return "hb_" + secrets.token_urlsafe(32)
+
+
+def token_matches(token: str, stored_hash: str) -> bool:
+    """Constant-time comparison of a presented token with a stored hash."""
+    return hmac.compare_digest(hash_token(token), stored_hash)
+
+
+def limits_from_env(base: Limits | None = None) -> Limits:
+    """Limits with ``HUBBUB_<NAME>`` environment overrides applied (e.g. HUBBUB_RATE_PER_S)."""
+    lim = base or Limits()
+    for field in msgspec.structs.fields(Limits):
+        env = os.environ.get("HUBBUB_" + field.name.upper())
+        if env is None:
+            continue
+        try:
+            value: Any = float(env) if field.type is float else int(env)
+        except ValueError:
+            raise ConfigError(
+                f"HUBBUB_{field.name.upper()}={env!r} is not a number"
+            ) from None
+        setattr(lim, field.name, value)
+    lim.validate()
+    return lim

@@ -1,0 +1,102 @@
+"""One WebSocket connection's outgoing side: pre-encoded frames, a bounded send buffer."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from collections.abc import Callable
+
+from hubbub.protocol.dialect import Dialect
+
+log = logging.getLogger("hubbub.connection")
+
+CLOSE_GOING_AWAY = 1001
+CLOSE_POLICY = 1008
+CLOSE_TOO_BIG = 1009
+CLOSE_TRY_AGAIN = 1013
+CLOSE_REPLACED = 4000
+CLOSE_KICKED = 4001
+
+
+def ws_text_frame(payload: bytes) -> bytes:
+    """A complete unmasked server→client text frame (FIN set, no compression)."""
+    n = len(payload)
+    if n < 126:
+        return bytes((0x81, n)) + payload
+    if n < 65536:
+        return struct.pack("!BBH", 0x81, 126, n) + payload
+    return struct.pack("!BBQ", 0x81, 127, n) + payload
+
+
+def ws_close_frame(code: int, reason: str) -> bytes:
+    """A complete unmasked close frame with a status code and a UTF-8 reason (≤ 123 bytes)."""
+    body = struct.pack("!H", code) + reason.encode()[:123]
+    return bytes((0x88, len(body))) + body
+
+
+class Connection:
+    """Writes whole frames straight to the transport; never awaits a slow reader.
+
+    The same frame bytes are written to every recipient (encode once, fan out). When the
+    transport's buffer passes ``buffer_limit`` the reader is too slow: it gets a close frame
+    (1013, "slow consumer") and is aborted shortly after, so a channel never stalls.
+    """
+
+    __slots__ = ("_on_overflow", "buffer_limit", "closed", "dialect", "peer", "transport")
+
+    def __init__(
+        self,
+        transport: asyncio.Transport,
+        dialect: Dialect,
+        buffer_limit: int,
+        on_overflow: Callable[[Connection], None],
+        peer: str = "",
+    ) -> None:
+        self.transport = transport
+        self.dialect = dialect
+        self.buffer_limit = buffer_limit
+        self.closed = False
+        self._on_overflow = on_overflow
+        self.peer = peer
+
+    def send(self, frame: bytes) -> bool:
+        """Write one complete frame; return False when the connection is gone or overflowed."""
+        if self.closed:
+            return False
+        t = self.transport
+        if t.is_closing():
+            self.closed = True
+            return False
+        t.write(frame)
+        if t.get_write_buffer_size() > self.buffer_limit:
+            self.overflow()
+            return False
+        return True
+
+    def send_payloads(self, payloads: list[bytes]) -> None:
+        """Frame and write several JSON payloads."""
+        for p in payloads:
+            self.send(ws_text_frame(p))
+
+    def overflow(self) -> None:
+        """Give up on a reader that does not keep up: close frame, then abort."""
+        if self.closed:
+            return
+        self.closed = True
+        log.warning("closing %s: send buffer over %d bytes (slow consumer)", self.peer, self.buffer_limit)
+        t = self.transport
+        t.write(ws_close_frame(CLOSE_TRY_AGAIN, "slow consumer: send buffer overflow"))
+        asyncio.get_running_loop().call_later(2.0, t.abort)
+        self._on_overflow(self)
+
+    def close(self, code: int, reason: str) -> None:
+        """Send a close frame and close the transport once it is written."""
+        if self.closed:
+            return
+        self.closed = True
+        t = self.transport
+        if not t.is_closing():
+            t.write(ws_close_frame(code, reason))
+            t.close()
+            asyncio.get_running_loop().call_later(5.0, t.abort)

@@ -1,0 +1,190 @@
+"""The HTTP API on the gateway's port: post messages, list participants, read history, metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+from hubbub.protocol.envelope import Envelope
+from hubbub.protocol.errors import ErrorCode, ProtocolError
+from hubbub.protocol.ids import is_participant_id, normalize_channel
+from hubbub.server.auth import Identity
+from hubbub.server.router import HttpSender, Router
+from hubbub.server.space import SpaceState
+
+_STATUS = {
+    ErrorCode.AUTH_FAILED: 401,
+    ErrorCode.WRONG_SPACE: 403,
+    ErrorCode.CAPABILITY_VIOLATION: 403,
+    ErrorCode.UNKNOWN_SPACE: 404,
+    ErrorCode.UNKNOWN_CHANNEL: 404,
+    ErrorCode.UNKNOWN_PARTICIPANT: 404,
+    ErrorCode.NOT_IN_CHANNEL: 403,
+    ErrorCode.RATE_LIMITED: 429,
+    ErrorCode.PAYLOAD_TOO_LARGE: 413,
+    ErrorCode.FRAME_TOO_LARGE: 413,
+}
+
+
+def _error(exc: ProtocolError) -> web.Response:
+    return web.json_response(
+        {"error": exc.code.value, "message": exc.message, **exc.extra},
+        status=_STATUS.get(exc.code, 400),
+    )
+
+
+def _bearer(request: web.Request) -> str | None:
+    header = request.headers.get("Authorization", "")
+    if header.lower().startswith("bearer "):
+        return header[7:].strip() or None
+    return None
+
+
+def _resolve(router: Router, request: web.Request) -> tuple[SpaceState, Identity | None]:
+    """The space a request addresses and who makes it (None in open mode without a token)."""
+    token = _bearer(request)
+    wanted = request.query.get("space")
+    if token:
+        owner = router.auth.lookup_token(token)
+        if owner is None:
+            raise ProtocolError(
+                ErrorCode.AUTH_FAILED,
+                "unknown bearer token; create one with `hubbub token create`",
+            )
+        sid, pid = owner
+        if wanted and wanted != sid:
+            raise ProtocolError(
+                ErrorCode.WRONG_SPACE, f"this token belongs to space {sid!r}, not {wanted!r}"
+            )
+        cfg = router.spaces[sid].config
+        p = cfg.participants[pid]
+        ident = Identity(sid, pid, p.kind, p.role, tuple(p.effective_capabilities()))
+        return router.spaces[sid], ident
+    sid = wanted or "default"
+    space = router.spaces.get(sid)
+    if space is None:
+        raise ProtocolError(ErrorCode.UNKNOWN_SPACE, f"space {sid!r} does not exist on this server")
+    if not space.config.open:
+        raise ProtocolError(
+            ErrorCode.AUTH_FAILED,
+            "this endpoint needs 'Authorization: Bearer <token>' "
+            "(create a token with `hubbub token create`)",
+        )
+    return space, None
+
+
+def add_http_routes(app: web.Application, key: web.AppKey[Router]) -> None:
+    """Register the HTTP API handlers on ``app``."""
+
+    async def post_message(request: web.Request) -> web.Response:
+        router = request.app[key]
+        pid = request.match_info["pid"]
+        try:
+            space, ident = _resolve(router, request)
+            if ident is None:
+                if not is_participant_id(pid):
+                    raise ProtocolError(ErrorCode.INVALID_ID, f"{pid!r} is not a legal id")
+                ident = Identity(
+                    space.id,
+                    pid,
+                    space.config.defaults.kind,
+                    "participant",
+                    tuple(space.config.open_capabilities()),
+                )
+            elif ident.id != pid:
+                raise ProtocolError(
+                    ErrorCode.AUTH_FAILED,
+                    f"the bearer token belongs to {ident.id!r}, not {pid!r}",
+                )
+            body = await request.read()
+            try:
+                env = msgspec.json.decode(body, type=Envelope)
+            except msgspec.DecodeError as exc:
+                raise ProtocolError(
+                    ErrorCode.INVALID_ENVELOPE,
+                    f"body must be an envelope like "
+                    f'{{"kind":"chat","channel":"#general","payload":{{"text":"hi"}}}}: {exc}',
+                ) from None
+            caps = router.capability_overrides.get((space.id, ident.id)) or ident.capability_set()
+            space.known.add(ident.id)
+            sent = router.route(HttpSender(space, ident, caps), env, frame_len=len(body))
+        except ProtocolError as exc:
+            router.metrics.errors[exc.code.value] += 1
+            return _error(exc)
+        router.metrics.messages_in += 1
+        return web.json_response(
+            {"id": sent.id, "status": "accepted", "timestamp": sent.ts, "seq": sent.seq},
+            status=202,
+        )
+
+    async def participants(request: web.Request) -> web.Response:
+        router = request.app[key]
+        try:
+            space, _ = _resolve(router, request)
+        except ProtocolError as exc:
+            return _error(exc)
+        out: list[dict[str, Any]] = []
+        for pid in sorted(space.known | set(space.online)):
+            s = space.online.get(pid)
+            if s is not None:
+                out.append(s.summary() | {"channels": sorted(s.channels), "online": True})
+            else:
+                cfg = space.config.participants.get(pid)
+                kind = cfg.kind if cfg else space.config.defaults.kind
+                entry = {"id": pid, "kind": kind, "presence": "offline", "online": False}
+                out.append(entry | {"channels": []})
+        return web.json_response({"space": space.id, "participants": out})
+
+    async def channel_messages(request: web.Request) -> web.Response:
+        router = request.app[key]
+        name = normalize_channel(request.match_info["channel"])
+        try:
+            space, _ = _resolve(router, request)
+            if name not in space.channels:
+                raise ProtocolError(ErrorCode.UNKNOWN_CHANNEL, f"channel {name} does not exist")
+            after = _int_param(request, "after_seq")
+            before = _int_param(request, "before_seq")
+            limit = min(_int_param(request, "limit") or 50, router.limits.history_page_max)
+        except ProtocolError as exc:
+            return _error(exc)
+        rows = await router.store.history(
+            space.id, name, after_seq=after, before_seq=before, limit=limit
+        )
+        messages = [msgspec.Raw(r.data) for r in rows]
+        body = msgspec.json.encode(
+            {
+                "channel": name,
+                "messages": messages,
+                "next_after_seq": rows[-1].seq if rows else after,
+            }
+        )
+        return web.Response(body=body, content_type="application/json")
+
+    async def metrics(request: web.Request) -> web.Response:
+        router = request.app[key]
+        return web.Response(
+            body=router.metrics.render(),
+            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
+        )
+
+    app.router.add_post("/participants/{pid}/messages", post_message)
+    app.router.add_get("/participants", participants)
+    app.router.add_get("/channels/{channel}/messages", channel_messages)
+    app.router.add_get("/metrics", metrics)
+
+
+def _int_param(request: web.Request, name: str) -> int | None:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ProtocolError(
+            ErrorCode.INVALID_ENVELOPE, f"query parameter {name}={raw!r} must be an integer"
+        ) from None
+    if value < 0:
+        raise ProtocolError(ErrorCode.INVALID_ENVELOPE, f"query parameter {name} must be >= 0")
+    return value

@@ -1,0 +1,59 @@
+"""Gateway counters, kept as plain integers on the hot path and rendered for Prometheus."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+
+class Metrics:
+    """Counts connections, messages in and out, and errors by code."""
+
+    def __init__(self) -> None:
+        self.connections: Counter[str] = Counter()
+        self.messages_in = 0
+        self.messages_out = 0
+        self.bytes_out = 0
+        self.errors: Counter[str] = Counter()
+        self.slow_consumer_disconnects = 0
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.registry.register(_Collector(self))
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of every metric."""
+        return generate_latest(self.registry)
+
+
+class _Collector(Collector):
+    def __init__(self, m: Metrics) -> None:
+        self.m = m
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        conns = GaugeMetricFamily(
+            "hubbub_connections", "Open WebSocket connections by dialect", labels=["dialect"]
+        )
+        for dialect in ("mew", "agentchat"):
+            conns.add_metric([dialect], self.m.connections[dialect])
+        yield conns
+        yield CounterMetricFamily(
+            "hubbub_messages_in", "Frames accepted from participants", value=self.m.messages_in
+        )
+        yield CounterMetricFamily(
+            "hubbub_messages_out", "Frames delivered to participants", value=self.m.messages_out
+        )
+        yield CounterMetricFamily(
+            "hubbub_bytes_out", "Bytes written to participants", value=self.m.bytes_out
+        )
+        errors = CounterMetricFamily("hubbub_errors", "Errors answered, by code", labels=["code"])
+        for code, n in sorted(self.m.errors.items()):
+            errors.add_metric([code], n)
+        yield errors
+        yield CounterMetricFamily(
+            "hubbub_slow_consumer_disconnects",
+            "Connections closed because their send buffer overflowed",
+            value=self.m.slow_consumer_disconnects,
+        )

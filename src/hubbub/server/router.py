@@ -1,0 +1,662 @@
+"""The gateway's router: one place that validates, authorizes, stores and fans out envelopes.
+
+Everything here is synchronous except history reads that miss the in-memory cache, so a
+message is accepted, numbered, queued for storage and written to every recipient in one step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from hubbub.protocol.agentchat import AgentchatDialect
+from hubbub.protocol.capabilities import CapabilityError, CapabilitySet, validate_capabilities
+from hubbub.protocol.dialect import Dialect, Reply
+from hubbub.protocol.envelope import CLIENT_KINDS, SERVER_KINDS, Envelope, encode
+from hubbub.protocol.errors import ErrorCode, ProtocolError
+from hubbub.protocol.hello import Hello
+from hubbub.protocol.ids import Clock, UlidGenerator, is_channel, is_participant_id
+from hubbub.protocol.mew import MewDialect
+from hubbub.server.auth import Authenticator, Identity
+from hubbub.server.config import Limits, SpaceConfig
+from hubbub.server.connection import CLOSE_GOING_AWAY, CLOSE_REPLACED, Connection, ws_text_frame
+from hubbub.server.metrics import Metrics
+from hubbub.server.space import Channel, Session, SpaceState, TokenBucket
+from hubbub.store.base import DM_STREAM, Store
+
+log = logging.getLogger("hubbub.router")
+
+SERVER_ID = "system:gateway"
+DIALECTS: dict[str, Dialect] = {"mew": MewDialect(), "agentchat": AgentchatDialect()}
+HISTORY_CACHE = 512
+
+
+class HttpSender:
+    """A participant posting over HTTP: same identity and capabilities, no connection."""
+
+    def __init__(self, space: SpaceState, identity: Identity, caps: CapabilitySet) -> None:
+        self.id = identity.id
+        self.kind = identity.kind
+        self.space = space
+        self.caps = caps
+
+
+Sender = Session | HttpSender
+
+
+class Router:
+    """Routes envelopes between the sessions of every space on this server."""
+
+    def __init__(
+        self,
+        spaces: Iterable[SpaceConfig],
+        store: Store,
+        limits: Limits,
+        metrics: Metrics | None = None,
+        server_name: str = "hubbub",
+    ) -> None:
+        configs = {c.space: c for c in spaces}
+        self.spaces = {sid: SpaceState(cfg) for sid, cfg in configs.items()}
+        self.auth = Authenticator(configs)
+        self.store = store
+        self.limits = limits
+        self.metrics = metrics or Metrics()
+        self.server_name = server_name
+        self.ids = UlidGenerator()
+        self.clock = Clock()
+        self.capability_overrides: dict[tuple[str, str], CapabilitySet] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Open the store and continue each channel's numbering where it stopped."""
+        await self.store.open()
+        for space in self.spaces.values():
+            seqs = await self.store.last_seqs(space.id)
+            names = list(space.config.channels)
+            for extra in await self.store.channels(space.id):
+                if extra not in names:
+                    names.append(extra)
+            for name in names:
+                space.channels[name] = Channel(name, seqs.get(name, 0), HISTORY_CACHE)
+            space.dm_seq = seqs.get(DM_STREAM, 0)
+
+    async def stop(self) -> None:
+        """Close every connection with 1001 and flush storage."""
+        for space in self.spaces.values():
+            for s in list(space.online.values()):
+                s.conn.close(CLOSE_GOING_AWAY, "server shutting down")
+                self.detach(s)
+        for t in list(self._tasks):
+            t.cancel()
+        await self.store.close()
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ------------------------------------------------------------------ connect / disconnect
+
+    def authenticate(self, hello: Hello) -> Identity:
+        """Check the hello's token and id; raises ProtocolError on refusal."""
+        ident = self.auth.authenticate(hello)
+        space = self.spaces[ident.space]
+        if hello.unique_name and not hello.token and ident.id in space.online:
+            base, n = ident.id[:28], 2
+            while f"{base}-{n}" in space.online:
+                n += 1
+            ident = Identity(ident.space, f"{base}-{n}", ident.kind, ident.role, ident.capabilities)
+        return ident
+
+    async def attach(self, ident: Identity, conn: Connection, hello: Hello) -> Session:
+        """Register a connection, send the welcome, join its channels, replay missed DMs."""
+        space = self.spaces[ident.space]
+        caps = self.capability_overrides.get((space.id, ident.id)) or ident.capability_set()
+        s = Session(
+            ident.id,
+            ident.kind,
+            ident.role,
+            space,
+            conn,
+            caps,
+            TokenBucket(self.limits.rate_per_s, self.limits.rate_burst),
+        )
+        old = space.online.get(ident.id)
+        if old is not None:
+            old.conn.close(CLOSE_REPLACED, "replaced by a new connection with the same id")
+            self.detach(old)
+        space.online[s.id] = s
+        space.known.add(s.id)
+        self.metrics.connections[conn.dialect.name] += 1
+        self._send_env(s, self._welcome(s))
+        wanted = hello.channels if hello.channels is not None else ["#general"]
+        for name in wanted:
+            try:
+                self._check_join(s, name)
+                await self._join(s, name, hello.resume.get(name), announce=False)
+            except ProtocolError as exc:
+                self.error(s, exc)
+        self._queue_presence(space, "join", s.summary() | {"channels": sorted(s.channels)})
+        if DM_STREAM in hello.resume:
+            rows = await self.store.dm_history(
+                space.id, s.id, after_seq=hello.resume[DM_STREAM], limit=self.limits.resume_max
+            )
+            for row in rows:
+                self._send_env(s, msgspec.json.decode(row.data, type=Envelope))
+        return s
+
+    def detach(self, s: Session) -> None:
+        """Forget a session: leave its channels, announce it offline."""
+        space = s.space
+        if space.online.get(s.id) is not s:
+            return
+        del space.online[s.id]
+        self.metrics.connections[s.conn.dialect.name] -= 1
+        channels = sorted(s.channels)
+        for name in channels:
+            ch = space.channels.get(name)
+            if ch is not None:
+                ch.remove(s)
+        s.presence = "offline"
+        self._queue_presence(space, "leave", s.summary() | {"channels": channels})
+
+    def on_overflow(self, conn: Connection) -> None:
+        """A connection's send buffer overflowed: detach its session after this fan-out."""
+        self.metrics.slow_consumer_disconnects += 1
+        for space in self.spaces.values():
+            for s in space.online.values():
+                if s.conn is conn:
+                    asyncio.get_running_loop().call_soon(self.detach, s)
+                    return
+
+    def _welcome(self, s: Session) -> Envelope:
+        space = s.space
+        return self._server_env(
+            "system/welcome",
+            {
+                "you": {"id": s.id, "kind": s.kind, "capabilities": s.caps.capabilities},
+                "participants": [o.summary() for o in space.online.values()],
+                "channels": [
+                    {"name": ch.name, "members": len(ch.members), "seq": ch.seq}
+                    for ch in space.channels.values()
+                ],
+                "space": space.id,
+                "server": self.server_name,
+            },
+            to=[s.id],
+        )
+
+    # ------------------------------------------------------------------ inbound
+
+    def receive(self, s: Session, data: str | bytes) -> None:
+        """Handle one frame from a connected participant; errors go back to it only."""
+        self.metrics.messages_in += 1
+        size = len(data)
+        limit = self.limits.max_frame_bytes
+        if size * 4 > limit and isinstance(data, str):
+            size = len(data.encode())
+        if size > limit:
+            self.error(
+                s,
+                ProtocolError(
+                    ErrorCode.FRAME_TOO_LARGE,
+                    f"frame of {size} bytes exceeds the limit of {limit} bytes "
+                    "(limits.max_frame_bytes); split the content or raise the limit",
+                ),
+            )
+            return
+        if not s.rate.take():
+            self.error(
+                s,
+                ProtocolError(
+                    ErrorCode.RATE_LIMITED,
+                    f"rate limit exceeded: at most {self.limits.rate_per_s:g} messages/s "
+                    f"(burst {self.limits.rate_burst}); this message was refused, resend it later",
+                ),
+            )
+            return
+        try:
+            env = s.conn.dialect.decode(data)
+            if isinstance(env, Reply):
+                s.conn.send(ws_text_frame(env.data))
+                return
+            self.route(s, env, frame_len=size)
+        except ProtocolError as exc:
+            self.error(s, exc)
+        except Exception:
+            log.exception("internal error handling a frame from %s", s.id)
+            self.error(s, ProtocolError(ErrorCode.INTERNAL, "internal error; the frame was dropped"))
+
+    def route(self, sender: Sender, env: Envelope, frame_len: int = 0) -> Envelope:
+        """Validate, authorize, stamp and deliver one envelope; return it as delivered."""
+        kind = env.kind
+        if kind not in CLIENT_KINDS:
+            if kind in SERVER_KINDS or kind == "system/join":
+                raise ProtocolError(
+                    ErrorCode.UNKNOWN_KIND,
+                    f"kind {kind!r} is sent only by the server",
+                    correlation_id=env.id or None,
+                )
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_KIND,
+                f"unknown kind {kind!r}; see docs/protocol.md for the kinds the gateway routes",
+                correlation_id=env.id or None,
+            )
+        if frame_len > self.limits.max_payload_bytes:
+            psize = len(encode(env.payload))
+            if psize > self.limits.max_payload_bytes:
+                raise ProtocolError(
+                    ErrorCode.PAYLOAD_TOO_LARGE,
+                    f"payload of {psize} bytes exceeds the limit of "
+                    f"{self.limits.max_payload_bytes} bytes (limits.max_payload_bytes)",
+                    correlation_id=env.id or None,
+                )
+        client_id = env.id or None
+        if not sender.caps.allows(kind, env.payload):
+            raise ProtocolError(
+                ErrorCode.CAPABILITY_VIOLATION,
+                f"you may not send kind {kind!r} with this payload; "
+                "ask an admin for a capability/grant",
+                correlation_id=client_id,
+                extra={"attempted_kind": kind, "your_capabilities": sender.caps.capabilities},
+            )
+        now = self.clock.now_ms()
+        env.from_ = sender.id
+        env.id = self.ids.new(now)
+        env.ts = self.clock.iso(now)
+        env.seq = None
+        if kind == "chat" and not isinstance(env.payload.get("text"), str):
+            raise ProtocolError(
+                ErrorCode.INVALID_ENVELOPE,
+                "chat payload needs 'text' (a string)",
+                correlation_id=client_id,
+            )
+        handler = _CONTROL.get(kind)
+        if handler is not None:
+            handler(self, sender, env)
+            return env
+        if env.to is not None and env.channel is None:
+            self._deliver_dm(sender, env)
+        else:
+            if env.channel is None:
+                env.channel = "#general"
+            self._deliver_channel(sender, env)
+        return env
+
+    # ------------------------------------------------------------------ delivery
+
+    def _channel_for(self, sender: Sender, name: Any, *, member: bool = True) -> Channel:
+        if not is_channel(name):
+            raise ProtocolError(
+                ErrorCode.INVALID_CHANNEL,
+                f"{name!r} is not a channel name: write '#' then 1-31 of [A-Za-z0-9_-]",
+            )
+        ch = sender.space.channels.get(name)
+        if ch is None:
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_CHANNEL,
+                f"channel {name} does not exist in space {sender.space.id!r}; "
+                "create it with channel/create (needs the capability)",
+            )
+        if member and isinstance(sender, Session) and sender.id not in ch.members:
+            raise ProtocolError(
+                ErrorCode.NOT_IN_CHANNEL,
+                f"you are not a member of {name}; send channel/join first",
+            )
+        return ch
+
+    def _deliver_channel(self, sender: Sender, env: Envelope) -> None:
+        ch = self._channel_for(sender, env.channel)
+        if env.to is not None:
+            self._check_recipients(sender.space, env.to)
+        ch.seq += 1
+        env.seq = ch.seq
+        data = encode(env)
+        ch.recent.append((ch.seq, data))
+        self.store.append(sender.space.id, ch.name, ch.seq, data)
+        self._fanout(ch, env, data)
+
+    def _fanout(self, ch: Channel, env: Envelope, data: bytes | None = None) -> None:
+        """Write one envelope to every member: encoded once per dialect, same bytes to all."""
+        mew = ch.by_dialect["mew"]
+        n = 0
+        if mew:
+            frame = ws_text_frame(data if data is not None else encode(env))
+            for conn in mew.values():
+                conn.send(frame)
+            n += len(mew)
+        ac = ch.by_dialect["agentchat"]
+        if ac:
+            frames = [ws_text_frame(p) for p in DIALECTS["agentchat"].encode(env)]
+            for conn in ac.values():
+                for f in frames:
+                    conn.send(f)
+            n += len(ac) if frames else 0
+        self.metrics.messages_out += n
+
+    def _check_recipients(self, space: SpaceState, to: list[str]) -> None:
+        for pid in to:
+            if not is_participant_id(pid):
+                raise ProtocolError(
+                    ErrorCode.INVALID_ID, f"recipient {pid!r} is not a legal participant id"
+                )
+            if pid not in space.known and pid != SERVER_ID:
+                raise ProtocolError(
+                    ErrorCode.UNKNOWN_PARTICIPANT,
+                    f"no participant {pid!r} in space {space.id!r}; "
+                    "check the id (GET /participants lists them)",
+                )
+
+    def _deliver_dm(self, sender: Sender, env: Envelope) -> None:
+        space = sender.space
+        to = list(dict.fromkeys(env.to or []))
+        if not to:
+            raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "'to' must name at least one recipient")
+        self._check_recipients(space, to)
+        env.to = to
+        space.dm_seq += 1
+        env.seq = space.dm_seq
+        data = encode(env)
+        self.store.append_dm(space.id, env.seq, [sender.id, *to], data)
+        frames: dict[str, list[bytes]] = {"mew": [ws_text_frame(data)]}
+        targets = [space.online[p] for p in to if p in space.online]
+        if isinstance(sender, Session) and sender.id not in to:
+            targets.append(sender)
+        for s in targets:
+            dname = s.conn.dialect.name
+            if dname not in frames:
+                frames[dname] = [ws_text_frame(p) for p in DIALECTS[dname].encode(env)]
+            for f in frames[dname]:
+                s.conn.send(f)
+            self.metrics.messages_out += 1
+
+    def deliver_to(self, s: Session, env: Envelope) -> None:
+        """Send a server-made envelope to one session in its dialect."""
+        self._send_env(s, env)
+
+    def _send_env(self, s: Session, env: Envelope) -> None:
+        if env.kind == "system/welcome":
+            payloads = s.conn.dialect.welcome(env)
+        else:
+            payloads = s.conn.dialect.encode(env)
+        s.conn.send_payloads(payloads)
+        self.metrics.messages_out += 1
+
+    def _server_env(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        to: list[str] | None = None,
+        channel: str | None = None,
+        correlation_id: list[str] | None = None,
+    ) -> Envelope:
+        now = self.clock.now_ms()
+        return Envelope(
+            kind=kind,
+            id=self.ids.new(now),
+            ts=self.clock.iso(now),
+            from_=SERVER_ID,
+            to=to,
+            channel=channel,
+            correlation_id=correlation_id,
+            payload=payload,
+        )
+
+    def error(self, s: Session, exc: ProtocolError) -> None:
+        """Answer a problem to the participant that caused it."""
+        self.metrics.errors[exc.code.value] += 1
+        payload: dict[str, Any] = {"error": exc.code.value, "message": exc.message, **exc.extra}
+        cid = [exc.correlation_id] if exc.correlation_id else None
+        self._send_env(s, self._server_env("system/error", payload, to=[s.id], correlation_id=cid))
+
+    def _reply(self, sender: Sender, req: Envelope, kind: str, payload: dict[str, Any]) -> None:
+        if isinstance(sender, Session):
+            self._send_env(
+                sender,
+                self._server_env(kind, payload, to=[sender.id], correlation_id=[req.id]),
+            )
+
+    # ------------------------------------------------------------------ presence
+
+    def _queue_presence(
+        self, space: SpaceState, event: str, entry: dict[str, Any], channel: str | None = None
+    ) -> None:
+        space.pending_presence.append((event, entry, channel))
+        if not space.presence_scheduled:
+            space.presence_scheduled = True
+            delay = self.limits.presence_coalesce_ms / 1000
+            asyncio.get_running_loop().call_later(delay, self._flush_presence, space)
+
+    def _flush_presence(self, space: SpaceState) -> None:
+        """Send queued presence events, consecutive events of one kind as one frame."""
+        space.presence_scheduled = False
+        pending, space.pending_presence = space.pending_presence, []
+        runs: list[tuple[str, str | None, list[dict[str, Any]]]] = []
+        for event, entry, channel in pending:
+            if runs and runs[-1][0] == event and runs[-1][1] == channel:
+                runs[-1][2].append(entry)
+            else:
+                runs.append((event, channel, [entry]))
+        for event, channel, entries in runs:
+            payload: dict[str, Any] = {"event": event}
+            if len(entries) == 1:
+                payload["participant"] = entries[0]
+            else:
+                payload["participants"] = entries
+            if channel is not None:
+                payload["channel"] = channel
+                ch = space.channels.get(channel)
+                recipients: Iterable[Session] = ch.members.values() if ch else ()
+            else:
+                recipients = space.online.values()
+            env = self._server_env("system/presence", payload)
+            frames: dict[str, list[bytes]] = {}
+            for s in list(recipients):
+                dname = s.conn.dialect.name
+                if dname not in frames:
+                    frames[dname] = [ws_text_frame(p) for p in s.conn.dialect.encode(env)]
+                for f in frames[dname]:
+                    s.conn.send(f)
+                self.metrics.messages_out += 1
+
+    # ------------------------------------------------------------------ channels and history
+
+    def _check_join(self, s: Session, name: str) -> None:
+        if not s.caps.allows("channel/join", {"channel": name}):
+            raise ProtocolError(
+                ErrorCode.CAPABILITY_VIOLATION,
+                f"you may not join {name}",
+                extra={"attempted_kind": "channel/join", "your_capabilities": s.caps.capabilities},
+            )
+        self._channel_for(s, name, member=False)
+
+    async def _join(
+        self, s: Session, name: str, after_seq: int | None, *, announce: bool = True
+    ) -> None:
+        """Add ``s`` to a channel and send ``channel/joined`` with history; no message is lost
+        between the history and the live stream (the last step runs without awaiting)."""
+        ch = self._channel_for(s, name, member=False)
+        collected: list[tuple[int, bytes]] = []
+        has_more = False
+        cap = self.limits.resume_max
+        if after_seq is None:
+            n = self.limits.history_on_join
+            if ch.seq <= len(ch.recent) or len(ch.recent) >= n:
+                after_seq = max(0, ch.seq - n)
+            else:
+                rows = await self.store.history(s.space.id, name, limit=n)
+                collected = [(r.seq, r.data) for r in rows]
+                after_seq = collected[-1][0] if collected else 0
+        while True:
+            if s.space.online.get(s.id) is not s:
+                return  # disconnected while reading history
+            tail = ch.cached_after(after_seq)
+            if tail is not None:
+                collected.extend(tail)
+                break
+            rows = await self.store.history(
+                s.space.id, name, after_seq=after_seq, limit=min(cap, self.limits.history_page_max)
+            )
+            if not rows:
+                break
+            collected.extend((r.seq, r.data) for r in rows)
+            after_seq = rows[-1].seq
+            if len(collected) >= cap:
+                has_more = after_seq < ch.seq
+                break
+        if len(collected) > cap:
+            collected, has_more = collected[:cap], True
+        if s.space.online.get(s.id) is not s:
+            return
+        ch.add(s)
+        payload = {
+            "channel": name,
+            "members": list(ch.members),
+            "history": [msgspec.Raw(d) for _, d in collected],
+            "seq": ch.seq,
+        }
+        if has_more:
+            payload["has_more"] = True
+        self._send_env(s, self._server_env("channel/joined", payload, to=[s.id], channel=name))
+        if announce:
+            self._queue_presence(s.space, "join", s.summary(), channel=name)
+
+
+def _on_join(r: Router, sender: Sender, env: Envelope) -> None:
+    if not isinstance(sender, Session):
+        raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "channel/join needs a WebSocket connection")
+    name = env.payload.get("channel")
+    after = env.payload.get("after_seq")
+    if after is not None and (not isinstance(after, int) or isinstance(after, bool) or after < 0):
+        raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "after_seq must be a non-negative integer")
+    r._channel_for(sender, name, member=False)
+
+    async def run() -> None:
+        try:
+            await r._join(sender, name, after)
+        except ProtocolError as exc:
+            r.error(sender, exc)
+
+    r._spawn(run())
+
+
+def _on_leave(r: Router, sender: Sender, env: Envelope) -> None:
+    if not isinstance(sender, Session):
+        raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "channel/leave needs a WebSocket connection")
+    name = env.payload.get("channel")
+    ch = r._channel_for(sender, name)
+    ch.remove(sender)
+    r._reply(sender, env, "channel/left", {"channel": name})
+    r._queue_presence(sender.space, "leave", sender.summary(), channel=name)
+
+
+def _on_create(r: Router, sender: Sender, env: Envelope) -> None:
+    name = env.payload.get("channel")
+    if not is_channel(name):
+        raise ProtocolError(
+            ErrorCode.INVALID_CHANNEL,
+            f"{name!r} is not a channel name: write '#' then 1-31 of [A-Za-z0-9_-]",
+        )
+    space = sender.space
+    if name in space.channels:
+        raise ProtocolError(ErrorCode.CHANNEL_EXISTS, f"channel {name} already exists; join it")
+    space.channels[name] = Channel(name, 0, HISTORY_CACHE)
+    r._spawn(r.store.save_channel(space.id, name))
+    if isinstance(sender, Session):
+        r._spawn(r._join(sender, name, None))
+
+
+def _on_list(r: Router, sender: Sender, env: Envelope) -> None:
+    chans = [{"name": c.name, "members": len(c.members)} for c in sender.space.channels.values()]
+    r._reply(sender, env, "channel/list-response", {"channels": chans})
+
+
+def _on_members(r: Router, sender: Sender, env: Envelope) -> None:
+    ch = r._channel_for(sender, env.payload.get("channel"), member=False)
+    r._reply(
+        sender, env, "channel/members-response", {"channel": ch.name, "members": list(ch.members)}
+    )
+
+
+def _on_history(r: Router, sender: Sender, env: Envelope) -> None:
+    p = env.payload
+    ch = r._channel_for(sender, p.get("channel"))
+    after, before, limit = p.get("after_seq"), p.get("before_seq"), p.get("limit", 50)
+    for key, val in (("after_seq", after), ("before_seq", before), ("limit", limit)):
+        if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 0):
+            raise ProtocolError(ErrorCode.INVALID_ENVELOPE, f"{key} must be a non-negative integer")
+    limit = min(int(limit), r.limits.history_page_max)
+
+    async def run() -> None:
+        rows = await r.store.history(
+            sender.space.id, ch.name, after_seq=after, before_seq=before, limit=limit + 1
+        )
+        has_more = len(rows) > limit
+        rows = rows[:limit] if after is not None else rows[-limit:] if limit else []
+        r._reply(
+            sender,
+            env,
+            "history/response",
+            {
+                "channel": ch.name,
+                "messages": [msgspec.Raw(x.data) for x in rows],
+                "has_more": has_more,
+            },
+        )
+
+    r._spawn(run())
+
+
+def _on_heartbeat(r: Router, sender: Sender, env: Envelope) -> None:
+    """Heartbeats keep the connection alive; nothing to route."""
+
+
+def _on_capability(r: Router, sender: Sender, env: Envelope) -> None:
+    p = env.payload
+    recipient = p.get("recipient") or (env.to[0] if env.to else None)
+    space = sender.space
+    if not isinstance(recipient, str) or recipient not in space.known:
+        raise ProtocolError(
+            ErrorCode.UNKNOWN_PARTICIPANT,
+            f"{env.kind} needs 'recipient' naming a participant of space {space.id!r}",
+        )
+    try:
+        caps = validate_capabilities(p.get("capabilities"))
+    except CapabilityError as exc:
+        raise ProtocolError(ErrorCode.INVALID_ENVELOPE, f"{env.kind}: {exc}") from None
+    target = space.online.get(recipient)
+    key = (space.id, recipient)
+    current = r.capability_overrides.get(key)
+    if current is None:
+        if target is not None:
+            current = target.caps
+        else:
+            cfg = space.config.participants.get(recipient)
+            base = cfg.effective_capabilities() if cfg else space.config.open_capabilities()
+            current = CapabilitySet(base)
+    new = current.granted(caps) if env.kind == "capability/grant" else current.revoked(caps)
+    r.capability_overrides[key] = new
+    if target is not None:
+        target.caps = new
+    env.to = [recipient]
+    r._deliver_dm(sender, env)
+
+
+_CONTROL = {
+    "channel/join": _on_join,
+    "channel/leave": _on_leave,
+    "channel/create": _on_create,
+    "channel/list": _on_list,
+    "channel/members": _on_members,
+    "history/request": _on_history,
+    "system/heartbeat": _on_heartbeat,
+    "capability/grant": _on_capability,
+    "capability/revoke": _on_capability,
+}

@@ -1,0 +1,127 @@
+"""In-memory state of a space: its channels, members and connected participants."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import Any
+
+from hubbub.protocol.capabilities import CapabilitySet
+from hubbub.server.config import SpaceConfig
+from hubbub.server.connection import Connection
+
+
+class TokenBucket:
+    """Messages per second with a burst allowance; ``rate == 0`` disables the limit."""
+
+    __slots__ = ("burst", "last", "rate", "tokens")
+
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate = rate
+        self.burst = float(max(burst, 1))
+        self.tokens = self.burst
+        self.last = time.monotonic()
+
+    def take(self) -> bool:
+        """Spend one token; False when the participant is over its rate."""
+        if self.rate <= 0:
+            return True
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
+        self.last = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False
+
+
+class Session:
+    """A connected, authenticated participant."""
+
+    __slots__ = (
+        "caps",
+        "channels",
+        "conn",
+        "connected_at",
+        "id",
+        "kind",
+        "presence",
+        "rate",
+        "role",
+        "space",
+    )
+
+    def __init__(
+        self,
+        pid: str,
+        kind: str,
+        role: str,
+        space: SpaceState,
+        conn: Connection,
+        caps: CapabilitySet,
+        rate: TokenBucket,
+    ) -> None:
+        self.id = pid
+        self.kind = kind
+        self.role = role
+        self.space = space
+        self.conn = conn
+        self.caps = caps
+        self.rate = rate
+        self.channels: set[str] = set()
+        self.presence = "online"
+        self.connected_at = time.time()
+
+    def summary(self) -> dict[str, Any]:
+        """Short public description, as in welcome and presence frames."""
+        return {"id": self.id, "kind": self.kind, "presence": self.presence}
+
+
+class Channel:
+    """A channel: members split by dialect for fan-out, ``seq`` counter, recent history."""
+
+    __slots__ = ("by_dialect", "members", "name", "recent", "seq")
+
+    def __init__(self, name: str, seq: int, cache_size: int) -> None:
+        self.name = name
+        self.seq = seq
+        self.members: dict[str, Session] = {}
+        self.by_dialect: dict[str, dict[str, Connection]] = {"mew": {}, "agentchat": {}}
+        self.recent: deque[tuple[int, bytes]] = deque(maxlen=cache_size)
+
+    def add(self, s: Session) -> None:
+        """Make ``s`` a member."""
+        self.members[s.id] = s
+        self.by_dialect[s.conn.dialect.name][s.id] = s.conn
+        s.channels.add(self.name)
+
+    def remove(self, s: Session) -> bool:
+        """Remove ``s``; True when it was a member."""
+        if self.members.get(s.id) is not s:
+            return False
+        del self.members[s.id]
+        self.by_dialect[s.conn.dialect.name].pop(s.id, None)
+        s.channels.discard(self.name)
+        return True
+
+    def cached_after(self, after_seq: int) -> list[tuple[int, bytes]] | None:
+        """Messages with ``seq > after_seq`` from the cache, or None if the cache lacks some."""
+        if after_seq >= self.seq:
+            return []
+        if not self.recent or self.recent[0][0] > after_seq + 1:
+            return None
+        return [m for m in self.recent if m[0] > after_seq]
+
+
+class SpaceState:
+    """One space: configuration, channels, connected sessions, DM numbering."""
+
+    def __init__(self, config: SpaceConfig) -> None:
+        self.config = config
+        self.id = config.space
+        self.channels: dict[str, Channel] = {}
+        self.online: dict[str, Session] = {}
+        self.known: set[str] = set(config.participants)
+        self.dm_seq = 0
+        self.pending_presence: list[tuple[str, dict[str, Any], str | None]] = []
+        self.presence_scheduled = False

@@ -1,0 +1,72 @@
+"""The store interface: channel history by ``seq``, DMs by a per-space DM ``seq``."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import NamedTuple
+
+
+class StoredMessage(NamedTuple):
+    """A stored envelope: its sequence number and its canonical (MEW) JSON bytes."""
+
+    seq: int
+    data: bytes
+
+
+DM_STREAM = "@dm"
+"""The pseudo-channel under which a space's direct messages are numbered."""
+
+
+class Store(ABC):
+    """Durable history. ``append*`` never blocks: writes are group-committed; ``flush`` waits."""
+
+    @abstractmethod
+    async def open(self) -> None:
+        """Open the underlying storage (create tables, files)."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Flush pending writes and release the storage."""
+
+    @abstractmethod
+    def append(self, space: str, channel: str, seq: int, data: bytes) -> None:
+        """Queue a channel message for the next group commit."""
+
+    @abstractmethod
+    def append_dm(self, space: str, seq: int, parties: list[str], data: bytes) -> None:
+        """Queue a direct message, visible later only to ``parties``."""
+
+    @abstractmethod
+    async def flush(self) -> None:
+        """Wait until everything appended so far is durable."""
+
+    @abstractmethod
+    async def history(
+        self,
+        space: str,
+        channel: str,
+        *,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+        limit: int = 50,
+    ) -> list[StoredMessage]:
+        """Channel messages in ascending ``seq``: the first ``limit`` after ``after_seq``, or
+        (with only ``before_seq`` or neither) the last ``limit`` before it."""
+
+    @abstractmethod
+    async def dm_history(
+        self, space: str, participant: str, *, after_seq: int, limit: int
+    ) -> list[StoredMessage]:
+        """Direct messages involving ``participant`` with ``seq > after_seq``, ascending."""
+
+    @abstractmethod
+    async def last_seqs(self, space: str) -> dict[str, int]:
+        """The highest ``seq`` per channel of a space (and :data:`DM_STREAM` for DMs)."""
+
+    @abstractmethod
+    async def channels(self, space: str) -> list[str]:
+        """Channels created at run time in a space, in creation order."""
+
+    @abstractmethod
+    async def save_channel(self, space: str, channel: str) -> None:
+        """Remember a channel created at run time."""

@@ -1,0 +1,76 @@
+"""An in-process store: for unit tests and throwaway servers (``--store memory``)."""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+
+from hubbub.store.base import DM_STREAM, Store, StoredMessage
+
+
+class MemoryStore(Store):
+    """Keeps everything in dictionaries; nothing survives the process."""
+
+    def __init__(self) -> None:
+        self._msgs: dict[tuple[str, str], list[StoredMessage]] = defaultdict(list)
+        self._dms: dict[str, list[tuple[StoredMessage, frozenset[str]]]] = defaultdict(list)
+        self._channels: dict[str, list[str]] = defaultdict(list)
+
+    async def open(self) -> None:
+        """Nothing to open."""
+
+    async def close(self) -> None:
+        """Nothing to release."""
+
+    def append(self, space: str, channel: str, seq: int, data: bytes) -> None:
+        """Store a channel message at once."""
+        self._msgs[(space, channel)].append(StoredMessage(seq, data))
+
+    def append_dm(self, space: str, seq: int, parties: list[str], data: bytes) -> None:
+        """Store a direct message at once."""
+        self._dms[space].append((StoredMessage(seq, data), frozenset(parties)))
+
+    async def flush(self) -> None:
+        """Writes are immediate."""
+
+    async def history(
+        self,
+        space: str,
+        channel: str,
+        *,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+        limit: int = 50,
+    ) -> list[StoredMessage]:
+        """Slice the channel's list by seq."""
+        msgs = self._msgs.get((space, channel), [])
+        seqs = [m.seq for m in msgs]
+        if after_seq is not None:
+            start = bisect.bisect_right(seqs, after_seq)
+            end = len(msgs) if before_seq is None else bisect.bisect_left(seqs, before_seq)
+            return msgs[start:end][:limit]
+        end = len(msgs) if before_seq is None else bisect.bisect_left(seqs, before_seq)
+        return msgs[max(0, end - limit) : end]
+
+    async def dm_history(
+        self, space: str, participant: str, *, after_seq: int, limit: int
+    ) -> list[StoredMessage]:
+        """Filter the space's DMs by party."""
+        out = [m for m, parties in self._dms.get(space, []) if m.seq > after_seq and participant in parties]
+        return out[:limit]
+
+    async def last_seqs(self, space: str) -> dict[str, int]:
+        """Highest seq per channel."""
+        out = {ch: msgs[-1].seq for (sp, ch), msgs in self._msgs.items() if sp == space and msgs}
+        if self._dms.get(space):
+            out[DM_STREAM] = self._dms[space][-1][0].seq
+        return out
+
+    async def channels(self, space: str) -> list[str]:
+        """Channels created at run time."""
+        return list(self._channels.get(space, []))
+
+    async def save_channel(self, space: str, channel: str) -> None:
+        """Remember a created channel."""
+        if channel not in self._channels[space]:
+            self._channels[space].append(channel)

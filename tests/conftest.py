@@ -1,0 +1,144 @@
+"""Shared fixtures: a real gateway on a real socket with a real SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import websockets
+from aiohttp import web
+
+from hubbub.server.app import build_app, make_router
+from hubbub.server.config import Limits, SpaceConfig
+from hubbub.server.router import Router
+
+
+@dataclass
+class RunningGateway:
+    """A gateway listening on 127.0.0.1 for one test."""
+
+    router: Router
+    runner: web.AppRunner
+    port: int
+    data_dir: Path
+    clients: list[WsClient] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws"
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def connect(self) -> WsClient:
+        ws = await websockets.connect(self.url, max_size=None, compression=None)
+        client = WsClient(ws)
+        self.clients.append(client)
+        return client
+
+    async def mew(self, pid: str, **extra: Any) -> WsClient:
+        """Connect and join on the MEW dialect; return once welcome and joins arrived."""
+        c = await self.connect()
+        await c.send({"type": "join", "participantId": pid, "space": "default", **extra})
+        c.welcome = await c.expect("system/welcome")
+        for _ in extra.get("channels", ["#general"]):
+            await c.expect("channel/joined")
+        return c
+
+    async def agentchat(self, name: str, *, join: bool = True, **extra: Any) -> WsClient:
+        """Connect with IDENTIFY (and JOIN #general)."""
+        c = await self.connect()
+        await c.send({"type": "IDENTIFY", "name": name, **extra})
+        c.welcome = await c.expect_type("WELCOME")
+        if join:
+            await c.send({"type": "JOIN", "channel": "#general"})
+            await c.expect_type("JOINED")
+        return c
+
+
+class WsClient:
+    """A test client on a real WebSocket that reads JSON frames."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+        self.welcome: dict[str, Any] = {}
+
+    async def send(self, frame: dict[str, Any] | str) -> None:
+        await self.ws.send(frame if isinstance(frame, str) else json.dumps(frame))
+
+    async def recv(self, timeout: float = 5.0) -> dict[str, Any]:
+        raw = await asyncio.wait_for(self.ws.recv(), timeout)
+        out = json.loads(raw)
+        assert isinstance(out, dict)
+        return out
+
+    async def next_where(
+        self, pred: Callable[[dict[str, Any]], bool], timeout: float = 5.0
+    ) -> dict[str, Any]:
+        """The next frame matching ``pred``, skipping others."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            left = deadline - loop.time()
+            if left <= 0:
+                raise TimeoutError("no matching frame")
+            frame = await self.recv(left)
+            if pred(frame):
+                return frame
+
+    async def expect(self, kind: str, timeout: float = 5.0) -> dict[str, Any]:
+        """The next MEW envelope of ``kind`` (presence frames in between are skipped)."""
+        return await self.next_where(lambda f: f.get("kind") == kind, timeout)
+
+    async def expect_type(self, type_: str, timeout: float = 5.0) -> dict[str, Any]:
+        """The next agentchat frame of ``type_``."""
+        return await self.next_where(lambda f: f.get("type") == type_, timeout)
+
+    async def silent(self, pred: Callable[[dict[str, Any]], bool], wait: float = 0.3) -> None:
+        """Assert no frame matching ``pred`` arrives within ``wait`` seconds."""
+        try:
+            frame = await self.next_where(pred, wait)
+        except (TimeoutError, asyncio.TimeoutError):
+            return
+        raise AssertionError(f"unexpected frame {frame}")
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+
+async def start_gateway(
+    data_dir: Path,
+    spaces: list[SpaceConfig] | None = None,
+    limits: Limits | None = None,
+    port: int = 0,
+) -> RunningGateway:
+    """Start a gateway with an SQLite file in ``data_dir``."""
+    router = make_router(spaces, data_dir=data_dir, limits=limits or Limits())
+    runner = web.AppRunner(build_app(router), handle_signals=False, shutdown_timeout=2.0)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port)
+    await site.start()
+    server = site._server  # noqa: SLF001
+    assert server is not None
+    bound = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    return RunningGateway(router, runner, bound, data_dir)
+
+
+async def stop_gateway(gw: RunningGateway) -> None:
+    for c in gw.clients:
+        await c.ws.close()
+    await gw.runner.cleanup()
+
+
+@pytest.fixture
+async def gateway(tmp_path: Path) -> AsyncIterator[RunningGateway]:
+    """An open-mode gateway with default limits."""
+    gw = await start_gateway(tmp_path)
+    yield gw
+    await stop_gateway(gw)
