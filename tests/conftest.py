@@ -104,7 +104,7 @@ class WsClient:
         """Assert no frame matching ``pred`` arrives within ``wait`` seconds."""
         try:
             frame = await self.next_where(pred, wait)
-        except (TimeoutError, asyncio.TimeoutError):
+        except TimeoutError:
             return
         raise AssertionError(f"unexpected frame {frame}")
 
@@ -124,7 +124,7 @@ async def start_gateway(
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", port)
     await site.start()
-    server = site._server  # noqa: SLF001
+    server = site._server
     assert server is not None
     bound = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     return RunningGateway(router, runner, bound, data_dir)

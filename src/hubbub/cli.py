@@ -71,7 +71,9 @@ def main() -> None:
     show_default=True,
     help="History store; memory forgets everything on exit.",
 )
-@click.option("--rate-limit", type=float, default=None, help="Messages/s per participant (0 = off) [20].")
+@click.option(
+    "--rate-limit", type=float, default=None, help="Messages/s per participant (0 = off) [20]."
+)
 @click.option("--rate-burst", type=int, default=None, help="Burst allowance [40].")
 @click.option("--max-frame-bytes", type=int, default=None, help="Largest frame accepted [262144].")
 @click.option("--history-on-join", type=int, default=None, help="Messages sent on join [50].")
@@ -118,9 +120,7 @@ def serve(
             err=True,
         )
     _raise_fd_limit()
-    router = make_router(
-        spaces, data_dir=None if store == "memory" else data_dir, limits=limits
-    )
+    router = make_router(spaces, data_dir=None if store == "memory" else data_dir, limits=limits)
     mode = f"open mode, space {open_ids[0]!r}" if open_ids else f"spaces {ids}"
     where = "memory" if store == "memory" else str(data_dir / "hubbub.db")
     logging.getLogger("hubbub").info(
@@ -168,7 +168,9 @@ def token_create(space_file: Path, pid: str, kind: str | None, role: str | None)
     from hubbub.protocol.ids import is_participant_id
 
     if not is_participant_id(pid):
-        raise click.BadParameter(f"{pid!r} is not a legal id (1-32 of [A-Za-z0-9_.-])", param_hint="--id")
+        raise click.BadParameter(
+            f"{pid!r} is not a legal id (1-32 of [A-Za-z0-9_.-])", param_hint="--id"
+        )
     try:
         cfg = load_space(space_file) if space_file.exists() else SpaceConfig()
     except ConfigError as exc:

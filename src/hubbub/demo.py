@@ -63,7 +63,9 @@ async def run_demo(port: int, *, once: bool) -> None:
     print("scene: alice speaks MEW, bob speaks agentchat; both share #general\n")
     try:
         async with websockets.connect(url) as alice, websockets.connect(url) as bob:
-            await alice.send(json.dumps({"type": "join", "participantId": "alice", "kind": "human"}))
+            await alice.send(
+                json.dumps({"type": "join", "participantId": "alice", "kind": "human"})
+            )
             await bob.send(json.dumps({"type": "IDENTIFY", "name": "bob"}))
             await bob.send(json.dumps({"type": "JOIN", "channel": "#general"}))
             readers = [
@@ -74,8 +76,16 @@ async def run_demo(port: int, *, once: bool) -> None:
             steps: list[tuple[Any, dict[str, Any], str]] = [
                 (alice, {"kind": "chat", "payload": {"text": "hi bob, can you hear me?"}}, "alice"),
                 (bob, {"type": "MSG", "to": "#general", "content": "loud and clear, alice"}, "bob"),
-                (bob, {"type": "MSG", "to": "@alice", "content": "(a private note for you)"}, "bob"),
-                (alice, {"kind": "chat", "to": ["bob"], "payload": {"text": "thanks, DM back"}}, "alice"),
+                (
+                    bob,
+                    {"type": "MSG", "to": "@alice", "content": "(a private note for you)"},
+                    "bob",
+                ),
+                (
+                    alice,
+                    {"kind": "chat", "to": ["bob"], "payload": {"text": "thanks, DM back"}},
+                    "alice",
+                ),
                 (alice, {"kind": "mcp/request", "to": ["bob"], "payload": {}}, "alice"),
             ]
             for ws, frame, who in steps:

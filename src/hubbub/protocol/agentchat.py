@@ -140,7 +140,9 @@ class AgentchatDialect:
         except msgspec.DecodeError as exc:
             text = str(exc)
             if text.startswith("JSON is malformed") or "truncated" in text:
-                raise ProtocolError(ErrorCode.INVALID_JSON, f"frame is not valid JSON: {text}") from None
+                raise ProtocolError(
+                    ErrorCode.INVALID_JSON, f"frame is not valid JSON: {text}"
+                ) from None
             if "`$.type`" in text or "Object missing required field `type`" in text:
                 raise ProtocolError(
                     ErrorCode.UNKNOWN_KIND,

@@ -102,7 +102,9 @@ def decode_envelope(data: bytes | str) -> Envelope:
     except msgspec.DecodeError as exc:
         text = str(exc)
         if text.startswith("JSON is malformed") or "Input data was truncated" in text:
-            raise ProtocolError(ErrorCode.INVALID_JSON, f"frame is not valid JSON: {text}") from None
+            raise ProtocolError(
+                ErrorCode.INVALID_JSON, f"frame is not valid JSON: {text}"
+            ) from None
         raise ProtocolError(
             ErrorCode.INVALID_ENVELOPE,
             f"invalid envelope: {text} (see the envelope format in docs/protocol.md)",

@@ -72,7 +72,7 @@ def ulid_time_ms(ulid: str) -> int:
 class Clock:
     """Wall-clock helpers with an ISO-8601 formatter cached per millisecond."""
 
-    __slots__ = ("_cached_ms", "_cached_iso")
+    __slots__ = ("_cached_iso", "_cached_ms")
 
     def __init__(self) -> None:
         self._cached_ms = -1

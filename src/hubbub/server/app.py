@@ -7,6 +7,7 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
+
 from aiohttp import WSMsgType, web
 
 from hubbub import __version__
@@ -56,8 +57,12 @@ async def websocket_endpoint(request: web.Request) -> web.StreamResponse:
     hard_cap = max(limits.max_frame_bytes * 4, 1024 * 1024)
     ws = web.WebSocketResponse(max_msg_size=hard_cap, compress=False, autoping=True)
     if not ws.can_prepare(request).ok:
-        return await health(request) if request.path == "/" else web.Response(
-            status=426, text="this endpoint speaks WebSocket; connect with a WebSocket client\n"
+        return (
+            await health(request)
+            if request.path == "/"
+            else web.Response(
+                status=426, text="this endpoint speaks WebSocket; connect with a WebSocket client\n"
+            )
         )
     await ws.prepare(request)
     transport = request.transport
@@ -125,8 +130,8 @@ async def websocket_endpoint(request: web.Request) -> web.StreamResponse:
             if msg.type == WSMsgType.TEXT or msg.type == WSMsgType.BINARY:
                 router.receive(session, msg.data)
             elif msg.type == WSMsgType.ERROR:
-                exc = ws.exception()
-                if exc is not None and "too big" in str(exc).lower():
+                problem = ws.exception()
+                if problem is not None and "too big" in str(problem).lower():
                     conn.close(CLOSE_TOO_BIG, f"frame over the hard cap of {hard_cap} bytes")
                 break
     finally:
@@ -194,4 +199,3 @@ async def serve_forever(router: Router, host: str, port: int) -> None:
         await asyncio.Event().wait()
     finally:
         await runner.cleanup()
-

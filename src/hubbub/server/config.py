@@ -8,14 +8,15 @@ import os
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import msgspec
 import yaml
 
 from hubbub.protocol.capabilities import CapabilityError, validate_capabilities
-from hubbub.protocol.ids import is_channel, is_participant_id, SPACE_ID_RE
+from hubbub.protocol.ids import SPACE_ID_RE, is_channel, is_participant_id
 
+_T = TypeVar("_T")
 ParticipantKind = Literal["human", "agent", "service"]
 Role = Literal["participant", "observer", "admin"]
 
@@ -164,12 +165,32 @@ def load_space(path: str | os.PathLike[str]) -> SpaceConfig:
         raise ConfigError(f"{p} is not valid YAML: {exc}") from None
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{p}: the top level must be a mapping (space:, channels:, ...)")
-    try:
-        cfg = msgspec.convert(raw, SpaceConfig)
-    except msgspec.ValidationError as exc:
-        raise ConfigError(f"{p}: {exc}") from None
+    raw = dict(raw)
+    people = raw.pop("participants", None) or {}
+    if not isinstance(people, Mapping):
+        raise ConfigError(f"{p}: participants must be a mapping of id -> settings")
+    cfg = _convert(raw, SpaceConfig, p, "")
+    for pid, entry in people.items():
+        cfg.participants[str(pid)] = _convert(
+            entry or {}, ParticipantConfig, p, f"participants.{pid}."
+        )
     cfg.validate(str(p))
     return cfg
+
+
+def _convert(raw: object, typ: type[_T], path: Path, prefix: str) -> _T:
+    """msgspec.convert with the error's location written as a dotted key."""
+    try:
+        return msgspec.convert(raw, typ)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        where = ""
+        if " - at `$." in text:
+            text, _, loc = text.partition(" - at `$.")
+            where = f" (at {prefix}{loc.rstrip('`')})"
+        elif prefix:
+            where = f" (at {prefix.rstrip('.')})"
+        raise ConfigError(f"{path}: {text}{where}") from None
 
 
 def save_space(cfg: SpaceConfig, path: str | os.PathLike[str]) -> None:
@@ -203,9 +224,7 @@ def limits_from_env(base: Limits | None = None) -> Limits:
         try:
             value: Any = float(env) if field.type is float else int(env)
         except ValueError:
-            raise ConfigError(
-                f"HUBBUB_{field.name.upper()}={env!r} is not a number"
-            ) from None
+            raise ConfigError(f"HUBBUB_{field.name.upper()}={env!r} is not a number") from None
         setattr(lim, field.name, value)
     lim.validate()
     return lim

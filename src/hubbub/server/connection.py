@@ -84,7 +84,9 @@ class Connection:
         if self.closed:
             return
         self.closed = True
-        log.warning("closing %s: send buffer over %d bytes (slow consumer)", self.peer, self.buffer_limit)
+        log.warning(
+            "closing %s: send buffer over %d bytes (slow consumer)", self.peer, self.buffer_limit
+        )
         t = self.transport
         t.write(ws_close_frame(CLOSE_TRY_AGAIN, "slow consumer: send buffer overflow"))
         asyncio.get_running_loop().call_later(2.0, t.abort)

@@ -62,7 +62,7 @@ def _resolve(router: Router, request: web.Request) -> tuple[SpaceState, Identity
         p = cfg.participants[pid]
         ident = Identity(sid, pid, p.kind, p.role, tuple(p.effective_capabilities()))
         return router.spaces[sid], ident
-    sid = wanted or "default"
+    sid = wanted or ("default" if len(router.spaces) != 1 else next(iter(router.spaces)))
     space = router.spaces.get(sid)
     if space is None:
         raise ProtocolError(ErrorCode.UNKNOWN_SPACE, f"space {sid!r} does not exist on this server")

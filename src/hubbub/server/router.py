@@ -231,7 +231,9 @@ class Router:
             self.error(s, exc)
         except Exception:
             log.exception("internal error handling a frame from %s", s.id)
-            self.error(s, ProtocolError(ErrorCode.INTERNAL, "internal error; the frame was dropped"))
+            self.error(
+                s, ProtocolError(ErrorCode.INTERNAL, "internal error; the frame was dropped")
+            )
 
     def route(self, sender: Sender, env: Envelope, frame_len: int = 0) -> Envelope:
         """Validate, authorize, stamp and deliver one envelope; return it as delivered."""
@@ -292,7 +294,7 @@ class Router:
     # ------------------------------------------------------------------ delivery
 
     def _channel_for(self, sender: Sender, name: Any, *, member: bool = True) -> Channel:
-        if not is_channel(name):
+        if not isinstance(name, str) or not is_channel(name):
             raise ProtocolError(
                 ErrorCode.INVALID_CHANNEL,
                 f"{name!r} is not a channel name: write '#' then 1-31 of [A-Za-z0-9_-]",
@@ -536,11 +538,11 @@ def _on_join(r: Router, sender: Sender, env: Envelope) -> None:
     after = env.payload.get("after_seq")
     if after is not None and (not isinstance(after, int) or isinstance(after, bool) or after < 0):
         raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "after_seq must be a non-negative integer")
-    r._channel_for(sender, name, member=False)
+    ch = r._channel_for(sender, name, member=False)
 
     async def run() -> None:
         try:
-            await r._join(sender, name, after)
+            await r._join(sender, ch.name, after)
         except ProtocolError as exc:
             r.error(sender, exc)
 
@@ -549,7 +551,9 @@ def _on_join(r: Router, sender: Sender, env: Envelope) -> None:
 
 def _on_leave(r: Router, sender: Sender, env: Envelope) -> None:
     if not isinstance(sender, Session):
-        raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "channel/leave needs a WebSocket connection")
+        raise ProtocolError(
+            ErrorCode.INVALID_ENVELOPE, "channel/leave needs a WebSocket connection"
+        )
     name = env.payload.get("channel")
     ch = r._channel_for(sender, name)
     ch.remove(sender)
@@ -559,7 +563,7 @@ def _on_leave(r: Router, sender: Sender, env: Envelope) -> None:
 
 def _on_create(r: Router, sender: Sender, env: Envelope) -> None:
     name = env.payload.get("channel")
-    if not is_channel(name):
+    if not isinstance(name, str) or not is_channel(name):
         raise ProtocolError(
             ErrorCode.INVALID_CHANNEL,
             f"{name!r} is not a channel name: write '#' then 1-31 of [A-Za-z0-9_-]",

@@ -56,7 +56,11 @@ class MemoryStore(Store):
         self, space: str, participant: str, *, after_seq: int, limit: int
     ) -> list[StoredMessage]:
         """Filter the space's DMs by party."""
-        out = [m for m, parties in self._dms.get(space, []) if m.seq > after_seq and participant in parties]
+        out = [
+            m
+            for m, parties in self._dms.get(space, [])
+            if m.seq > after_seq and participant in parties
+        ]
         return out[:limit]
 
     async def last_seqs(self, space: str) -> dict[str, int]:

@@ -135,7 +135,9 @@ class SqliteStore(Store):
     ) -> list[StoredMessage]:
         """Read a page of channel history (after pending writes are committed)."""
         await self.flush()
-        return list(await self._run(self._history_sync, space, channel, after_seq, before_seq, limit))
+        return list(
+            await self._run(self._history_sync, space, channel, after_seq, before_seq, limit)
+        )
 
     def _history_sync(
         self, space: str, channel: str, after: int | None, before: int | None, limit: int

@@ -1,0 +1,103 @@
+"""The `hubbub` command as a user runs it: serve, graceful shutdown, token create."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import websockets
+import yaml
+from click.testing import CliRunner
+
+from hubbub.cli import main
+from hubbub.server.config import hash_token, load_space
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _wait_ready(proc: subprocess.Popen[str], port: int) -> None:
+    for _ in range(100):
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited: {proc.stderr.read() if proc.stderr else ''}")
+        try:
+            _, w = await asyncio.open_connection("127.0.0.1", port)
+            w.close()
+            return
+        except OSError:
+            await asyncio.sleep(0.1)
+    raise AssertionError("server did not start")
+
+
+async def test_serve_logs_url_and_closes_clients_with_1001_on_sigterm(tmp_path: Path) -> None:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hubbub", "serve", "--port", str(port), "--data-dir", str(tmp_path)],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ | {"PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        await _wait_ready(proc, port)
+        async with websockets.connect(f"ws://127.0.0.1:{port}/ws") as ws:
+            await ws.send(json.dumps({"type": "join", "participantId": "alice"}))
+            await ws.send(json.dumps({"kind": "chat", "payload": {"text": "persist me"}}))
+            await asyncio.sleep(0.3)
+            proc.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(ws.wait_closed(), 10)
+            assert ws.close_code == 1001
+        assert proc.wait(10) == 0
+    finally:
+        proc.kill()
+    log = proc.stderr.read() if proc.stderr else ""
+    assert f"serving ws://127.0.0.1:{port}/ws (open mode" in log
+    assert (tmp_path / "hubbub.db").exists()
+    import sqlite3
+
+    rows = sqlite3.connect(tmp_path / "hubbub.db").execute("SELECT data FROM messages").fetchall()
+    assert any(b"persist me" in r[0] for r in rows)
+
+
+def test_token_create_prints_once_and_stores_hash(tmp_path: Path) -> None:
+    cfg = tmp_path / "space.yaml"
+    result = CliRunner().invoke(
+        main, ["token", "create", "--space", str(cfg), "--id", "alice", "--kind", "human"]
+    )
+    assert result.exit_code == 0, result.output
+    token = result.stdout.strip().splitlines()[0]
+    assert token.startswith("hb_")
+    raw = yaml.safe_load(cfg.read_text())
+    assert raw["participants"]["alice"]["token_hash"] == hash_token(token)
+    assert token not in cfg.read_text()
+    space = load_space(cfg)
+    assert space.participants["alice"].kind == "human"
+
+
+def test_token_create_rejects_bad_id(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["token", "create", "--space", str(tmp_path / "s.yaml"), "--id", "no/slash"]
+    )
+    assert result.exit_code != 0
+    assert "not a legal id" in result.output
+
+
+def test_serve_reports_a_bad_config_by_key(tmp_path: Path) -> None:
+    cfg = tmp_path / "space.yaml"
+    cfg.write_text("space: team\nparticipants:\n  bot:\n    kind: robot\n")
+    result = CliRunner().invoke(main, ["serve", "--space-config", str(cfg)])
+    assert result.exit_code != 0
+    assert "participants.bot.kind" in result.output
+    cfg.write_text("space: team\nchannels: [general]\n")
+    result = CliRunner().invoke(main, ["serve", "--space-config", str(cfg)])
+    assert "'general' is not a channel name" in result.output
+    result = CliRunner().invoke(main, ["serve", "--space-config", str(tmp_path / "missing.yaml")])
+    assert "does not exist" in result.output

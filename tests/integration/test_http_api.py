@@ -1,0 +1,111 @@
+"""The HTTP API on the gateway's port."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aiohttp
+
+from hubbub.server.config import ParticipantConfig, SpaceConfig, hash_token
+from tests.conftest import RunningGateway, start_gateway, stop_gateway
+
+
+async def test_health_and_metrics(gateway: RunningGateway) -> None:
+    alice = await gateway.mew("alice")
+    await alice.send({"kind": "chat", "payload": {"text": "x"}})
+    await alice.expect("chat")
+    await alice.send("{not json")
+    await alice.expect("system/error")
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"{gateway.http}/health") as resp:
+            assert resp.status == 200
+            body = await resp.json()
+            assert body["status"] == "ok" and body["connections"] == 1
+        async with http.get(f"{gateway.http}/metrics") as resp:
+            text = await resp.text()
+    assert 'hubbub_connections{dialect="mew"} 1.0' in text
+    assert "hubbub_messages_in_total" in text
+    assert 'hubbub_errors_total{code="invalid_json"} 1.0' in text
+
+
+async def test_post_message_in_open_mode_reaches_the_channel(gateway: RunningGateway) -> None:
+    bob = await gateway.mew("bob")
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            f"{gateway.http}/participants/cron/messages",
+            json={"kind": "chat", "channel": "#general", "payload": {"text": "nightly done"}},
+        ) as resp,
+    ):
+        assert resp.status == 202
+        body = await resp.json()
+    assert body["status"] == "accepted" and body["timestamp"].endswith("Z")
+    msg = await bob.expect("chat")
+    assert msg["id"] == body["id"] and msg["from"] == "cron"
+
+
+async def test_post_and_read_with_tokens(tmp_path: Path) -> None:
+    cfg = SpaceConfig(
+        space="team",
+        participants={
+            "ci": ParticipantConfig(
+                kind="service", token_hash=hash_token("ci-token"), capabilities=[{"kind": "chat"}]
+            ),
+            "eve": ParticipantConfig(kind="human", token_hash=hash_token("eve-token")),
+        },
+    )
+    cfg.validate()
+    gw = await start_gateway(tmp_path, spaces=[cfg])
+    url = f"{gw.http}/participants/ci/messages"
+    chat = {"kind": "chat", "channel": "#general", "payload": {"text": "build green"}}
+    try:
+        async with aiohttp.ClientSession() as http:
+            async with http.post(url, json=chat) as resp:
+                assert resp.status == 401
+                assert "Bearer" in (await resp.json())["message"]
+            async with http.post(
+                url, json=chat, headers={"Authorization": "Bearer eve-token"}
+            ) as r:
+                assert r.status == 401
+                assert "belongs to 'eve'" in (await r.json())["message"]
+            bad = {"kind": "mcp/request", "to": ["eve"], "payload": {"method": "tools/list"}}
+            auth = {"Authorization": "Bearer ci-token"}
+            async with http.post(url, json=bad, headers=auth) as resp:
+                assert resp.status == 403
+                assert (await resp.json())["error"] == "capability_violation"
+            async with http.post(url, json=chat, headers=auth) as resp:
+                assert resp.status == 202
+            async with http.post(url, data=b"{oops", headers=auth) as resp:
+                assert resp.status == 400
+            async with http.get(f"{gw.http}/channels/general/messages") as resp:
+                assert resp.status == 401
+            async with http.get(
+                f"{gw.http}/channels/%23general/messages?after_seq=0&limit=10", headers=auth
+            ) as resp:
+                body = await resp.json()
+            assert [m["payload"]["text"] for m in body["messages"]] == ["build green"]
+            assert body["next_after_seq"] == 1
+            async with http.get(
+                f"{gw.http}/channels/general/messages?after_seq=abc", headers=auth
+            ) as resp:
+                assert resp.status == 400
+                assert "after_seq" in (await resp.json())["message"]
+            async with http.get(f"{gw.http}/channels/nope/messages", headers=auth) as resp:
+                assert resp.status == 404
+            async with http.get(f"{gw.http}/participants", headers=auth) as resp:
+                people = {p["id"]: p for p in (await resp.json())["participants"]}
+            assert people["eve"]["presence"] == "offline" and people["eve"]["kind"] == "human"
+    finally:
+        await stop_gateway(gw)
+
+
+async def test_participants_shows_presence_and_channels(gateway: RunningGateway) -> None:
+    await gateway.mew("alice")
+    await gateway.agentchat("bob")
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"{gateway.http}/participants") as resp,
+    ):
+        people = {p["id"]: p for p in (await resp.json())["participants"]}
+    assert people["alice"]["presence"] == "online"
+    assert people["bob"]["channels"] == ["#general"]

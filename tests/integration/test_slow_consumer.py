@@ -1,0 +1,62 @@
+"""One reader that stops reading never stalls a channel: it is disconnected with a reason."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from pathlib import Path
+
+import websockets
+
+from hubbub.server.config import Limits
+from tests.conftest import start_gateway, stop_gateway
+
+
+async def test_stalled_reader_is_disconnected_and_channel_keeps_flowing(tmp_path: Path) -> None:
+    gw = await start_gateway(tmp_path, limits=Limits(rate_per_s=0, send_buffer_bytes=256 * 1024))
+    try:
+        alice = await gw.mew("alice")
+        fast = await gw.mew("fast")
+        # a reader with a tiny socket buffer whose library stops reading after one frame
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", gw.port))
+        sock.setblocking(False)
+        slow = await websockets.connect(gw.url, sock=sock, max_queue=1, max_size=None)
+        await slow.send(json.dumps({"type": "join", "participantId": "slow"}))
+        await asyncio.sleep(0.2)
+        n = 3000
+        blob = "x" * 2000
+
+        left: list[str] = []
+
+        async def read_all(client: object) -> int:
+            received = 0
+            while received < n:
+                frame = await client.recv(timeout=10)  # type: ignore[attr-defined]
+                if frame.get("kind") == "system/presence" and frame["payload"]["event"] == "leave":
+                    left.append(frame["payload"]["participant"]["id"])
+                if frame.get("kind") == "chat":
+                    assert frame["payload"]["text"].startswith(f"{received}:")
+                    received += 1
+            return received
+
+        readers = [asyncio.create_task(read_all(c)) for c in (alice, fast)]
+        for i in range(n):
+            await alice.send({"kind": "chat", "payload": {"text": f"{i}:{blob}"}})
+            if i % 20 == 0:
+                await asyncio.sleep(0.002)
+        assert await asyncio.gather(*readers) == [n, n]
+        assert gw.router.metrics.slow_consumer_disconnects == 1
+        assert "slow" not in gw.router.spaces["default"].online
+        assert left == ["slow", "slow"], "both peers saw the slow reader leave"
+        # the slow reader, once it reads again, finds a close frame with the reason
+        try:
+            while True:
+                await asyncio.wait_for(slow.recv(), 5)
+        except websockets.ConnectionClosed as exc:
+            assert exc.rcvd is not None and exc.rcvd.code == 1013
+            assert "slow consumer" in exc.rcvd.reason
+    finally:
+        await stop_gateway(gw)
