@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 PARTICIPANT_ID_RE = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 CHANNEL_RE = re.compile(r"#[A-Za-z0-9_-]{1,31}")
@@ -14,6 +14,7 @@ SPACE_ID_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 SERVER_ID = "system:gateway"
 """The server's own identity on the MEW dialect (``@server`` on the agentchat dialect)."""
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 
@@ -32,33 +33,43 @@ def normalize_channel(value: str) -> str:
     return value if value.startswith("#") else "#" + value
 
 
+_PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]  # 10 bits -> two characters
+
+
 class UlidGenerator:
     """Monotonic ULIDs: 48-bit millisecond time + 80 bits that increase within one millisecond.
 
     Ids from one generator sort in creation order, also within the same millisecond.
     """
 
-    __slots__ = ("_last_ms", "_last_rand")
+    __slots__ = ("_last_ms", "_last_rand", "_time_prefix")
 
     def __init__(self) -> None:
         self._last_ms = -1
         self._last_rand = 0
+        self._time_prefix = ""
 
     def new(self, now_ms: int | None = None) -> str:
         """Return a new 26-character ULID, greater than every earlier one from this generator."""
         ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
         if ms <= self._last_ms:
-            ms = self._last_ms
             rand = self._last_rand + 1
+            if rand >= 1 << 80:  # 2**80 ids in one millisecond: borrow the next millisecond
+                self._last_ms += 1
+                self._time_prefix = _encode(self._last_ms, 5)
+                rand = 0
         else:
             rand = int.from_bytes(os.urandom(10), "big") >> 1  # leave room to increment
-        self._last_ms, self._last_rand = ms, rand
-        value = (ms << 80) | rand
-        out = []
-        for _ in range(26):
-            out.append(_CROCKFORD[value & 31])
-            value >>= 5
-        return "".join(reversed(out))
+            self._last_ms = ms
+            self._time_prefix = _encode(ms, 5)
+        self._last_rand = rand
+        return self._time_prefix + _encode(rand, 8)
+
+
+def _encode(value: int, pairs: int) -> str:
+    """Crockford base32 of ``value`` in ``2 * pairs`` characters."""
+    out = [_PAIRS[(value >> (10 * i)) & 1023] for i in range(pairs - 1, -1, -1)]
+    return "".join(out)
 
 
 def ulid_time_ms(ulid: str) -> int:
@@ -86,7 +97,7 @@ class Clock:
     def iso(self, ms: int) -> str:
         """Format Unix milliseconds as ``2026-11-22T10:00:00.123Z``."""
         if ms != self._cached_ms:
-            dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
+            dt = datetime.fromtimestamp(ms // 1000, tz=UTC)
             self._cached_iso = dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
             self._cached_ms = ms
         return self._cached_iso
@@ -97,4 +108,4 @@ def iso_to_ms(value: str) -> int:
     dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
-    return int(dt.timestamp() * 1000)
+    return (dt - _EPOCH) // timedelta(milliseconds=1)

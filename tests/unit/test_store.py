@@ -1,0 +1,80 @@
+"""The SQLite store answers exactly like the in-memory reference, and survives reopening."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hubbub.store import MemoryStore, SqliteStore
+from hubbub.store.base import DM_STREAM
+
+queries = st.tuples(
+    st.sampled_from(["#a", "#b"]),
+    st.one_of(st.none(), st.integers(0, 60)),
+    st.one_of(st.none(), st.integers(0, 60)),
+    st.integers(0, 30),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    appends=st.lists(st.sampled_from(["#a", "#b", "dm"]), max_size=60),
+    qs=st.lists(queries, max_size=10),
+)
+def test_sqlite_matches_memory(
+    appends: list[str], qs: list[tuple[str, int | None, int | None, int]]
+) -> None:
+    async def run() -> None:
+        with tempfile.TemporaryDirectory() as d:
+            mem, sql = MemoryStore(), SqliteStore(Path(d) / "h.db")
+            await mem.open()
+            await sql.open()
+            seqs = {"#a": 0, "#b": 0, "dm": 0}
+            for target in appends:
+                seqs[target] += 1
+                data = f"{target}:{seqs[target]}".encode()
+                for store in (mem, sql):
+                    if target == "dm":
+                        store.append_dm(
+                            "s", seqs["dm"], ["x", "y" if seqs["dm"] % 2 else "z"], data
+                        )
+                    else:
+                        store.append("s", target, seqs[target], data)
+            for ch, after, before, limit in qs:
+                a = await mem.history("s", ch, after_seq=after, before_seq=before, limit=limit)
+                b = await sql.history("s", ch, after_seq=after, before_seq=before, limit=limit)
+                assert a == b
+            for who in ("x", "y", "z"):
+                assert await mem.dm_history("s", who, after_seq=0, limit=100) == (
+                    await sql.dm_history("s", who, after_seq=0, limit=100)
+                )
+            assert await mem.last_seqs("s") == await sql.last_seqs("s")
+            await sql.close()
+
+    asyncio.run(run())
+
+
+def test_reopen_keeps_everything(tmp_path: Path) -> None:
+    async def run() -> None:
+        store = SqliteStore(tmp_path / "h.db")
+        await store.open()
+        for seq in range(1, 2001):
+            store.append("s", "#general", seq, b'{"n":%d}' % seq)
+        store.append_dm("s", 1, ["a", "b"], b"dm")
+        await store.save_channel("s", "#new")
+        await store.close()
+        assert store.commits < 2000, "appends are group-committed"
+
+        again = SqliteStore(tmp_path / "h.db")
+        await again.open()
+        assert await again.last_seqs("s") == {"#general": 2000, DM_STREAM: 1}
+        last = await again.history("s", "#general", limit=3)
+        assert [m.seq for m in last] == [1998, 1999, 2000]
+        assert await again.channels("s") == ["#new"]
+        await again.close()
+
+    asyncio.run(run())
