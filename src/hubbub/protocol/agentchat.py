@@ -150,6 +150,12 @@ class AgentchatDialect:
                     + ", ".join(CLIENT_TYPES),
                 ) from None
             raise ProtocolError(ErrorCode.INVALID_ENVELOPE, f"invalid frame: {text}") from None
+        except UnicodeDecodeError as exc:
+            raise ProtocolError(ErrorCode.INVALID_JSON, f"frame is not valid UTF-8: {exc}") from None
+        except RecursionError:
+            raise ProtocolError(
+                ErrorCode.INVALID_ENVELOPE, "frame nests objects/arrays too deeply"
+            ) from None
         if isinstance(frame, _Msg):
             if frame.to.startswith("#"):
                 return Envelope(kind="chat", channel=frame.to, payload={"text": frame.content})

@@ -40,6 +40,8 @@ _MATCH_KEYS: Final = ("kind", "payload")
 _NOTE_KEYS: Final = ("id", "description")
 # Bound on the per-kind cache: kinds are chosen by senders, so the cache must not grow forever.
 _KIND_CACHE_MAX: Final = 4096
+# Deepest nesting of a payload pattern (patterns come from senders too, via capability/grant).
+_MAX_PATTERN_DEPTH: Final = 32
 
 
 def _short(value: object) -> str:
@@ -102,7 +104,7 @@ def _compile_string(pattern: str, where: str) -> _StrMatcher:
     if len(pattern) >= 2 and pattern[0] == "/" and pattern[-1] == "/":
         try:
             search = re.compile(pattern[1:-1]).search
-        except re.error as exc:
+        except (re.error, OverflowError, RecursionError) as exc:
             raise CapabilityError(
                 f"{where}: invalid regular expression {_short(pattern)}: {exc} "
                 "(write /regex/ in Python 're' syntax, or drop the slashes for a literal)"
@@ -173,8 +175,12 @@ def _object_value(fields: Sequence[tuple[str, _ValueMatcher]]) -> _ValueMatcher:
     return match
 
 
-def _compile_value(pattern: object, where: str) -> _ValueMatcher:
+def _compile_value(pattern: object, where: str, depth: int = 1) -> _ValueMatcher:
     """Compile one payload pattern value (string pattern, scalar, nested object or one-of)."""
+    if depth > _MAX_PATTERN_DEPTH:
+        raise CapabilityError(
+            f"{where}: payload pattern nests deeper than {_MAX_PATTERN_DEPTH} levels"
+        )
     if isinstance(pattern, str):
         if _is_literal(pattern):
             return lambda value: value == pattern  # a non-string value never equals a string
@@ -186,14 +192,17 @@ def _compile_value(pattern: object, where: str) -> _ValueMatcher:
     if isinstance(pattern, int | float):
         return _number_value(pattern)
     if isinstance(pattern, Mapping):
-        return _object_value(_compile_fields(pattern, where))
+        return _object_value(_compile_fields(pattern, where, depth + 1))
     if isinstance(pattern, list | tuple):
         if not pattern:
             raise CapabilityError(
                 f"{where}: an empty list matches nothing; list at least one allowed value"
             )
         return _any_of_value(
-            [_compile_value(item, f"{where}[{index}]") for index, item in enumerate(pattern)]
+            [
+                _compile_value(item, f"{where}[{index}]", depth + 1)
+                for index, item in enumerate(pattern)
+            ]
         )
     raise CapabilityError(
         f"{where}: a payload pattern value must be a string pattern, number, boolean, null, "
@@ -201,7 +210,9 @@ def _compile_value(pattern: object, where: str) -> _ValueMatcher:
     )
 
 
-def _compile_fields(pattern: Mapping[Any, Any], where: str) -> list[tuple[str, _ValueMatcher]]:
+def _compile_fields(
+    pattern: Mapping[Any, Any], where: str, depth: int = 1
+) -> list[tuple[str, _ValueMatcher]]:
     fields: list[tuple[str, _ValueMatcher]] = []
     for key, sub in pattern.items():
         if not isinstance(key, str):
@@ -211,7 +222,7 @@ def _compile_fields(pattern: Mapping[Any, Any], where: str) -> list[tuple[str, _
                 f"{where}: payload key {_short(key)} is a JSONPath/wildcard key; hubbub matches "
                 "payload keys literally, so write the exact key (nest objects for deeper fields)"
             )
-        fields.append((key, _compile_value(sub, f"{where}.{key}")))
+        fields.append((key, _compile_value(sub, f"{where}.{key}", depth)))
     return fields
 
 

@@ -95,10 +95,39 @@ _decoder = msgspec.json.Decoder(Envelope)
 _encoder = msgspec.json.Encoder()
 
 
+MAX_NESTING: Final = 100
+"""Deepest nesting of objects/arrays accepted in a payload (the payload object is level 1).
+
+Far below where common JSON parsers give up (Python's ``json`` near 1000 levels), so that no
+participant can get a message relayed that its peers cannot parse."""
+
+
+def _nests_deeper(value: object, limit: int) -> bool:
+    """Whether objects/arrays in ``value`` nest more than ``limit`` levels (iteratively)."""
+    stack: list[tuple[dict[str, Any] | list[Any], int]] = []
+    if isinstance(value, dict | list):
+        stack.append((value, 1))
+    while stack:
+        item, depth = stack.pop()
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, dict | list):
+                if depth >= limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
+def _too_deep() -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.INVALID_ENVELOPE,
+        f"payload nests objects/arrays deeper than {MAX_NESTING} levels; flatten it",
+    )
+
+
 def decode_envelope(data: bytes | str) -> Envelope:
     """Parse and type-check one envelope, raising ``ProtocolError`` naming what is wrong."""
     try:
-        return _decoder.decode(data)
+        env = _decoder.decode(data)
     except msgspec.DecodeError as exc:
         text = str(exc)
         if text.startswith("JSON is malformed") or "Input data was truncated" in text:
@@ -109,6 +138,18 @@ def decode_envelope(data: bytes | str) -> Envelope:
             ErrorCode.INVALID_ENVELOPE,
             f"invalid envelope: {text} (see the envelope format in docs/protocol.md)",
         ) from None
+    except UnicodeDecodeError as exc:
+        raise ProtocolError(ErrorCode.INVALID_JSON, f"frame is not valid UTF-8: {exc}") from None
+    except RecursionError:
+        raise _too_deep() from None
+    # Nesting deeper than MAX_NESTING needs more opening brackets than that: a cheap pre-check.
+    if isinstance(data, str):
+        brackets = data.count("[") + data.count("{")
+    else:
+        brackets = data.count(b"[") + data.count(b"{")
+    if brackets > MAX_NESTING and _nests_deeper(env.payload, MAX_NESTING):
+        raise _too_deep()
+    return env
 
 
 def encode(obj: object) -> bytes:

@@ -17,7 +17,6 @@ class Metrics:
         self.connections: Counter[str] = Counter()
         self.messages_in = 0
         self.messages_out = 0
-        self.bytes_out = 0
         self.errors: Counter[str] = Counter()
         self.slow_consumer_disconnects = 0
         self.registry = CollectorRegistry(auto_describe=True)
@@ -44,9 +43,6 @@ class _Collector(Collector):
         )
         yield CounterMetricFamily(
             "hubbub_messages_out", "Frames delivered to participants", value=self.m.messages_out
-        )
-        yield CounterMetricFamily(
-            "hubbub_bytes_out", "Bytes written to participants", value=self.m.bytes_out
         )
         errors = CounterMetricFamily("hubbub_errors", "Errors answered, by code", labels=["code"])
         for code, n in sorted(self.m.errors.items()):

@@ -33,6 +33,12 @@ log = logging.getLogger("hubbub.router")
 SERVER_ID = "system:gateway"
 DIALECTS: dict[str, Dialect] = {"mew": MewDialect(), "agentchat": AgentchatDialect()}
 HISTORY_CACHE = 512
+MAX_SEQ = 2**62
+"""Sequence numbers sent by clients are clamped to [0, MAX_SEQ] (SQLite integers are 64-bit)."""
+
+
+def _clamp_seq(value: int) -> int:
+    return max(0, min(value, MAX_SEQ))
 
 
 class HttpSender:
@@ -134,21 +140,28 @@ class Router:
         space.online[s.id] = s
         space.known.add(s.id)
         self.metrics.connections[conn.dialect.name] += 1
-        self._send_env(s, self._welcome(s))
-        wanted = hello.channels if hello.channels is not None else ["#general"]
-        for name in wanted:
-            try:
-                self._check_join(s, name)
-                await self._join(s, name, hello.resume.get(name), announce=False)
-            except ProtocolError as exc:
-                self.error(s, exc)
-        self._queue_presence(space, "join", s.summary() | {"channels": sorted(s.channels)})
-        if DM_STREAM in hello.resume:
-            rows = await self.store.dm_history(
-                space.id, s.id, after_seq=hello.resume[DM_STREAM], limit=self.limits.resume_max
-            )
-            for row in rows:
-                self._send_env(s, msgspec.json.decode(row.data, type=Envelope))
+        try:
+            self._send_env(s, self._welcome(s))
+            wanted = hello.channels if hello.channels is not None else ["#general"]
+            for name in wanted:
+                try:
+                    self._check_join(s, name)
+                    await self._join(s, name, hello.resume.get(name), announce=False)
+                except ProtocolError as exc:
+                    self.error(s, exc)
+            self._queue_presence(space, "join", s.summary() | {"channels": sorted(s.channels)})
+            if DM_STREAM in hello.resume:
+                rows = await self.store.dm_history(
+                    space.id,
+                    s.id,
+                    after_seq=_clamp_seq(hello.resume[DM_STREAM]),
+                    limit=self.limits.resume_max,
+                )
+                for row in rows:
+                    self._send_env(s, msgspec.json.decode(row.data, type=Envelope))
+        except BaseException:
+            self.detach(s)  # never leave a half-attached session "online"
+            raise
         return s
 
     def detach(self, s: Session) -> None:
@@ -485,6 +498,8 @@ class Router:
         """Add ``s`` to a channel and send ``channel/joined`` with history; no message is lost
         between the history and the live stream (the last step runs without awaiting)."""
         ch = self._channel_for(s, name, member=False)
+        if after_seq is not None:
+            after_seq = _clamp_seq(after_seq)
         collected: list[tuple[int, bytes]] = []
         has_more = False
         cap = self.limits.resume_max
@@ -597,6 +612,8 @@ def _on_history(r: Router, sender: Sender, env: Envelope) -> None:
         if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 0):
             raise ProtocolError(ErrorCode.INVALID_ENVELOPE, f"{key} must be a non-negative integer")
     limit = min(int(limit), r.limits.history_page_max)
+    after = None if after is None else _clamp_seq(after)
+    before = None if before is None else _clamp_seq(before)
 
     async def run() -> None:
         rows = await r.store.history(
