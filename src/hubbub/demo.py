@@ -35,7 +35,8 @@ def _show(who: str, frame: dict[str, Any]) -> None:
         elif kind == "system/presence":
             people = p.get("participants") or [p.get("participant", {})]
             names = ", ".join(x.get("id", "?") for x in people)
-            print(f"  [{who} sees] presence {p.get('event')}: {names}")
+            where = f" {p['channel']}" if "channel" in p else ""
+            print(f"  [{who} sees] presence {p.get('event')}{where}: {names}")
         elif kind in ("system/welcome", "channel/joined", "system/error"):
             print(f"  [{who} sees] {kind} {json.dumps(p)[:100]}")
     else:
