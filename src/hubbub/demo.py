@@ -19,10 +19,9 @@ def _free_port(preferred: int) -> int:
     with socket.socket() as s:
         try:
             s.bind(("127.0.0.1", preferred))
-            return preferred
         except OSError:
             s.bind(("127.0.0.1", 0))
-            return int(s.getsockname()[1])
+        return int(s.getsockname()[1])
 
 
 def _show(who: str, frame: dict[str, Any]) -> None:
