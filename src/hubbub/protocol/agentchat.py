@@ -151,7 +151,9 @@ class AgentchatDialect:
                 ) from None
             raise ProtocolError(ErrorCode.INVALID_ENVELOPE, f"invalid frame: {text}") from None
         except UnicodeDecodeError as exc:
-            raise ProtocolError(ErrorCode.INVALID_JSON, f"frame is not valid UTF-8: {exc}") from None
+            raise ProtocolError(
+                ErrorCode.INVALID_JSON, f"frame is not valid UTF-8: {exc}"
+            ) from None
         except RecursionError:
             raise ProtocolError(
                 ErrorCode.INVALID_ENVELOPE, "frame nests objects/arrays too deeply"

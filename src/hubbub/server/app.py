@@ -87,8 +87,11 @@ async def websocket_endpoint(request: web.Request) -> web.StreamResponse:
         # msgspec, like the codecs after the handshake: it refuses lone surrogates in strings
         # (json.loads accepts them, and they crash token hashing).
         frame = msgspec.json.decode(first.data)
-    except (ValueError, RecursionError):
-        frame = None
+        why = ""
+    except RecursionError:
+        frame, why = None, " (it nests too deeply)"
+    except ValueError as exc:  # msgspec.DecodeError and UnicodeDecodeError are ValueErrors
+        frame, why = None, f" (it is not valid JSON: {exc})"
     if not isinstance(frame, dict):
         await _refuse(
             ws,
@@ -97,7 +100,7 @@ async def websocket_endpoint(request: web.Request) -> web.StreamResponse:
             ProtocolError(
                 ErrorCode.HANDSHAKE_REQUIRED,
                 'first frame must be a JSON object: {"type":"join",...} (MEW) or '
-                '{"type":"IDENTIFY",...} (agentchat)',
+                '{"type":"IDENTIFY",...} (agentchat)' + why,
             ),
         )
         return ws

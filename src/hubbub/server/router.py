@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -296,12 +296,17 @@ class Router:
         if handler is not None:
             handler(self, sender, env)
             return env
+        extra: list[str] = []
+        if kind.startswith("mcp/"):
+            ledger = sender.space.proposals
+            ledger.check(env, sender.id)
+            extra = ledger.observe(env)
         if env.to is not None and env.channel is None:
-            self._deliver_dm(sender, env)
+            self._deliver_dm(sender, env, extra)
         else:
             if env.channel is None:
                 env.channel = "#general"
-            self._deliver_channel(sender, env)
+            self._deliver_channel(sender, env, extra)
         return env
 
     # ------------------------------------------------------------------ delivery
@@ -326,7 +331,7 @@ class Router:
             )
         return ch
 
-    def _deliver_channel(self, sender: Sender, env: Envelope) -> None:
+    def _deliver_channel(self, sender: Sender, env: Envelope, extra: Sequence[str] = ()) -> None:
         ch = self._channel_for(sender, env.channel)
         if env.to is not None:
             self._check_recipients(sender.space, env.to)
@@ -336,6 +341,10 @@ class Router:
         ch.recent.append((ch.seq, data))
         self.store.append(sender.space.id, ch.name, ch.seq, data)
         self._fanout(ch, env, data)
+        for pid in extra:
+            other = sender.space.online.get(pid)
+            if other is not None and pid not in ch.members:
+                self._send_env(other, env)
 
     def _fanout(self, ch: Channel, env: Envelope, data: bytes | None = None) -> None:
         """Write one envelope to every member: encoded once per dialect, same bytes to all."""
@@ -368,7 +377,7 @@ class Router:
                     "check the id (GET /participants lists them)",
                 )
 
-    def _deliver_dm(self, sender: Sender, env: Envelope) -> None:
+    def _deliver_dm(self, sender: Sender, env: Envelope, extra: Sequence[str] = ()) -> None:
         space = sender.space
         to = list(dict.fromkeys(env.to or []))
         if not to:
@@ -383,6 +392,9 @@ class Router:
         targets = [space.online[p] for p in to if p in space.online]
         if isinstance(sender, Session) and sender.id not in to:
             targets.append(sender)
+        targets.extend(
+            space.online[p] for p in extra if p in space.online and p not in to and p != sender.id
+        )
         for s in targets:
             dname = s.conn.dialect.name
             if dname not in frames:

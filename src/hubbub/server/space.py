@@ -9,6 +9,7 @@ from typing import Any
 from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.server.config import SpaceConfig
 from hubbub.server.connection import Connection
+from hubbub.server.proposals import ProposalLedger
 
 
 class TokenBucket:
@@ -125,3 +126,4 @@ class SpaceState:
         self.dm_seq = 0
         self.pending_presence: list[tuple[str, dict[str, Any], str | None]] = []
         self.presence_scheduled = False
+        self.proposals = ProposalLedger()

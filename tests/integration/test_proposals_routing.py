@@ -1,0 +1,68 @@
+"""The gateway shows a proposal's outcome to its proposer and guards withdrawals."""
+
+from __future__ import annotations
+
+from tests.conftest import RunningGateway
+
+
+async def test_fulfilled_proposal_response_reaches_the_proposer(gateway: RunningGateway) -> None:
+    agent = await gateway.mew("agent")
+    human = await gateway.mew("human")
+    tool = await gateway.mew("tool")
+    call = {"method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 2}}}
+    # the proposal goes to the channel, addressed to the tool, so the human sees it
+    await agent.send(
+        {"kind": "mcp/proposal", "channel": "#general", "to": ["tool"], "payload": call}
+    )
+    proposal = await human.expect("mcp/proposal")
+    # the human fulfils it with a direct request to the tool
+    await human.send(
+        {
+            "kind": "mcp/request",
+            "to": ["tool"],
+            "correlation_id": [proposal["id"]],
+            "payload": call,
+        }
+    )
+    request = await tool.next_where(lambda f: f.get("kind") == "mcp/request")
+    await tool.send(
+        {
+            "kind": "mcp/response",
+            "to": [request["from"]],
+            "correlation_id": [request["id"]],
+            "payload": {"result": {"content": [{"type": "text", "text": "3"}]}},
+        }
+    )
+    for who in (human, agent):
+        resp = await who.expect("mcp/response")
+        assert resp["correlation_id"] == [request["id"]] and resp["to"] == ["human"]
+
+
+async def test_reject_reaches_the_proposer_and_forged_withdraw_is_refused(
+    gateway: RunningGateway,
+) -> None:
+    agent = await gateway.mew("agent")
+    human = await gateway.mew("human")
+    await agent.send({"kind": "mcp/proposal", "to": ["human"], "payload": {"method": "x"}})
+    proposal = await human.expect("mcp/proposal")
+    await human.send(
+        {
+            "kind": "mcp/withdraw",
+            "correlation_id": [proposal["id"]],
+            "payload": {"reason": "forged"},
+        }
+    )
+    err = await human.expect("system/error")
+    assert "only the proposer (agent)" in err["payload"]["message"]
+    await human.send(
+        {
+            "kind": "mcp/reject",
+            "to": ["human"],
+            "correlation_id": [proposal["id"]],
+            "payload": {"reason": "unsafe"},
+        }
+    )
+    rejected = await agent.expect("mcp/reject")
+    assert rejected["from"] == "human" and rejected["payload"]["reason"] == "unsafe"
+    await agent.send({"kind": "mcp/withdraw", "correlation_id": [proposal["id"]], "payload": {}})
+    assert (await human.expect("mcp/withdraw"))["from"] == "agent"
