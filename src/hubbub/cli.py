@@ -205,3 +205,8 @@ def demo(port: int, once: bool) -> None:
     except KeyboardInterrupt:
         click.echo("stopped")
     sys.exit(0)
+
+
+from hubbub.cli_bridge import bridge  # noqa: E402
+
+main.add_command(bridge)

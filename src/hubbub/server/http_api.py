@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from hubbub.protocol.envelope import Envelope
+from hubbub.protocol.envelope import decode_envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import is_participant_id, normalize_channel
 from hubbub.server.auth import Identity
@@ -100,12 +100,14 @@ def add_http_routes(app: web.Application, key: web.AppKey[Router]) -> None:
                 )
             body = await request.read()
             try:
-                env = msgspec.json.decode(body, type=Envelope)
-            except msgspec.DecodeError as exc:
+                # the WebSocket decoder: also refuses invalid UTF-8 and too deep nesting
+                env = decode_envelope(body)
+            except ProtocolError as exc:
                 raise ProtocolError(
-                    ErrorCode.INVALID_ENVELOPE,
+                    exc.code,
                     f"body must be an envelope like "
-                    f'{{"kind":"chat","channel":"#general","payload":{{"text":"hi"}}}}: {exc}',
+                    f'{{"kind":"chat","channel":"#general","payload":{{"text":"hi"}}}}: '
+                    f"{exc.message}",
                 ) from None
             caps = router.capability_overrides.get((space.id, ident.id)) or ident.capability_set()
             space.known.add(ident.id)

@@ -201,6 +201,7 @@ class Router:
                 ],
                 "space": space.id,
                 "server": self.server_name,
+                "dm_seq": space.dm_seq,
             },
             to=[s.id],
         )
@@ -281,6 +282,8 @@ class Router:
                 correlation_id=client_id,
                 extra={"attempted_kind": kind, "your_capabilities": sender.caps.capabilities},
             )
+        if kind == "mcp/withdraw":  # checked before the id is replaced, so errors quote it
+            sender.space.proposals.check(env, sender.id)
         now = self.clock.now_ms()
         env.from_ = sender.id
         env.id = self.ids.new(now)
@@ -292,21 +295,25 @@ class Router:
                 "chat payload needs 'text' (a string)",
                 correlation_id=client_id,
             )
-        handler = _CONTROL.get(kind)
-        if handler is not None:
-            handler(self, sender, env)
-            return env
-        extra: list[str] = []
-        if kind.startswith("mcp/"):
-            ledger = sender.space.proposals
-            ledger.check(env, sender.id)
-            extra = ledger.observe(env)
-        if env.to is not None and env.channel is None:
-            self._deliver_dm(sender, env, extra)
-        else:
-            if env.channel is None:
-                env.channel = "#general"
-            self._deliver_channel(sender, env, extra)
+        try:
+            handler = _CONTROL.get(kind)
+            if handler is not None:
+                handler(self, sender, env)
+                return env
+            extra: list[str] = []
+            if kind.startswith("mcp/"):
+                extra = sender.space.proposals.observe(env)
+            if env.to is not None and env.channel is None:
+                self._deliver_dm(sender, env, extra)
+            else:
+                if env.channel is None:
+                    env.channel = "#general"
+                self._deliver_channel(sender, env, extra)
+        except ProtocolError as exc:
+            # docs/protocol.md: an error quotes the offending frame's id when it had one
+            if exc.correlation_id is None:
+                exc.correlation_id = client_id
+            raise
         return env
 
     # ------------------------------------------------------------------ delivery

@@ -1,0 +1,921 @@
+"""Layer 1 of the SDK: :class:`Client`, a MEW-dialect connection to the gateway.
+
+The client keeps one WebSocket, joins, emits events, reconnects with backoff and **resumes**:
+it remembers the last ``seq`` seen per channel (and the last DM ``seq``), asks the gateway for
+exactly what came after on reconnect, and drops anything it has already delivered, so a dropped
+connection loses nothing and repeats nothing.
+
+```python
+async with Client(gateway="ws://127.0.0.1:8080/ws", participant_id="watcher") as client:
+    async for envelope in client:
+        print(envelope.kind, envelope.payload)
+```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import difflib
+import inspect
+import itertools
+import logging
+import os
+import random
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Final, TypeVar, overload
+
+import msgspec
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+
+from hubbub.errors import (
+    AuthRefused,
+    CapabilityDenied,
+    ConnectionFailed,
+    GatewayError,
+    NotConnected,
+    RequestTimeout,
+)
+from hubbub.protocol.envelope import (
+    CLIENT_KINDS,
+    SERVER_KINDS,
+    Envelope,
+    decode_envelope,
+    encode,
+)
+from hubbub.sdk.options import ClientOptions
+from hubbub.sdk.states import ConnectionState, Event, State, backoff_delay
+
+log = logging.getLogger("hubbub.sdk.client")
+
+Handler = Callable[[Any], object]
+"""An event handler: called with one argument (see :meth:`Client.on`); may be async."""
+_H = TypeVar("_H", bound=Handler)
+
+DM_STREAM: Final = "@dm"
+"""Key of the DM sequence in the join frame's ``resume`` map (docs/protocol.md)."""
+EVENTS: Final = frozenset(
+    {"connected", "disconnected", "message", "welcome", "ready", "error", "reconnecting"}
+)
+"""Lifecycle events; any other event name is an envelope kind (``chat``, ``mcp/request``...)."""
+KNOWN_KINDS: Final = CLIENT_KINDS | SERVER_KINDS
+_REFUSALS: Final = frozenset(
+    {"auth_failed", "wrong_space", "unknown_space", "handshake_required", "invalid_id", "banned"}
+)
+_JOIN_ERRORS: Final = frozenset(
+    {"capability_violation", "unknown_channel", "invalid_channel", "not_in_channel"}
+)
+# Close codes after which reconnecting would be wrong: refused, replaced by a newer
+# connection with the same id, kicked.
+_NO_RECONNECT_CODES: Final = frozenset({1008, 4000, 4001})
+_HISTORY_PAGE: Final = 1000
+_DM_RECENT: Final = 4096
+
+
+@dataclass(frozen=True)
+class Reconnecting:
+    """Argument of the ``reconnecting`` event."""
+
+    attempt: int
+    delay: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class Disconnected:
+    """Argument of the ``disconnected`` event."""
+
+    code: int | None
+    reason: str
+    will_reconnect: bool
+
+
+class _End:
+    """Marks the end of a message stream."""
+
+
+_END: Final = _End()
+
+
+class Subscription:
+    """An async iterator over every envelope the client receives from the moment it was
+    created until the client disconnects (see :meth:`Client.messages`)."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+        self._queue: asyncio.Queue[Envelope | _End] = asyncio.Queue()
+        client._subscribers.add(self._queue)
+
+    def __aiter__(self) -> Subscription:
+        """The subscription itself."""
+        return self
+
+    async def __anext__(self) -> Envelope:
+        """The next envelope; ``StopAsyncIteration`` once the client disconnected."""
+        item = await self._queue.get()
+        if isinstance(item, _End):
+            self.close()
+            raise StopAsyncIteration
+        return item
+
+    def close(self) -> None:
+        """Stop receiving (envelopes already queued are dropped)."""
+        self._client._subscribers.discard(self._queue)
+
+
+class Client:
+    """A MEW-dialect connection: state machine, events, reconnect, heartbeat and resume.
+
+    Construct with keyword options (see :class:`~hubbub.sdk.ClientOptions`) or an options
+    object, then ``await connect()`` or use ``async with``. Events are delivered to handlers
+    registered with :meth:`on` and to every ``async for envelope in client`` loop.
+    """
+
+    def __init__(self, options: ClientOptions | None = None, /, **fields: Any) -> None:
+        if options is None:
+            options = ClientOptions(**fields)
+        elif fields:
+            options = options.replace(**fields)
+        self.options = options
+        self.id = options.participant_id
+        """This participant's id (as the gateway's welcome confirmed it)."""
+        self.channels: list[str] = list(options.channels)
+        """Channels this client is a member of (re-joined on reconnect)."""
+        self.last_seq: dict[str, int] = {}
+        """Highest ``seq`` delivered per channel: the resume point."""
+        self.welcome: Envelope | None = None
+        """The latest ``system/welcome``."""
+        self.participants: dict[str, dict[str, Any]] = {}
+        """Participants online in the space (from the welcome and presence events)."""
+        self.duplicates_dropped = 0
+        """Envelopes received twice (e.g. replayed after a resume) and not delivered again."""
+        self._conn_state = ConnectionState()
+        self._ws: ClientConnection | None = None
+        self._supervisor: asyncio.Task[None] | None = None
+        self._heartbeat: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._first: asyncio.Future[None] | None = None
+        self._closing = False
+        self._handlers: dict[str, list[Handler]] = {}
+        self._subscribers: set[asyncio.Queue[Envelope | _End]] = set()
+        self._waiters: list[tuple[Callable[[Envelope], bool], asyncio.Future[Envelope]]] = []
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._id_prefix = os.urandom(4).hex()
+        self._counter = itertools.count(1)
+        self._rand = random.Random()
+        # resume bookkeeping
+        self._resumed: set[str] = set()
+        self._awaiting_joins: list[str] = []
+        self._welcomed = False
+        self._reached_ready = False
+        self._catchup: dict[str, list[Envelope]] = {}
+        self._catchup_ids: dict[str, str] = {}
+        self._dm_floor: int | None = None
+        self._dm_max: int | None = None
+        self._dm_recent: set[int] = set()
+        self._dm_order: deque[int] = deque()
+        self._last_close: tuple[int | None, str] = (None, "")
+        self.failure: ConnectionFailed | None = None
+        """Why the client stopped for good without ``disconnect()`` (refused, gave up)."""
+        self._refusal: AuthRefused | None = None
+        self._refused_reconnect = False
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def state(self) -> State:
+        """The connection state (see :mod:`hubbub.sdk.states`)."""
+        return self._conn_state.state
+
+    @property
+    def is_ready(self) -> bool:
+        """Whether the client is joined and may send."""
+        return self._conn_state.state is State.READY
+
+    def new_id(self) -> str:
+        """A fresh client-side id for an outgoing envelope (the gateway echoes it in errors)."""
+        return f"{self._id_prefix}-{next(self._counter)}"
+
+    # ------------------------------------------------------------------ events
+
+    @overload
+    def on(self, event: str, handler: None = None) -> Callable[[_H], _H]: ...
+
+    @overload
+    def on(self, event: str, handler: _H) -> _H: ...
+
+    def on(self, event: str, handler: _H | None = None) -> _H | Callable[[_H], _H]:
+        """Register ``handler`` for an event; usable as ``@client.on("chat")``.
+
+        Events: ``connected`` (URL), ``disconnected`` (:class:`Disconnected`), ``message``
+        (every :class:`Envelope`), ``welcome`` and ``ready`` (the welcome envelope), ``error``
+        (an exception), ``reconnecting`` (:class:`Reconnecting`), and any envelope kind
+        (``chat``, ``mcp/request``, ...) with the envelope. Async handlers run as tasks.
+        """
+        if event not in EVENTS and event not in KNOWN_KINDS:
+            close = difflib.get_close_matches(event, [*EVENTS, *KNOWN_KINDS], n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(
+                f"unknown event {event!r}{hint} (events: {', '.join(sorted(EVENTS))}, "
+                "or an envelope kind such as 'chat' or 'mcp/request')"
+            )
+
+        def register(fn: _H) -> _H:
+            self._handlers.setdefault(event, []).append(fn)
+            return fn
+
+        return register if handler is None else register(handler)
+
+    def off(self, event: str, handler: Handler) -> None:
+        """Remove a handler registered with :meth:`on` (no error if it is not registered)."""
+        handlers = self._handlers.get(event)
+        if handlers and handler in handlers:
+            handlers.remove(handler)
+
+    def _emit(self, event: str, arg: object) -> None:
+        handlers = self._handlers.get(event)
+        if not handlers:
+            return
+        for handler in list(handlers):
+            try:
+                result = handler(arg)
+            except Exception as exc:
+                self._handler_failed(event, exc)
+                continue
+            if inspect.isawaitable(result):
+                self._spawn(self._await_handler(event, result))
+
+    async def _await_handler(self, event: str, awaitable: Any) -> None:
+        try:
+            await awaitable
+        except Exception as exc:
+            self._handler_failed(event, exc)
+
+    def _handler_failed(self, event: str, exc: Exception) -> None:
+        log.exception("handler for %r of %s raised", event, self.id, exc_info=exc)
+        if event != "error":
+            self._emit("error", exc)
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        """Run ``coro`` as a task owned by the client (cancelled at disconnect)."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def messages(self) -> Subscription:
+        """A new subscription to every envelope received from now on (``async for``)."""
+        return Subscription(self)
+
+    def __aiter__(self) -> Subscription:
+        """``async for envelope in client``: a new :meth:`messages` subscription."""
+        return self.messages()
+
+    def expect(
+        self, kind: str | None = None, where: Callable[[Envelope], bool] | None = None
+    ) -> asyncio.Future[Envelope]:
+        """A future for the next envelope of ``kind`` (any if ``None``) for which ``where``
+        holds, registered at once, so an envelope arriving before it is awaited is not missed.
+        Cancel the future to stop waiting."""
+
+        def match(env: Envelope) -> bool:
+            return (kind is None or env.kind == kind) and (where is None or where(env))
+
+        future: asyncio.Future[Envelope] = asyncio.get_running_loop().create_future()
+        entry = (match, future)
+        self._waiters.append(entry)
+
+        def forget(_: asyncio.Future[Envelope]) -> None:
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(entry)
+
+        future.add_done_callback(forget)
+        return future
+
+    async def wait_for(
+        self,
+        kind: str | None = None,
+        where: Callable[[Envelope], bool] | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109
+    ) -> Envelope:
+        """The next envelope of ``kind`` (any kind if ``None``) for which ``where`` holds.
+
+        Raises :class:`~hubbub.errors.RequestTimeout` after ``timeout`` seconds. To wait for
+        the answer to something you are about to send, take :meth:`expect` before sending.
+        """
+        future = self.expect(kind, where)
+        try:
+            async with asyncio.timeout(timeout):
+                return await future
+        except TimeoutError:
+            raise RequestTimeout(
+                f"no {kind or 'envelope'} matching the condition within {timeout}s"
+            ) from None
+        finally:
+            future.cancel()
+
+    async def wait_for_participant(self, participant_id: str, timeout: float | None = None) -> None:  # noqa: ASYNC109
+        """Return once ``participant_id`` is online in the space."""
+        if participant_id in self.participants:
+            return
+        await self.wait_for(
+            "system/presence", lambda _env: participant_id in self.participants, timeout
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def connect(self) -> None:
+        """Connect, join and return once ready; raise ConnectionFailed/AuthRefused if the
+        first connection fails (later losses are retried in the background)."""
+        if self._supervisor is not None and not self._supervisor.done():
+            await self._wait_ready(self.options.connect_timeout)
+            return
+        self._closing = False
+        loop = asyncio.get_running_loop()
+        self._first = loop.create_future()
+        self._supervisor = loop.create_task(self._supervise(), name=f"hubbub-client-{self.id}")
+        try:
+            await self._first
+        except BaseException:
+            await self._stop_supervisor()
+            raise
+
+    async def disconnect(self) -> None:
+        """Close the connection for good (no reconnect) and end every message stream."""
+        self._closing = True
+        ws = self._ws
+        if ws is not None:
+            with contextlib.suppress(Exception):
+                await ws.close(1000, "client disconnect")
+        await self._stop_supervisor()
+        for task in list(self._tasks):
+            task.cancel()
+        for queue in list(self._subscribers):
+            queue.put_nowait(_END)
+        for _, future in list(self._waiters):
+            if not future.done():
+                future.set_exception(NotConnected("the client disconnected"))
+
+    async def _stop_supervisor(self) -> None:
+        task, self._supervisor = self._supervisor, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            self._heartbeat = None
+
+    async def wait_closed(self) -> None:
+        """Return once the client stopped for good: ``disconnect()`` was called, or it could
+        not reconnect (then :attr:`failure` says why)."""
+        task = self._supervisor
+        if task is not None:
+            await asyncio.wait({task})
+
+    async def __aenter__(self) -> Client:
+        """Connect."""
+        await self.connect()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Disconnect."""
+        await self.disconnect()
+
+    async def _supervise(self) -> None:
+        """Run sessions one after another until closed: the reconnect loop."""
+        try:
+            await self._reconnect_loop()
+        finally:
+            if not self._closing:
+                self._end_streams()
+
+    async def _reconnect_loop(self) -> None:
+        attempt = 0
+        opts = self.options
+        while True:
+            try:
+                await self._session()
+                code, why = self._last_close
+                reason = f"connection closed with code {code}" + (f": {why}" if why else "")
+            except AuthRefused as exc:
+                self.failure = exc
+                self._fail_first(exc)
+                self._emit("error", exc)
+                return
+            except ConnectionFailed as exc:
+                reason = str(exc)
+                if self._first is not None and not self._first.done():
+                    self.failure = exc
+                    self._fail_first(exc)
+                    return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a bug: report it, keep the connection alive
+                log.exception("client %s: unexpected error in the connection loop", self.id)
+                self._emit("error", exc)
+                reason = f"internal error: {exc}"
+            if self._reached_ready:
+                attempt = 0
+                self._reached_ready = False
+            if self._closing:
+                return
+            if not opts.reconnect or self._refused_reconnect:
+                self.failure = ConnectionFailed(
+                    f"the connection to {opts.gateway} closed ({reason}) and is not retried"
+                    + ("" if opts.reconnect else " (reconnect=False)")
+                )
+                return
+            attempt += 1
+            if opts.max_reconnect_attempts is not None and attempt > opts.max_reconnect_attempts:
+                self.failure = ConnectionFailed(
+                    f"gave up reconnecting to {opts.gateway} after "
+                    f"{opts.max_reconnect_attempts} attempts ({reason}); "
+                    "raise max_reconnect_attempts or check the gateway"
+                )
+                self._emit("error", self.failure)
+                return
+            delay = backoff_delay(
+                attempt,
+                opts.reconnect_delay,
+                opts.max_reconnect_delay,
+                opts.reconnect_jitter,
+                self._rand.random(),
+            )
+            self._emit("reconnecting", Reconnecting(attempt, delay, reason))
+            await asyncio.sleep(delay)
+
+    def _end_streams(self) -> None:
+        for queue in list(self._subscribers):
+            queue.put_nowait(_END)
+
+    def _fail_first(self, exc: BaseException) -> None:
+        if self._first is not None and not self._first.done():
+            self._first.set_exception(exc)
+
+    async def _session(self) -> None:
+        """One connection: dial, join, read until the socket closes."""
+        opts = self.options
+        self._refused_reconnect = False
+        self._conn_state.handle(Event.DIAL)
+        try:
+            hb = opts.heartbeat_interval
+            ws = await connect(
+                opts.gateway,
+                open_timeout=opts.connect_timeout,
+                ping_interval=hb,
+                ping_timeout=hb,
+                close_timeout=2,
+                max_size=None,
+                compression=None,
+            )
+        except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
+            self._conn_state.handle(Event.CLOSED)
+            raise ConnectionFailed(
+                f"could not connect to {opts.gateway}: {exc or type(exc).__name__} "
+                "(is the gateway running? start one with `hubbub serve`)"
+            ) from exc
+        self._ws = ws
+        self._conn_state.handle(Event.OPENED)
+        self._emit("connected", opts.gateway)
+        code: int | None = None
+        why = ""
+        try:
+            await ws.send(self._join_frame(), text=True)
+            self._conn_state.handle(Event.JOIN_SENT)
+            try:
+                async with asyncio.timeout(opts.connect_timeout):
+                    async for raw in ws:
+                        self._receive(raw)
+                        if self._conn_state.state is State.READY:
+                            break
+            except TimeoutError:
+                raise ConnectionFailed(
+                    f"no welcome from {opts.gateway} within {opts.connect_timeout}s"
+                ) from None
+            if self._conn_state.state is not State.READY:
+                raise self._closed_before_ready(ws)
+            async for raw in ws:
+                self._receive(raw)
+        except ConnectionClosed:
+            if self._conn_state.state is not State.READY:
+                raise self._closed_before_ready(ws) from None
+        finally:
+            code, why = ws.close_code, ws.close_reason or ""
+            self._last_close = (code, why)
+            self._ws = None
+            if self._heartbeat is not None:
+                self._heartbeat.cancel()
+                self._heartbeat = None
+            self._ready.clear()
+            self._conn_state.handle(Event.CLOSED)
+            if code in _NO_RECONNECT_CODES:
+                self._refused_reconnect = True
+            will = self.options.reconnect and not self._closing and not self._refused_reconnect
+            self._emit("disconnected", Disconnected(code, why, will))
+
+    def _closed_before_ready(self, ws: ClientConnection) -> ConnectionFailed:
+        if self._refusal is not None:
+            return self._refusal
+        code = ws.close_code
+        return ConnectionFailed(
+            f"the gateway closed the connection before the welcome (code {code}, "
+            f"{ws.close_reason or 'no reason'})"
+        )
+
+    def _join_frame(self) -> str:
+        opts = self.options
+        self._welcomed = False
+        self._refusal = None
+        self._resumed = {ch for ch in self.channels if ch in self.last_seq}
+        self._awaiting_joins = list(self.channels)
+        resume: dict[str, int] = {ch: self.last_seq[ch] for ch in self._resumed}
+        if self._dm_max is not None:
+            resume[DM_STREAM] = self._dm_max
+            self._dm_floor = self._dm_max
+            self._dm_recent.clear()
+            self._dm_order.clear()
+        self._catchup.clear()
+        self._catchup_ids.clear()
+        frame: dict[str, Any] = {
+            "type": "join",
+            "participantId": opts.participant_id,
+            "space": opts.space,
+            "channels": list(self.channels),
+        }
+        if opts.token:
+            frame["token"] = opts.token
+        if opts.kind:
+            frame["kind"] = opts.kind
+        if opts.capabilities is not None:
+            frame["capabilities"] = opts.capabilities
+        if resume:
+            frame["resume"] = resume
+        return encode(frame).decode()
+
+    def _become_ready(self) -> None:
+        self._conn_state.handle(Event.WELCOMED)
+        self._reached_ready = True
+        self._ready.set()
+        hb = self.options.heartbeat_interval
+        if hb is not None and self._heartbeat is None:
+            self._heartbeat = asyncio.get_running_loop().create_task(self._beat(hb))
+        welcome = self.welcome
+        if self._first is not None and not self._first.done():
+            self._first.set_result(None)
+        self._emit("ready", welcome)
+
+    async def _beat(self, interval: float) -> None:
+        """Send ``system/heartbeat`` every ``interval`` seconds while connected."""
+        while True:
+            await asyncio.sleep(interval)
+            ws = self._ws
+            if ws is None:
+                return
+            env = Envelope(kind="system/heartbeat", id=self.new_id())
+            with contextlib.suppress(ConnectionClosed):
+                await ws.send(encode(env), text=True)
+
+    async def _wait_ready(self, limit: float | None) -> None:
+        if self._conn_state.state is State.READY:
+            return
+        supervisor = self._supervisor
+        if self._closing or supervisor is None or supervisor.done():
+            raise NotConnected(
+                "the client is not connected: call `await client.connect()` or use "
+                "`async with` (it may also have given up reconnecting)"
+            )
+        ready = asyncio.ensure_future(self._ready.wait())
+        try:
+            await asyncio.wait(
+                {ready, supervisor}, timeout=limit, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            ready.cancel()
+        if not self.is_ready:
+            why = (
+                "gave up reconnecting"
+                if supervisor.done()
+                else f"still reconnecting after {limit}s"
+            )
+            raise NotConnected(f"not connected to {self.options.gateway}: {why}")
+
+    # ------------------------------------------------------------------ sending
+
+    async def send(self, envelope: Envelope | Mapping[str, Any]) -> Envelope:
+        """Send an envelope (or a dict in wire form); return it with its client id.
+
+        Waits (up to ``connect_timeout``) while a reconnect is in progress; raises
+        :class:`~hubbub.errors.NotConnected` if the client is not connected. The gateway's
+        ``system/error`` about it, if any, carries this id as ``correlation_id``.
+        """
+        env = envelope if isinstance(envelope, Envelope) else to_envelope(envelope)
+        if not env.id:
+            env.id = self.new_id()
+        ws = self._ws
+        if ws is None or self._conn_state.state is not State.READY:
+            await self._wait_ready(self.options.connect_timeout)
+            ws = self._ws
+            if ws is None:
+                raise NotConnected("the connection dropped while sending; send again")
+        try:
+            await ws.send(encode(env), text=True)
+        except ConnectionClosed:
+            raise NotConnected(
+                "the connection closed while sending; the client reconnects by itself, "
+                "send again once it is ready"
+            ) from None
+        return env
+
+    async def _send_internal(self, env: Envelope) -> None:
+        """Send on the current socket whatever the state (join-time bookkeeping)."""
+        ws = self._ws
+        if ws is not None:
+            with contextlib.suppress(ConnectionClosed):
+                await ws.send(encode(env), text=True)
+
+    async def join(self, channel: str, timeout: float | None = None) -> Envelope:  # noqa: ASYNC109
+        """Join ``channel``; return its ``channel/joined`` envelope (members, recent history)."""
+        request = Envelope(kind="channel/join", id=self.new_id(), payload={"channel": channel})
+        answer = self.expect("channel/joined", lambda e: e.payload.get("channel") == channel)
+        return await self._control(request, answer, f"join {channel}", timeout)
+
+    async def leave(self, channel: str, timeout: float | None = None) -> Envelope:  # noqa: ASYNC109
+        """Leave ``channel``; return the ``channel/left`` envelope."""
+        request = Envelope(kind="channel/leave", id=self.new_id(), payload={"channel": channel})
+        answer = self.expect("channel/left", lambda e: e.payload.get("channel") == channel)
+        return await self._control(request, answer, f"leave {channel}", timeout)
+
+    async def _control(
+        self,
+        request: Envelope,
+        answer: asyncio.Future[Envelope],
+        what: str,
+        limit: float | None,
+    ) -> Envelope:
+        """Send a control envelope; return the gateway's answer or raise its error about it."""
+        refused = self.expect("system/error", lambda e: request.id in e.correlation_ids())
+        try:
+            await self.send(request)
+            async with asyncio.timeout(limit or self.options.connect_timeout):
+                await asyncio.wait({answer, refused}, return_when=asyncio.FIRST_COMPLETED)
+        except TimeoutError:
+            raise RequestTimeout(f"no answer from the gateway to {what}") from None
+        finally:
+            for future in (answer, refused):
+                if not future.done():
+                    future.cancel()
+        if answer.done() and not answer.cancelled():
+            return answer.result()
+        raise gateway_error(refused.result())
+
+    # ------------------------------------------------------------------ receiving
+
+    def _receive(self, raw: str | bytes) -> None:
+        try:
+            env = decode_envelope(raw)
+        except Exception as exc:
+            log.warning("client %s: undecodable frame from the gateway: %s", self.id, exc)
+            return
+        seq = env.seq
+        if seq is not None:
+            channel = env.channel
+            if channel is not None:
+                if channel in self._catchup:
+                    self._catchup[channel].append(env)
+                    return
+                if channel in self.last_seq:
+                    if seq <= self.last_seq[channel]:
+                        self.duplicates_dropped += 1
+                        return
+                    self.last_seq[channel] = seq
+            elif not self._fresh_dm(seq):
+                self.duplicates_dropped += 1
+                return
+            self._deliver(env)
+            return
+        kind = env.kind
+        if kind == "system/welcome":
+            self._on_welcome(env)
+        elif kind == "channel/joined":
+            self._on_joined(env)
+            return
+        elif kind == "channel/left":
+            self._on_left(env)
+        elif kind == "system/presence":
+            self._on_presence(env)
+        elif kind == "history/response":
+            if self._on_history(env):
+                return
+        elif kind == "system/error":
+            self._on_error(env)
+        self._deliver(env)
+
+    def _fresh_dm(self, seq: int) -> bool:
+        """Whether a DM with this ``seq`` has not been delivered yet (and remember it)."""
+        if self._dm_floor is not None and seq <= self._dm_floor:
+            return False
+        if seq in self._dm_recent:
+            return False
+        self._dm_recent.add(seq)
+        self._dm_order.append(seq)
+        if len(self._dm_order) > _DM_RECENT:
+            self._dm_recent.discard(self._dm_order.popleft())
+        if self._dm_max is None or seq > self._dm_max:
+            self._dm_max = seq
+        return True
+
+    def _deliver(self, env: Envelope) -> None:
+        """Hand one envelope to waiters, handlers and subscribers."""
+        if self._waiters:
+            for match, future in list(self._waiters):
+                if not future.done() and match(env):
+                    future.set_result(env)
+        self._emit("message", env)
+        self._emit(env.kind, env)
+        for queue in self._subscribers:
+            queue.put_nowait(env)
+
+    def _on_welcome(self, env: Envelope) -> None:
+        self.welcome = env
+        you = env.payload.get("you")
+        if isinstance(you, dict) and isinstance(you.get("id"), str):
+            self.id = you["id"]
+        self.participants = {
+            p["id"]: p
+            for p in env.payload.get("participants", [])
+            if isinstance(p, dict) and isinstance(p.get("id"), str)
+        }
+        dm_seq = env.payload.get("dm_seq")
+        if self._dm_max is None and isinstance(dm_seq, int):
+            self._dm_max = dm_seq  # DMs after this point are resumed after a drop
+        self._welcomed = True
+        self._emit("welcome", env)
+        self._check_ready()
+
+    def _check_ready(self) -> None:
+        if self._welcomed and not self._awaiting_joins and self._conn_state.state is State.JOINED:
+            self._become_ready()
+
+    def _on_joined(self, env: Envelope) -> None:
+        payload = env.payload
+        channel = payload.get("channel")
+        if not isinstance(channel, str):
+            self._deliver(env)
+            return
+        if channel not in self.channels:
+            self.channels.append(channel)
+        missed: list[Envelope] = []
+        if channel in self._resumed:
+            self._resumed.discard(channel)
+            for item in payload.get("history", []):
+                try:
+                    missed.append(msgspec.convert(item, Envelope))
+                except msgspec.ValidationError:
+                    log.warning("client %s: bad history entry in %s", self.id, channel)
+        else:
+            seq = payload.get("seq")
+            self.last_seq[channel] = seq if isinstance(seq, int) else 0
+        self._deliver(env)
+        for item in missed:
+            self._receive_history_item(channel, item)
+        if payload.get("has_more"):
+            self._start_catchup(channel)
+        if channel in self._awaiting_joins:
+            self._awaiting_joins.remove(channel)
+        self._check_ready()
+
+    def _receive_history_item(self, channel: str, env: Envelope) -> None:
+        seq = env.seq
+        if seq is None:
+            return
+        if seq <= self.last_seq.get(channel, 0):
+            self.duplicates_dropped += 1
+            return
+        self.last_seq[channel] = seq
+        self._deliver(env)
+
+    def _start_catchup(self, channel: str) -> None:
+        """Page the rest of a resume that was cut at ``limits.resume_max``; buffer live
+        messages of the channel until the gap is filled."""
+        self._catchup.setdefault(channel, [])
+        request = Envelope(
+            kind="history/request",
+            id=self.new_id(),
+            payload={
+                "channel": channel,
+                "after_seq": self.last_seq.get(channel, 0),
+                "limit": _HISTORY_PAGE,
+            },
+        )
+        self._catchup_ids[channel] = request.id
+        self._spawn(self._send_internal(request))
+
+    def _on_history(self, env: Envelope) -> bool:
+        """Consume a ``history/response`` that pages a resume; False if it is not ours."""
+        channel = env.payload.get("channel")
+        if not isinstance(channel, str) or channel not in self._catchup:
+            return False
+        for item in env.payload.get("messages", []):
+            try:
+                self._receive_history_item(channel, msgspec.convert(item, Envelope))
+            except msgspec.ValidationError:
+                log.warning("client %s: bad history entry in %s", self.id, channel)
+        if env.payload.get("has_more"):
+            self._start_catchup(channel)
+        else:
+            self._finish_catchup(channel)
+        return True
+
+    def _finish_catchup(self, channel: str) -> None:
+        buffered = self._catchup.pop(channel, [])
+        self._catchup_ids.pop(channel, None)
+        for env in buffered:
+            self._receive_history_item(channel, env)
+
+    def _on_left(self, env: Envelope) -> None:
+        channel = env.payload.get("channel")
+        if isinstance(channel, str):
+            if channel in self.channels:
+                self.channels.remove(channel)
+            self.last_seq.pop(channel, None)
+
+    def _on_presence(self, env: Envelope) -> None:
+        payload = env.payload
+        if payload.get("channel") is not None:
+            return
+        entries = payload.get("participants") or [payload.get("participant")]
+        event = payload.get("event")
+        for entry in entries:
+            if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+                continue
+            if event == "leave":
+                self.participants.pop(entry["id"], None)
+            else:
+                self.participants[entry["id"]] = entry
+
+    def _on_error(self, env: Envelope) -> None:
+        payload = env.payload
+        code = str(payload.get("error", ""))
+        state = self._conn_state.state
+        if state is State.JOINED and not self._welcomed and code in _REFUSALS:
+            self._refusal = AuthRefused(
+                f"the gateway refused the join: {payload.get('message', code)}", code
+            )
+            return
+        if (
+            state is State.JOINED
+            and self._welcomed
+            and self._awaiting_joins
+            and code in _JOIN_ERRORS
+            and not env.correlation_ids()
+        ):
+            # The gateway joins the channels of the join frame in order and answers each with
+            # channel/joined or an error: this error is about the first one still awaited.
+            refused = self._awaiting_joins.pop(0)
+            if refused in self.channels:
+                self.channels.remove(refused)
+            self._check_ready()
+        for channel, request_id in list(self._catchup_ids.items()):
+            if request_id in env.correlation_ids():
+                log.warning("client %s: could not page the history of %s", self.id, channel)
+                self._finish_catchup(channel)
+        self._emit("error", gateway_error(env))
+
+
+def to_envelope(data: Mapping[str, Any]) -> Envelope:
+    """Build an :class:`Envelope` from a wire-form dict (``from``, ``to``, ``payload``...)."""
+    try:
+        return msgspec.convert(dict(data), Envelope)
+    except msgspec.ValidationError as exc:
+        raise ValueError(f"not a valid envelope: {exc}") from None
+
+
+def gateway_error(env: Envelope) -> GatewayError:
+    """The exception for a ``system/error`` envelope."""
+    payload = env.payload
+    code = str(payload.get("error", "error"))
+    message = str(payload.get("message", ""))
+    if code == "capability_violation":
+        return CapabilityDenied(message, str(payload.get("attempted_kind", "")), payload)
+    return GatewayError(code, message, payload)
+
+
+__all__ = [
+    "Client",
+    "Disconnected",
+    "Handler",
+    "Reconnecting",
+    "Subscription",
+    "gateway_error",
+    "to_envelope",
+]

@@ -1,0 +1,75 @@
+"""SDK fixtures: a real gateway (rate limit off) and factories for connected SDK objects."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hubbub.sdk import Client, Participant
+from hubbub.server.config import Limits
+from tests.conftest import RunningGateway, start_gateway, stop_gateway
+
+# Short timings so that no test waits longer than it must.
+FAST: dict[str, Any] = {
+    "reconnect_delay": 0.02,
+    "max_reconnect_delay": 0.2,
+    "connect_timeout": 5.0,
+    "heartbeat_interval": None,
+}
+
+# What an agent may send when it must ask a human to run tools for it.
+PROPOSER_CAPS: list[dict[str, Any]] = [
+    {"kind": "chat"},
+    {"kind": ["mcp/proposal", "mcp/withdraw", "mcp/response"]},
+    {"kind": "channel/*"},
+    {"kind": "history/request"},
+    {"kind": "capability/grant-ack"},
+]
+
+MakeParticipant = Callable[..., Awaitable[Participant]]
+MakeClient = Callable[..., Awaitable[Client]]
+
+
+@pytest.fixture
+async def gw(tmp_path: Path) -> AsyncIterator[RunningGateway]:
+    """An open-mode gateway on a real socket with a real SQLite file and no rate limit."""
+    gateway = await start_gateway(tmp_path, limits=Limits(rate_per_s=0))
+    yield gateway
+    await stop_gateway(gateway)
+
+
+@pytest.fixture
+async def participant(gw: RunningGateway) -> AsyncIterator[MakeParticipant]:
+    """``await participant("id", **options)``: a connected Participant, closed at teardown."""
+    made: list[Participant] = []
+
+    async def make(pid: str, *, connect: bool = True, **options: Any) -> Participant:
+        p = Participant(gateway=gw.url, participant_id=pid, **{**FAST, **options})
+        made.append(p)
+        if connect:
+            await p.connect()
+        return p
+
+    yield make
+    for p in reversed(made):
+        await p.disconnect()
+
+
+@pytest.fixture
+async def client(gw: RunningGateway) -> AsyncIterator[MakeClient]:
+    """``await client("id", **options)``: a connected Client, closed at teardown."""
+    made: list[Client] = []
+
+    async def make(pid: str, *, connect: bool = True, **options: Any) -> Client:
+        c = Client(gateway=gw.url, participant_id=pid, **{**FAST, **options})
+        made.append(c)
+        if connect:
+            await c.connect()
+        return c
+
+    yield make
+    for c in reversed(made):
+        await c.disconnect()
