@@ -108,8 +108,11 @@ async def test_resume_under_load_misses_nothing_and_duplicates_nothing(
             joined = await reader.expect("channel/joined")
             got.extend(m["seq"] for m in joined["payload"]["history"])
             for _ in range(40):
-                got.append((await reader.expect("chat"))["seq"])
-            last = got[-1]
+                try:
+                    got.append((await reader.expect("chat", timeout=0.5))["seq"])
+                except TimeoutError:
+                    break  # the writer may already be done: the final resume covers the rest
+            last = got[-1] if got else last
             await reader.close()
         await task
         reader = await gw.connect()
