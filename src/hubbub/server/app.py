@@ -128,6 +128,12 @@ async def websocket_endpoint(request: web.Request) -> web.StreamResponse:
         router.metrics.errors[exc.code.value] += 1
         await _refuse(ws, transport, dialect, exc)
         return ws
+    except Exception:
+        log.exception("handshake failed")
+        router.metrics.errors[ErrorCode.INTERNAL.value] += 1
+        failure = ProtocolError(ErrorCode.INTERNAL, "internal error while joining; try again")
+        await _refuse(ws, transport, dialect, failure)
+        return ws
     conn = Connection(transport, dialect, limits.send_buffer_bytes, router.on_overflow, peer)
     session = await router.attach(ident, conn, hello)
     try:

@@ -102,8 +102,24 @@ class Router:
             t.cancel()
         await self.store.close()
 
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
+    def _spawn(self, coro: Any, answer: Session | None = None) -> None:
+        """Run ``coro`` in the background; its failure is answered to ``answer``, never lost."""
+
+        async def guarded() -> None:
+            try:
+                await coro
+            except ProtocolError as exc:
+                if answer is not None:
+                    self.error(answer, exc)
+            except Exception:
+                log.exception("background task failed")
+                if answer is not None:
+                    self.error(
+                        answer,
+                        ProtocolError(ErrorCode.INTERNAL, "internal error; the request failed"),
+                    )
+
+        task = asyncio.get_running_loop().create_task(guarded())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -574,13 +590,7 @@ def _on_join(r: Router, sender: Sender, env: Envelope) -> None:
         raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "after_seq must be a non-negative integer")
     ch = r._channel_for(sender, name, member=False)
 
-    async def run() -> None:
-        try:
-            await r._join(sender, ch.name, after)
-        except ProtocolError as exc:
-            r.error(sender, exc)
-
-    r._spawn(run())
+    r._spawn(r._join(sender, ch.name, after), answer=sender)
 
 
 def _on_leave(r: Router, sender: Sender, env: Envelope) -> None:
@@ -608,7 +618,7 @@ def _on_create(r: Router, sender: Sender, env: Envelope) -> None:
     space.channels[name] = Channel(name, 0, HISTORY_CACHE)
     r._spawn(r.store.save_channel(space.id, name))
     if isinstance(sender, Session):
-        r._spawn(r._join(sender, name, None))
+        r._spawn(r._join(sender, name, None), answer=sender)
 
 
 def _on_list(r: Router, sender: Sender, env: Envelope) -> None:
@@ -651,7 +661,7 @@ def _on_history(r: Router, sender: Sender, env: Envelope) -> None:
             },
         )
 
-    r._spawn(run())
+    r._spawn(run(), answer=sender if isinstance(sender, Session) else None)
 
 
 def _on_heartbeat(r: Router, sender: Sender, env: Envelope) -> None:
