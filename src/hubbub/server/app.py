@@ -180,9 +180,7 @@ def build_app(router: Router) -> web.Application:
     app.cleanup_ctx.append(lifecycle)
 
     async def on_shutdown(app: web.Application) -> None:
-        for space in router.spaces.values():
-            for s in list(space.online.values()):
-                s.conn.close(1001, "server shutting down")
+        router.close_all()
 
     app.on_shutdown.append(on_shutdown)
     return app

@@ -29,6 +29,11 @@ def ws_text_frame(payload: bytes) -> bytes:
     return struct.pack("!BBQ", 0x81, 127, n) + payload
 
 
+def ws_text_frames(payloads: list[bytes]) -> bytes:
+    """Several text frames as one buffer, so a recipient costs one write, not one per frame."""
+    return b"".join(ws_text_frame(p) for p in payloads)
+
+
 def ws_close_frame(code: int, reason: str) -> bytes:
     """A complete unmasked close frame with a status code and a UTF-8 reason (≤ 123 bytes)."""
     body = struct.pack("!H", code) + reason.encode()[:123]
@@ -75,9 +80,9 @@ class Connection:
         return True
 
     def send_payloads(self, payloads: list[bytes]) -> None:
-        """Frame and write several JSON payloads."""
-        for p in payloads:
-            self.send(ws_text_frame(p))
+        """Frame and write several JSON payloads in one write."""
+        if payloads:
+            self.send(ws_text_frames(payloads))
 
     def overflow(self) -> None:
         """Give up on a reader that does not keep up: close frame, then abort."""

@@ -23,7 +23,13 @@ from hubbub.protocol.ids import Clock, UlidGenerator, is_channel, is_participant
 from hubbub.protocol.mew import MewDialect
 from hubbub.server.auth import Authenticator, Identity
 from hubbub.server.config import Limits, SpaceConfig
-from hubbub.server.connection import CLOSE_GOING_AWAY, CLOSE_REPLACED, Connection, ws_text_frame
+from hubbub.server.connection import (
+    CLOSE_GOING_AWAY,
+    CLOSE_REPLACED,
+    Connection,
+    ws_text_frame,
+    ws_text_frames,
+)
 from hubbub.server.metrics import Metrics
 from hubbub.server.space import Channel, Session, SpaceState, TokenBucket
 from hubbub.store.base import DM_STREAM, Store
@@ -76,6 +82,7 @@ class Router:
         self.clock = Clock()
         self.capability_overrides: dict[tuple[str, str], CapabilitySet] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.shutting_down = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -92,8 +99,16 @@ class Router:
                 space.channels[name] = Channel(name, seqs.get(name, 0), HISTORY_CACHE)
             space.dm_seq = seqs.get(DM_STREAM, 0)
 
+    def close_all(self) -> None:
+        """Close every connection with 1001 (server shutting down); no presence storm."""
+        self.shutting_down = True
+        for space in self.spaces.values():
+            for s in list(space.online.values()):
+                s.conn.close(CLOSE_GOING_AWAY, "server shutting down")
+
     async def stop(self) -> None:
         """Close every connection with 1001 and flush storage."""
+        self.shutting_down = True
         for space in self.spaces.values():
             for s in list(space.online.values()):
                 s.conn.close(CLOSE_GOING_AWAY, "server shutting down")
@@ -380,11 +395,11 @@ class Router:
             n += len(mew)
         ac = ch.by_dialect["agentchat"]
         if ac:
-            frames = [ws_text_frame(p) for p in DIALECTS["agentchat"].encode(env)]
-            for conn in ac.values():
-                for f in frames:
-                    conn.send(f)
-            n += len(ac) if frames else 0
+            buf = ws_text_frames(DIALECTS["agentchat"].encode(env))
+            if buf:
+                for conn in ac.values():
+                    conn.send(buf)
+                n += len(ac)
         self.metrics.messages_out += n
 
     def _check_recipients(self, space: SpaceState, to: list[str]) -> None:
@@ -411,7 +426,7 @@ class Router:
         env.seq = space.dm_seq
         data = encode(env)
         self.store.append_dm(space.id, env.seq, [sender.id, *to], data)
-        frames: dict[str, list[bytes]] = {"mew": [ws_text_frame(data)]}
+        frames: dict[str, bytes] = {"mew": ws_text_frame(data)}
         targets = [space.online[p] for p in to if p in space.online]
         if isinstance(sender, Session) and sender.id not in to:
             targets.append(sender)
@@ -421,10 +436,10 @@ class Router:
         for s in targets:
             dname = s.conn.dialect.name
             if dname not in frames:
-                frames[dname] = [ws_text_frame(p) for p in DIALECTS[dname].encode(env)]
-            for f in frames[dname]:
-                s.conn.send(f)
-            self.metrics.messages_out += 1
+                frames[dname] = ws_text_frames(DIALECTS[dname].encode(env))
+            if frames[dname]:
+                s.conn.send(frames[dname])
+                self.metrics.messages_out += 1
 
     def deliver_to(self, s: Session, env: Envelope) -> None:
         """Send a server-made envelope to one session in its dialect."""
@@ -478,6 +493,8 @@ class Router:
     def _queue_presence(
         self, space: SpaceState, event: str, entry: dict[str, Any], channel: str | None = None
     ) -> None:
+        if self.shutting_down:
+            return  # everyone is leaving: announcing each departure to the rest is O(N²)
         space.pending_presence.append((event, entry, channel))
         if not space.presence_scheduled:
             space.presence_scheduled = True
@@ -507,14 +524,14 @@ class Router:
             else:
                 recipients = space.online.values()
             env = self._server_env("system/presence", payload)
-            frames: dict[str, list[bytes]] = {}
+            frames: dict[str, bytes] = {}
             for s in list(recipients):
                 dname = s.conn.dialect.name
                 if dname not in frames:
-                    frames[dname] = [ws_text_frame(p) for p in s.conn.dialect.encode(env)]
-                for f in frames[dname]:
-                    s.conn.send(f)
-                self.metrics.messages_out += 1
+                    frames[dname] = ws_text_frames(s.conn.dialect.encode(env))
+                if frames[dname]:
+                    s.conn.send(frames[dname])
+                    self.metrics.messages_out += 1
 
     # ------------------------------------------------------------------ channels and history
 
