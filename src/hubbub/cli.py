@@ -210,3 +210,7 @@ def demo(port: int, once: bool) -> None:
 from hubbub.cli_bridge import bridge  # noqa: E402
 
 main.add_command(bridge)
+
+from hubbub.cli_agent import agent  # noqa: E402
+
+main.add_command(agent)

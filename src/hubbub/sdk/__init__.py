@@ -16,6 +16,8 @@ async with Participant(gateway="ws://127.0.0.1:8080/ws", participant_id="calc") 
 Exceptions live in :mod:`hubbub.errors`; the guide is ``docs/sdk.md``.
 """
 
+from hubbub.sdk.agent import Agent
+from hubbub.sdk.agent_config import AgentConfig
 from hubbub.sdk.client import Client, Disconnected, Reconnecting, Subscription
 from hubbub.sdk.options import ClientOptions, ParticipantOptions
 from hubbub.sdk.participant import Participant
@@ -24,6 +26,8 @@ from hubbub.sdk.states import State
 from hubbub.sdk.tools import Resource, Tool
 
 __all__ = [
+    "Agent",
+    "AgentConfig",
     "Client",
     "ClientOptions",
     "Disconnected",

@@ -352,7 +352,7 @@ class Participant:
         :class:`~hubbub.errors.RequestFailed` on a JSON-RPC error,
         :class:`~hubbub.errors.ProposalRejected` when a proposal is rejected, and
         :class:`~hubbub.errors.RequestTimeout` after ``timeout`` (default
-        ``request_timeout``); a timed-out proposal is withdrawn.
+        ``request_timeout``); a timed-out (or cancelled) proposal is withdrawn.
         """
         targets = [target] if isinstance(target, str) else list(target)
         if not targets:
@@ -385,6 +385,11 @@ class Participant:
         except RequestTimeout:
             if kind == "proposal":
                 await self._withdraw(pending, "timeout")
+            raise
+        except asyncio.CancelledError:
+            if kind == "proposal":  # nobody waits for it any more: do not leave it to approve
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.shield(self._withdraw(pending, "cancelled")), 1)
             raise
 
     def _track(

@@ -1,0 +1,519 @@
+"""Layer 3 of the SDK: :class:`Agent`, an LLM agent built on a Participant (composition).
+
+```python
+async with Agent(participant_id="assistant", gateway="ws://127.0.0.1:8080/ws") as agent:
+    await agent.run_forever()
+```
+
+The agent discovers other participants' tools (:mod:`hubbub.sdk.discovery`), decides which
+chat messages to answer (:mod:`hubbub.sdk.decide`), answers them with a ReAct loop
+(:mod:`hubbub.sdk.react`) that calls tools through ``mcp_request`` — so a tool the agent may
+not call directly becomes a proposal a human can approve — and reports its reasoning as
+``reasoning/start|thought|conclusion`` events (``reasoning/cancel`` when a turn is abandoned).
+Messages are handled one at a time, in arrival order. The guide is ``docs/agent.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Final, TypeVar
+
+import mcp.types as mt
+
+from hubbub.errors import (
+    CapabilityDenied,
+    HubbubError,
+    NotConnected,
+    ProposalRejected,
+    RequestTimeout,
+)
+from hubbub.llm.base import ChatModel, Message, ToolCall, ToolSpec
+from hubbub.llm.factory import create_model
+from hubbub.protocol.envelope import Envelope
+from hubbub.sdk.agent_config import AgentConfig
+from hubbub.sdk.decide import Decision, ResponsePolicy, chat_text, where
+from hubbub.sdk.discovery import DiscoveredTool, Discovery, ToolDirectory
+from hubbub.sdk.participant import Participant
+from hubbub.sdk.react import ReActLoop, Turn
+from hubbub.sdk.tools import Tool, result_text
+
+log = logging.getLogger("hubbub.agent")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_ECHO_TIMEOUT: Final = 5.0
+_CANCEL_SEND_TIMEOUT: Final = 1.0
+_DECISIONS_KEPT: Final = 500
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    """A chat message the agent saw and what it decided about it."""
+
+    envelope: Envelope
+    decision: Decision
+
+
+class Agent:
+    """An autonomous participant: tool discovery, when-to-answer, ReAct loop, reasoning events.
+
+    Construct with keyword options or an :class:`~hubbub.sdk.AgentConfig` (see
+    ``AgentConfig.load`` for files and the environment); ``model`` overrides the provider the
+    config picks. ``agent.participant`` is the :class:`~hubbub.sdk.Participant` it speaks
+    through; ``@agent.tool`` offers the agent's own tools (to others and to its model).
+    """
+
+    def __init__(
+        self,
+        config: AgentConfig | None = None,
+        /,
+        *,
+        model: ChatModel | None = None,
+        **fields: Any,
+    ) -> None:
+        if config is None:
+            config = AgentConfig.from_mapping(fields, "Agent()", expand=False)
+        elif fields:
+            config = config.replace(**fields)
+        self.config = config
+        self.participant = Participant(config.participant_options())
+        self.model = model or create_model(config.model_settings())
+        self.tools = ToolDirectory()
+        """Tools discovered on other participants."""
+        self.discovery = Discovery(
+            self.participant,
+            self.tools,
+            timeout=config.discovery_timeout,
+            retries=config.discovery_retries,
+            retry_delay=config.discovery_retry_delay,
+            on_change=self._tools_changed,
+        )
+        self.policy = ResponsePolicy(config, config.participant_id)
+        self.loop = ReActLoop(
+            self.model,
+            self,
+            name=config.name,
+            system_prompt=config.system_prompt,
+            prompts=config.prompts,
+            max_iterations=config.max_iterations,
+            reasoning_enabled=config.reasoning_enabled,
+            history_limit=config.history_limit,
+            on_thought=self._thought,
+        )
+        self.decisions: deque[DecisionRecord] = deque(maxlen=_DECISIONS_KEPT)
+        """Recent decisions about chat messages, oldest first."""
+        self.current: Turn | None = None
+        """The turn being answered, if any."""
+        self._queue: asyncio.Queue[Envelope] = asyncio.Queue()
+        self._worker: asyncio.Task[None] | None = None
+        self._turn_task: asyncio.Task[None] | None = None
+        self._changed = asyncio.Event()
+        self._waiters: list[tuple[Callable[[DecisionRecord], bool], asyncio.Future[Any]]] = []
+        self._warned_reasoning = False
+        self._stopped = False
+        self.participant.on("chat", self._on_chat)
+        self.participant.on("reasoning/cancel", self._on_reasoning_cancel)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def id(self) -> str:
+        """The agent's participant id."""
+        return self.participant.id
+
+    async def start(self) -> None:
+        """Connect, start discovering tools, and start answering messages."""
+        if self._stopped:
+            raise NotConnected("this agent was stopped; create a new Agent to connect again")
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.get_running_loop().create_task(
+                self._work(), name=f"hubbub-agent-{self.id}"
+            )
+        log.info(
+            "%s: starting with model %s (reasoning %s, auto_respond %s)",
+            self.id,
+            self.model.describe(),
+            "on" if self.config.reasoning_enabled else "off",
+            "on" if self.config.auto_respond else "off",
+        )
+        try:
+            await self.participant.connect()
+        except BaseException:
+            await self._stop_worker()
+            raise
+
+    async def stop(self) -> None:
+        """Abandon the current turn (``reasoning/cancel``), stop discovery, disconnect.
+
+        Idempotent; a stopped agent cannot be started again (make a new one)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        await self._stop_worker()
+        await self.discovery.close()
+        await self.participant.disconnect()
+        await self.model.aclose()
+        for _, future in self._waiters:
+            future.cancel()
+
+    async def run_forever(self) -> None:
+        """Start (if needed) and serve until stopped or the connection is lost for good."""
+        if not self.participant.client.is_ready:
+            await self.start()
+        try:
+            await self.participant.serve_forever()
+        finally:
+            await self.stop()
+
+    async def _stop_worker(self) -> None:
+        task, self._worker = self._worker, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def __aenter__(self) -> Agent:
+        """Start."""
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Stop."""
+        await self.stop()
+
+    # ------------------------------------------------------------------ own tools
+
+    def tool(self, fn: F | None = None, /, **options: Any) -> Any:
+        """Offer a typed function as a tool of the agent (``@agent.tool``), as a Participant."""
+        if fn is not None:
+            return self.participant.tool(fn, **options)
+        return self.participant.tool(**options)
+
+    def register_tool(self, tool: Tool) -> None:
+        """Offer ``tool`` (to others through MCP, and to the agent's own model)."""
+        self.participant.register_tool(tool)
+
+    # ------------------------------------------------------------------ tools for the model
+
+    def prepare_llm_tools(self) -> list[ToolSpec]:
+        """Every tool the model may call: discovered ones and the agent's own, with
+        provider-safe names (``participant__tool``) mapping back to ``participant/tool``."""
+        return self.specs()
+
+    def specs(self) -> list[ToolSpec]:
+        """The tools offered to the model now (see :meth:`prepare_llm_tools`)."""
+        own = [
+            ToolSpec(
+                name=self.tools.names.name_for(self.id, t.name),
+                description=f"{self.id}/{t.name}: {t.description or '(no description)'} "
+                "(my own tool)",
+                parameters=t.input_schema or {"type": "object"},
+                display_name=f"{self.id}/{t.name}",
+            )
+            for t in self.participant.tools.values()
+        ]
+        return self.tools.specs() + own
+
+    def label(self, provider_name: str) -> str:
+        """``participant/tool`` for a provider-safe name (the name itself if unknown)."""
+        try:
+            participant, tool = self.tools.names.resolve(provider_name)
+        except KeyError:
+            return provider_name
+        return f"{participant}/{tool}"
+
+    async def execute_llm_tool_call(self, name: str, arguments: dict[str, Any]) -> Message:
+        """Run one tool call by its provider-safe name, as the ReAct loop does."""
+        turn = Turn(Envelope(kind="chat"), "")
+        return await self.run(turn, ToolCall(f"manual-{name}", name, arguments))
+
+    async def run(self, turn: Turn, call: ToolCall) -> Message:
+        """Execute one of the model's tool calls through ``mcp_request``; never raises for a
+        failing tool (the model reads the failure as the call's result)."""
+        if call.error is not None:
+            return Message.tool_result(call, f"Invalid call: {call.error}", is_error=True)
+        own = self._own_tool(call.name)
+        if own is not None:
+            return await self._run_own(call, own)
+        tool = self.tools.resolve(call.name)
+        if tool is None:
+            offered = ", ".join(s.display_name for s in self.specs()) or "none"
+            log.warning("%s: the model called an unknown tool %r", self.id, call.name)
+            return Message.tool_result(
+                call, f"Unknown tool {call.name!r}. Tools available now: {offered}", is_error=True
+            )
+        return await self._run_remote(call, tool)
+
+    def _own_tool(self, provider_name: str) -> Tool | None:
+        try:
+            participant, name = self.tools.names.resolve(provider_name)
+        except KeyError:
+            return None
+        return self.participant.tools.get(name) if participant == self.id else None
+
+    async def _run_own(self, call: ToolCall, tool: Tool) -> Message:
+        log.info("%s: calling its own tool %s %s", self.id, tool.name, call.arguments)
+        try:
+            result = await tool.call(call.arguments)
+        except Exception as exc:
+            return Message.tool_result(call, str(exc) or type(exc).__name__, is_error=True)
+        return Message.tool_result(call, _result_content(result), is_error=bool(result.is_error))
+
+    async def _run_remote(self, call: ToolCall, tool: DiscoveredTool) -> Message:
+        params = {"name": tool.name, "arguments": call.arguments}
+        payload = {"method": "tools/call", "params": params}
+        probe = {"jsonrpc": "2.0", "id": "probe", **payload}
+        direct = self.participant.can_send({"kind": "mcp/request", "payload": probe})
+        timeout = self.config.tool_timeout if direct else self.config.proposal_timeout
+        how = "directly" if direct else "as a proposal for a human to approve"
+        log.info("%s: calling %s %s %s", self.id, tool.qualified, call.arguments, how)
+        try:
+            raw = await self.participant.mcp_request(tool.participant, payload, timeout)
+        except ProposalRejected as exc:
+            text = f"{exc.by} rejected the proposal to call {tool.qualified}: {exc.reason}"
+            return self._failed(call, text)
+        except RequestTimeout:
+            what = f"{tool.participant} did not answer" if direct else "nobody approved a proposal"
+            return self._failed(call, f"{what} to call {tool.qualified} within {timeout:g}s")
+        except CapabilityDenied as exc:
+            return self._failed(call, f"not allowed to call {tool.qualified}: {exc}")
+        except (HubbubError, NotConnected) as exc:
+            return self._failed(call, f"calling {tool.qualified} failed: {exc}")
+        try:
+            result = mt.CallToolResult.model_validate(raw)
+        except ValueError:
+            return Message.tool_result(call, json.dumps(raw))
+        content = _result_content(result)
+        log.info("%s: %s answered %s", self.id, tool.qualified, _short(content))
+        return Message.tool_result(call, content, is_error=bool(result.is_error))
+
+    def _failed(self, call: ToolCall, text: str) -> Message:
+        log.info("%s: tool call failed: %s", self.id, text)
+        return Message.tool_result(call, text, is_error=True)
+
+    # ------------------------------------------------------------------ receiving
+
+    def _on_chat(self, env: Envelope) -> None:
+        self.policy.observe(env)
+        if env.from_ == self.id:
+            self._record(env, Decision(False, "own_message", "my own message"))
+            return
+        self._queue.put_nowait(env)
+
+    async def _work(self) -> None:
+        while True:
+            env = await self._queue.get()
+            try:
+                await self.handle(env)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("%s: failed to handle message %s", self.id, env.id)
+
+    async def handle(self, env: Envelope) -> Decision:
+        """Decide about one chat message and answer it if so (what the agent does for each)."""
+        now = asyncio.get_running_loop().time()
+        decision = self.policy.quick(env, now)
+        if decision is None:
+            decision = await self.policy.classify(self.model, env, self.tools.qualified_names())
+        self._record(env, decision)
+        if decision.respond:
+            self.policy.answered(where(env), now)
+            task = asyncio.get_running_loop().create_task(self._answer(env))
+            self._turn_task = task
+            try:
+                await task  # cancelling the worker cancels the turn too
+            except asyncio.CancelledError:
+                me = asyncio.current_task()
+                if me is not None and me.cancelling():
+                    raise
+                # only the turn was cancelled (a reasoning/cancel): carry on with the next
+            finally:
+                self._turn_task = None
+        return decision
+
+    def _on_reasoning_cancel(self, env: Envelope) -> None:
+        turn, task = self.current, self._turn_task
+        if env.from_ == self.id or turn is None or task is None or task.done():
+            return
+        if turn.reasoning_id is None or env.context != turn.reasoning_id:
+            return
+        log.info("%s: %s cancelled the turn answering %s", self.id, env.from_, turn.trigger.id)
+        turn.cancelled_by = env.from_
+        task.cancel()
+
+    def _record(self, env: Envelope, decision: Decision) -> None:
+        record = DecisionRecord(env, decision)
+        self.decisions.append(record)
+        level = logging.DEBUG if decision.rule == "own_message" else logging.INFO
+        log.log(
+            level,
+            "%s: message %s from %s in %s → %s",
+            self.id,
+            env.id,
+            env.from_,
+            where(env),
+            decision.describe(),
+        )
+        for match, future in list(self._waiters):
+            if not future.done() and match(record):
+                future.set_result(record)
+        self._pulse()
+
+    # ------------------------------------------------------------------ answering
+
+    async def _answer(self, trigger: Envelope) -> None:
+        turn = Turn(trigger, f"{trigger.from_}: {chat_text(trigger)}")
+        self.current = turn
+        try:
+            if self.config.reasoning_enabled:
+                turn.reasoning_id = await self._start_reasoning(trigger)
+            answer = await self.loop.run(turn)
+            if turn.reasoning_id is not None:
+                used = ", ".join(dict.fromkeys(turn.actions))
+                summary = f"answered using {used}" if used else "answered directly"
+                await self._reasoning(turn, "reasoning/conclusion", {"message": summary})
+            if answer:
+                await self._reply(trigger, answer)
+            else:
+                log.warning("%s: the model gave an empty answer to %s", self.id, trigger.id)
+        except asyncio.CancelledError:
+            by = f"cancelled by {turn.cancelled_by}" if turn.cancelled_by else ""
+            await self._cancel_reasoning(turn, "cancelled", by)
+            raise
+        except Exception as exc:
+            log.error("%s: could not answer %s: %s", self.id, trigger.id, exc)
+            await self._cancel_reasoning(turn, "error", str(exc))
+            with contextlib.suppress(HubbubError):
+                await self._reply(trigger, f"Sorry, I could not answer: {exc}")
+        finally:
+            self.current = None
+
+    def _route(self, trigger: Envelope) -> dict[str, Any]:
+        """Where envelopes about ``trigger`` go: its channel, or a DM back to its sender."""
+        if trigger.channel is not None:
+            return {"channel": trigger.channel}
+        return {"to": [trigger.from_]}
+
+    async def _reply(self, trigger: Envelope, text: str) -> None:
+        env = Envelope(
+            kind="chat", correlation_id=[trigger.id], payload={"text": text}, **self._route(trigger)
+        )
+        if not self.participant.can_send(env):
+            log.error("%s may not send chat; its answer to %s is lost", self.id, trigger.id)
+            return
+        await self.participant.client.send(env)
+        log.info("%s: answered %s: %s", self.id, trigger.id, _short(text))
+
+    async def _start_reasoning(self, trigger: Envelope) -> str | None:
+        env = Envelope(
+            kind="reasoning/start",
+            correlation_id=[trigger.id],
+            payload={"message": f"Working on {trigger.from_}'s message"},
+            **self._route(trigger),
+        )
+        if not self.participant.can_send(env):
+            if not self._warned_reasoning:
+                log.warning("%s may not send reasoning/*; its reasoning stays private", self.id)
+                self._warned_reasoning = True
+            return None
+        client = self.participant.client
+        echo = client.expect(
+            "reasoning/start",
+            lambda e: e.from_ == self.id and e.correlation_ids() == [trigger.id],
+        )
+        try:
+            sent = await client.send(env)
+            try:
+                async with asyncio.timeout(_ECHO_TIMEOUT):
+                    return (await echo).id
+            except TimeoutError:
+                log.warning("%s: no echo of reasoning/start; using its client id", self.id)
+                return sent.id
+        finally:
+            echo.cancel()
+
+    async def _thought(self, turn: Turn, payload: dict[str, Any]) -> None:
+        await self._reasoning(turn, "reasoning/thought", payload)
+
+    async def _reasoning(self, turn: Turn, kind: str, payload: dict[str, Any]) -> None:
+        if turn.reasoning_id is None:
+            return
+        env = Envelope(
+            kind=kind, context=turn.reasoning_id, payload=payload, **self._route(turn.trigger)
+        )
+        await self.participant.client.send(env)
+
+    async def _cancel_reasoning(self, turn: Turn, reason: str, message: str = "") -> None:
+        if turn.reasoning_id is None:
+            return
+        payload = {"reason": reason, **({"message": message} if message else {})}
+        try:
+            async with asyncio.timeout(_CANCEL_SEND_TIMEOUT):
+                await asyncio.shield(self._reasoning(turn, "reasoning/cancel", payload))
+        except (TimeoutError, HubbubError, asyncio.CancelledError):
+            log.info("%s: could not send reasoning/cancel for %s", self.id, turn.trigger.id)
+
+    # ------------------------------------------------------------------ waiting (tests, tools)
+
+    def _tools_changed(self, participant: str) -> None:
+        self._pulse()
+
+    def _pulse(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def wait_until(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:  # noqa: ASYNC109
+        """Return once ``predicate()`` holds (re-checked on every decision and tool change,
+        and every 50 ms); raise :class:`~hubbub.errors.RequestTimeout` after ``timeout``."""
+        try:
+            async with asyncio.timeout(timeout):
+                while not predicate():
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._changed.wait(), 0.05)
+        except TimeoutError:
+            raise RequestTimeout(f"the condition did not hold within {timeout}s") from None
+
+    async def wait_for_tools(self, participant: str, timeout: float = 5.0) -> list[DiscoveredTool]:  # noqa: ASYNC109
+        """The tools of ``participant``, once discovered (raises RequestTimeout)."""
+        await self.wait_until(lambda: participant in self.tools.participants(), timeout)
+        return self.tools.of(participant)
+
+    def expect_decision(
+        self, where_: Callable[[DecisionRecord], bool] | None = None
+    ) -> asyncio.Future[DecisionRecord]:
+        """A future for the next decision for which ``where_`` holds (registered at once)."""
+        future: asyncio.Future[DecisionRecord] = asyncio.get_running_loop().create_future()
+        entry = (where_ or (lambda _r: True), future)
+        self._waiters.append(entry)
+        future.add_done_callback(lambda _f: self._waiters.remove(entry))
+        return future
+
+
+def _result_content(result: mt.CallToolResult) -> str:
+    text = result_text(result)
+    if text:
+        return text
+    if result.structured_content is not None:
+        return json.dumps(result.structured_content)
+    return "(no content)"
+
+
+def _short(text: str, limit: int = 120) -> str:
+    text = text.replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+__all__ = ["Agent", "DecisionRecord"]
