@@ -1,0 +1,122 @@
+"""The fan-out ceiling: a bare aiohttp broadcast server with no validation, routing or storage.
+
+Every text frame received on ``/ws`` is forwarded to every connected client, the sender
+included (the hubbub gateway echoes channel messages to their sender too). Two techniques:
+
+* ``write``: build the server frame bytes once (FIN+text opcode ``0x81``, unmasked, 7/16/64-bit
+  length, exactly as aiohttp's ``WebSocketWriter`` lays them out) and call
+  ``transport.write(frame)`` on every client's transport;
+* ``send_str``: ``await ws.send_str(text)`` on every client (the message text is decoded once;
+  aiohttp encodes and frames it per client).
+
+``GET /health`` answers 200 once the server listens. Run as a subprocess:
+``python bare_server.py --port 8765 --technique write``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import resource
+import struct
+
+from aiohttp import WSMsgType, web
+
+_PACK_LEN2 = struct.Struct("!BBH").pack
+_PACK_LEN3 = struct.Struct("!BBQ").pack
+
+
+def server_frame(payload: bytes) -> bytes:
+    """An unmasked server→client text frame (FIN set), laid out like aiohttp's writer."""
+    n = len(payload)
+    if n < 126:
+        return bytes((0x81, n)) + payload
+    if n < 65536:
+        return _PACK_LEN2(0x81, 126, n) + payload
+    return _PACK_LEN3(0x81, 127, n) + payload
+
+
+class Broadcaster:
+    """Connected clients and the two forwarding techniques."""
+
+    def __init__(self) -> None:
+        self.clients: dict[web.WebSocketResponse, asyncio.Transport] = {}
+        self._transports: tuple[asyncio.Transport, ...] = ()
+        self._sockets: tuple[web.WebSocketResponse, ...] = ()
+
+    def add(self, ws: web.WebSocketResponse, transport: asyncio.Transport) -> None:
+        self.clients[ws] = transport
+        self._refresh()
+
+    def remove(self, ws: web.WebSocketResponse) -> None:
+        self.clients.pop(ws, None)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        self._transports = tuple(self.clients.values())
+        self._sockets = tuple(self.clients)
+
+    def forward_write(self, text: str) -> None:
+        frame = server_frame(text.encode())
+        for transport in self._transports:
+            if not transport.is_closing():
+                transport.write(frame)
+
+    async def forward_send_str(self, text: str) -> None:
+        for ws in self._sockets:
+            if not ws.closed:
+                with contextlib.suppress(ConnectionError):
+                    await ws.send_str(text)
+
+
+async def health(_request: web.Request) -> web.Response:
+    return web.json_response({"ok": True})
+
+
+def make_app(technique: str) -> web.Application:
+    hub = Broadcaster()
+
+    async def ws_handler(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(compress=False, max_msg_size=1 << 20)
+        await ws.prepare(request)
+        transport = request.transport
+        assert isinstance(transport, asyncio.Transport)
+        hub.add(ws, transport)
+        try:
+            async for msg in ws:
+                if msg.type != WSMsgType.TEXT:
+                    continue
+                if technique == "write":
+                    hub.forward_write(msg.data)
+                else:
+                    await hub.forward_send_str(msg.data)
+        finally:
+            hub.remove(ws)
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/ws", ws_handler)
+    app.router.add_get("/health", health)
+    return app
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--technique", choices=("write", "send_str"), default="write")
+    args = parser.parse_args()
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    web.run_app(
+        make_app(args.technique),
+        host=args.host,
+        port=args.port,
+        access_log=None,
+        print=None,
+    )
+
+
+if __name__ == "__main__":
+    main()
