@@ -51,6 +51,37 @@ async def _reader(who: str, ws: Any) -> None:
         _show(who, json.loads(raw))
 
 
+def _tidy(x: float) -> float:
+    """84.0 reads better as 84."""
+    return int(x) if float(x).is_integer() else x
+
+
+async def _agent_scene(url: str, alice: Any) -> None:
+    """A calculator participant and an agent on the offline model answer alice."""
+    from hubbub.sdk import Agent, Participant
+
+    print("scene: a calculator participant offers tools; an agent (offline model) uses them\n")
+    calc = Participant(gateway=url, participant_id="calculator", kind="service")
+
+    @calc.tool
+    def multiply(a: float, b: float) -> float:
+        """Multiply two numbers."""
+        return _tidy(a * b)
+
+    @calc.tool
+    def add(a: float, b: float) -> float:
+        """Add two numbers."""
+        return _tidy(a + b)
+
+    async with calc, Agent(participant_id="assistant", gateway=url) as agent:
+        found = await agent.wait_for_tools("calculator", timeout=10)
+        print(f"  assistant discovered: {', '.join('calculator/' + t.name for t in found)}")
+        for text in ("@assistant what is 12*7?", "I had pasta for lunch."):
+            print(f"alice says {text!r}")
+            await alice.send(json.dumps({"kind": "chat", "payload": {"text": text}}))
+            await asyncio.sleep(2.0)
+
+
 async def run_demo(port: int, *, once: bool) -> None:
     """Serve on ``port`` (or a free one), play the scene, then serve until Ctrl-C."""
     port = _free_port(port)
@@ -92,9 +123,10 @@ async def run_demo(port: int, *, once: bool) -> None:
                 print(f"{who} sends {json.dumps(frame)}")
                 await ws.send(json.dumps(frame))
                 await asyncio.sleep(0.3)
+            print("\n(the last request is MEW-only, so bob's agentchat client never sees it)\n")
+            await _agent_scene(url, alice)
             print(
-                "\n(the last request is MEW-only, so bob's agentchat client never sees it)\n"
-                "agents, floor control, callbacks and sleep arrive with the next issues.\n"
+                "\nfloor control, callbacks and sleep/wake arrive with the coordination engines.\n"
             )
             for r in readers:
                 r.cancel()

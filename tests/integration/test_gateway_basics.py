@@ -72,3 +72,16 @@ async def test_dm_is_private(gateway: RunningGateway) -> None:
     assert (await bob.expect("chat"))["payload"]["text"] == "for bob only"
     assert (await alice.expect("chat"))["payload"]["text"] == "for bob only"
     await carol.silent(lambda f: f.get("kind") == "chat")
+
+
+async def test_join_is_announced_before_the_newcomers_first_message(
+    gateway: RunningGateway,
+) -> None:
+    alice = await gateway.mew("alice")
+    bob = await gateway.mew("bob")
+    await bob.send({"kind": "chat", "payload": {"text": "first words"}})
+    frames = []
+    while not frames or frames[-1].get("kind") != "chat":
+        frames.append(await alice.recv())
+    kinds = [f["kind"] for f in frames]
+    assert kinds.index("system/presence") < kinds.index("chat")

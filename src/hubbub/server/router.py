@@ -331,6 +331,9 @@ class Router:
             if handler is not None:
                 handler(self, sender, env)
                 return env
+            if sender.space.pending_presence:
+                # nobody may hear from a participant before hearing that it joined
+                self._flush_presence(sender.space)
             extra: list[str] = []
             if kind.startswith("mcp/"):
                 extra = sender.space.proposals.observe(env)
