@@ -12,6 +12,7 @@ import click
 from aiohttp import web
 
 from hubbub import __version__
+from hubbub.cli_support import setup_logging
 from hubbub.server.config import (
     ConfigError,
     Limits,
@@ -31,14 +32,6 @@ def _raise_fd_limit() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-
-
-def _setup_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper()),
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-        datefmt="%H:%M:%S",
-    )
 
 
 @click.group()
@@ -94,7 +87,7 @@ def serve(
     from hubbub.server.app import build_app, make_router
     from hubbub.server.config import open_space
 
-    _setup_logging(log_level)
+    setup_logging(log_level)
     try:
         limits = limits_from_env(Limits())
         if rate_limit is not None:
@@ -199,7 +192,7 @@ def demo(port: int, once: bool) -> None:
     """Start a gateway and play a short scripted conversation across both dialects."""
     from hubbub.demo import run_demo
 
-    _setup_logging("warning")
+    setup_logging("warning")
     try:
         asyncio.run(run_demo(port, once=once))
     except KeyboardInterrupt:

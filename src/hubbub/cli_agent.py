@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import signal
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from hubbub.cli_support import run_until_signal, setup_logging
 from hubbub.llm.factory import PROVIDERS
 
 
@@ -42,7 +39,6 @@ def agent() -> None:
 )
 def run(config_path: Path | None, log_level: str | None, **overrides: Any) -> None:
     """Connect one agent and let it answer until Ctrl-C."""
-    from hubbub.errors import HubbubError
     from hubbub.llm.offline import ScriptError
     from hubbub.sdk.agent import Agent
     from hubbub.sdk.agent_config import AgentConfig, AgentConfigError
@@ -54,22 +50,12 @@ def run(config_path: Path | None, log_level: str | None, **overrides: Any) -> No
         config = AgentConfig.load(config_path, **fields)
     except AgentConfigError as exc:
         raise click.ClickException(str(exc)) from None
-    logging.basicConfig(
-        level=getattr(logging, config.log_level.upper()),
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-        datefmt="%H:%M:%S",
-        stream=sys.stderr,
-    )
+    setup_logging(config.log_level)
     for noisy in ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "anthropic"):
         if config.log_level != "debug":
             logging.getLogger(noisy).setLevel(logging.WARNING)
 
     async def main() -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, task.cancel)
         try:
             bot = Agent(config)
         except ScriptError as exc:
@@ -79,13 +65,6 @@ def run(config_path: Path | None, log_level: str | None, **overrides: Any) -> No
             "Ctrl-C to stop",
             err=True,
         )
-        with contextlib.suppress(asyncio.CancelledError):
-            await bot.run_forever()
+        await bot.run_forever()
 
-    try:
-        asyncio.run(main())
-    except (HubbubError, OSError) as exc:
-        raise click.ClickException(str(exc)) from None
-    except KeyboardInterrupt:
-        pass
-    click.echo("agent stopped", err=True)
+    run_until_signal(main, "agent")

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
-import signal
-import sys
-
 import click
 
+from hubbub.cli_support import run_until_signal, setup_logging
 from hubbub.sdk.options import DEFAULT_GATEWAY
 
 
@@ -47,16 +42,10 @@ def bridge(
     command: tuple[str, ...],
 ) -> None:
     """Start a stdio MCP server and offer its tools and resources as participant --id."""
-    from hubbub.errors import HubbubError
     from hubbub.sdk.bridge import run_bridge
     from hubbub.sdk.options import ParticipantOptions
 
-    logging.basicConfig(
-        level=getattr(logging, log_level.upper()),
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-        datefmt="%H:%M:%S",
-        stream=sys.stderr,
-    )
+    setup_logging(log_level)
     try:
         options = ParticipantOptions(
             participant_id=participant_id,
@@ -70,18 +59,6 @@ def bridge(
         raise click.BadParameter(str(exc)) from None
 
     async def main() -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, task.cancel)
-        with contextlib.suppress(asyncio.CancelledError):
-            await run_bridge(list(command), options)
+        await run_bridge(list(command), options)
 
-    try:
-        asyncio.run(main())
-    except (HubbubError, OSError) as exc:
-        raise click.ClickException(str(exc)) from None
-    except KeyboardInterrupt:
-        pass
-    click.echo("bridge stopped", err=True)
+    run_until_signal(main, "bridge")
