@@ -85,3 +85,31 @@ async def test_join_is_announced_before_the_newcomers_first_message(
         frames.append(await alice.recv())
     kinds = [f["kind"] for f in frames]
     assert kinds.index("system/presence") < kinds.index("chat")
+
+
+async def test_presence_update_reaches_both_dialects_and_the_api(gateway: RunningGateway) -> None:
+    import aiohttp
+
+    alice = await gateway.mew("alice")
+    bob = await gateway.agentchat("bob")
+    await alice.send({"kind": "participant/status", "payload": {"presence": "away"}})
+    frame = await bob.expect_type("PRESENCE")
+    assert frame["agent"] == "@alice" and frame["presence"] == "away"
+    await bob.send({"type": "SET_PRESENCE", "status": "away"})
+    update = await alice.next_where(
+        lambda f: (
+            f.get("kind") == "system/presence"
+            and f["payload"]["event"] == "update"
+            and f["payload"]["participant"]["id"] == "bob"
+        )
+    )
+    assert update["payload"]["participant"]["presence"] == "away"
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"{gateway.http}/participants") as resp,
+    ):
+        people = {p["id"]: p for p in (await resp.json())["participants"]}
+    assert people["alice"]["presence"] == "away" and people["bob"]["presence"] == "away"
+    await bob.send({"type": "SET_PRESENCE", "status": "sleeping"})
+    err = await bob.expect_type("ERROR")
+    assert "'online' or 'away'" in err["message"]

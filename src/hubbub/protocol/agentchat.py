@@ -26,6 +26,7 @@ CLIENT_TYPES = (
     "LIST_AGENTS",
     "CREATE_CHANNEL",
     "PING",
+    "SET_PRESENCE",
 )
 
 
@@ -78,6 +79,10 @@ class _Ping(_Frame, tag="PING"):
     pass
 
 
+class _SetPresence(_Frame, tag="SET_PRESENCE"):
+    status: str
+
+
 _AnyFrame = (
     _Identify
     | _Join
@@ -88,6 +93,7 @@ _AnyFrame = (
     | _ListAgents
     | _CreateChannel
     | _Ping
+    | _SetPresence
 )
 _decoder = msgspec.json.Decoder(_AnyFrame)
 _clock = Clock()
@@ -186,6 +192,8 @@ class AgentchatDialect:
             return Envelope(kind="channel/members", payload={"channel": frame.channel})
         if isinstance(frame, _CreateChannel):
             return Envelope(kind="channel/create", payload={"channel": frame.channel})
+        if isinstance(frame, _SetPresence):
+            return Envelope(kind="participant/status", payload={"presence": frame.status})
         if isinstance(frame, _Ping):
             return Reply(encode({"type": "PONG", "ts": Clock.now_ms()}))
         raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "already identified; IDENTIFY is sent once")

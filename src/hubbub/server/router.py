@@ -331,6 +331,10 @@ class Router:
             if handler is not None:
                 handler(self, sender, env)
                 return env
+            if kind == "participant/status" and "presence" in env.payload:
+                self._set_presence(sender, env.payload["presence"])
+                if set(env.payload) == {"presence"}:
+                    return env  # a bare presence change: the presence broadcast is its delivery
             if sender.space.pending_presence:
                 # nobody may hear from a participant before hearing that it joined
                 self._flush_presence(sender.space)
@@ -492,6 +496,20 @@ class Router:
             )
 
     # ------------------------------------------------------------------ presence
+
+    def _set_presence(self, sender: Sender, presence: object) -> None:
+        """A participant says it is ``online`` or ``away``; everyone in the space hears it."""
+        if presence not in ("online", "away"):
+            raise ProtocolError(
+                ErrorCode.INVALID_ENVELOPE,
+                f"presence {presence!r} cannot be set by a participant: use 'online' or 'away' "
+                "(sleeping comes from @@sleep markers, offline from disconnecting)",
+            )
+        if not isinstance(sender, Session):
+            raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "presence needs a WebSocket connection")
+        if sender.presence != presence:
+            sender.presence = str(presence)
+            self._queue_presence(sender.space, "update", sender.summary())
 
     def _queue_presence(
         self, space: SpaceState, event: str, entry: dict[str, Any], channel: str | None = None
