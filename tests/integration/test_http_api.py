@@ -109,3 +109,17 @@ async def test_participants_shows_presence_and_channels(gateway: RunningGateway)
         people = {p["id"]: p for p in (await resp.json())["participants"]}
     assert people["alice"]["presence"] == "online"
     assert people["bob"]["channels"] == ["#general"]
+
+
+async def test_http_posts_are_rate_limited_too(gateway: RunningGateway) -> None:
+    url = f"{gateway.http}/participants/cron/messages"
+    chat = {"kind": "chat", "payload": {"text": "tick"}}
+    statuses = []
+    async with aiohttp.ClientSession() as http:
+        for _ in range(60):
+            async with http.post(url, json=chat) as resp:
+                statuses.append(resp.status)
+                if resp.status == 429:
+                    assert (await resp.json())["error"] == "rate_limited"
+    assert statuses.count(202) >= 40 and statuses.count(429) >= 1
+    assert statuses.count(202) + statuses.count(429) == 60

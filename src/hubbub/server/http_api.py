@@ -110,6 +110,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Router]) -> None:
                     f"{exc.message}",
                 ) from None
             caps = router.capability_overrides.get((space.id, ident.id)) or ident.capability_set()
+            router.check_rate(space, ident.id)
             space.known.add(ident.id)
             sent = router.route(HttpSender(space, ident, caps), env, frame_len=len(body))
         except ProtocolError as exc:

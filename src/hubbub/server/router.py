@@ -83,6 +83,7 @@ class Router:
         self.capability_overrides: dict[tuple[str, str], CapabilitySet] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self.shutting_down = False
+        self._http_rates: dict[tuple[str, str], TokenBucket] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -257,14 +258,7 @@ class Router:
             )
             return
         if not s.rate.take():
-            self.error(
-                s,
-                ProtocolError(
-                    ErrorCode.RATE_LIMITED,
-                    f"rate limit exceeded: at most {self.limits.rate_per_s:g} messages/s "
-                    f"(burst {self.limits.rate_burst}); this message was refused, resend it later",
-                ),
-            )
+            self.error(s, self._rate_error())
             return
         try:
             env = s.conn.dialect.decode(data)
@@ -279,6 +273,25 @@ class Router:
             self.error(
                 s, ProtocolError(ErrorCode.INTERNAL, "internal error; the frame was dropped")
             )
+
+    def _rate_error(self) -> ProtocolError:
+        return ProtocolError(
+            ErrorCode.RATE_LIMITED,
+            f"rate limit exceeded: at most {self.limits.rate_per_s:g} messages/s "
+            f"(burst {self.limits.rate_burst}); this message was refused, resend it later",
+        )
+
+    def check_rate(self, space: SpaceState, pid: str) -> None:
+        """Spend one message of ``pid``'s rate (HTTP posts share it with the WebSocket)."""
+        online = space.online.get(pid)
+        bucket = online.rate if online is not None else self._http_rates.get((space.id, pid))
+        if bucket is None:
+            if len(self._http_rates) >= 10_000:
+                self._http_rates.clear()  # bounded memory; a full bucket is the fresh state
+            bucket = TokenBucket(self.limits.rate_per_s, self.limits.rate_burst)
+            self._http_rates[(space.id, pid)] = bucket
+        if not bucket.take():
+            raise self._rate_error()
 
     def route(self, sender: Sender, env: Envelope, frame_len: int = 0) -> Envelope:
         """Validate, authorize, stamp and deliver one envelope; return it as delivered."""
