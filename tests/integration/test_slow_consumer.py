@@ -60,3 +60,20 @@ async def test_stalled_reader_is_disconnected_and_channel_keeps_flowing(tmp_path
             assert "slow consumer" in exc.rcvd.reason
     finally:
         await stop_gateway(gw)
+
+
+async def test_a_silent_dead_peer_is_dropped_by_the_ping(tmp_path: Path) -> None:
+    gw = await start_gateway(tmp_path, limits=Limits(ping_interval_s=0.2))
+    try:
+        alice = await gw.mew("alice")
+        ghost = await gw.mew("ghost")
+        ghost.ws.transport.pause_reading()  # a peer that vanished without closing: no pongs
+        left = await alice.next_where(
+            lambda f: f.get("kind") == "system/presence" and f["payload"]["event"] == "leave",
+            timeout=5,
+        )
+        assert left["payload"]["participant"]["id"] == "ghost"
+        assert "ghost" not in gw.router.spaces["default"].online
+        ghost.ws.transport.abort()
+    finally:
+        await stop_gateway(gw)

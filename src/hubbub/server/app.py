@@ -55,7 +55,12 @@ async def websocket_endpoint(request: web.Request) -> web.StreamResponse:
     router = request.app[ROUTER_KEY]
     limits = router.limits
     hard_cap = max(limits.max_frame_bytes * 4, 1024 * 1024)
-    ws = web.WebSocketResponse(max_msg_size=hard_cap, compress=False, autoping=True)
+    ws = web.WebSocketResponse(
+        max_msg_size=hard_cap,
+        compress=False,
+        autoping=True,
+        heartbeat=limits.ping_interval_s or None,
+    )
     if not ws.can_prepare(request).ok:
         return (
             await health(request)

@@ -61,6 +61,8 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     resume_max: int = 10_000
     handshake_timeout_s: float = 10.0
     presence_coalesce_ms: float = 20.0
+    ping_interval_s: float = 30.0
+    """WebSocket ping period; a peer that does not answer within half of it is dropped (0: off)."""
 
     def validate(self) -> None:
         """Raise ConfigError for a nonsensical limit."""
