@@ -1,0 +1,7 @@
+"""Runtime fixtures: the agent fixtures (real gateway, offline-model agents) for integration."""
+
+from __future__ import annotations
+
+from tests.agent.conftest import agent, client, gw, participant
+
+__all__ = ["agent", "client", "gw", "participant"]
