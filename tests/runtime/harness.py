@@ -141,3 +141,26 @@ async def drain(runtime: AgentRuntime, fakes: Sequence[FakeAgent], limit: int = 
 def user_contents(runtime: AgentRuntime, agent_id: str) -> list[str]:
     """The contents of the user messages in the history of ``agent_id``, in order."""
     return [m.content for m in runtime.conversations.history(agent_id) if m.role == "user"]
+
+
+def prior_history(agent_id: str, rounds: Sequence[int]) -> list[Message]:
+    """A valid earlier conversation: one exchange per item, each with that many tool calls."""
+    history: list[Message] = []
+    for n, calls in enumerate(rounds):
+        history.append(Message.user(f"{agent_id} earlier question {n}"))
+        if calls:
+            made = [ToolCall(f"{agent_id}-prior-{n}-{k}", "work", {"k": k}) for k in range(calls)]
+            history.append(Message.assistant("", made))
+            history.extend(Message.tool_result(c, f"earlier result {c.id}") for c in made)
+        history.append(Message.assistant(f"earlier answer {n}"))
+    check_history(history)
+    return history
+
+
+def host_with_history(
+    runtime: AgentRuntime, agent_id: str, rounds: Sequence[int], *, gated: bool = False
+) -> FakeAgent:
+    """:func:`host` an agent whose conversation already holds :func:`prior_history`."""
+    fake = host(runtime, agent_id, gated=gated)
+    runtime.conversations.replace(agent_id, prior_history(agent_id, rounds))
+    return fake

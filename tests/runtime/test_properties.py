@@ -20,6 +20,7 @@ from tests.runtime.harness import (
     assert_sound,
     drain,
     host,
+    host_with_history,
     msg,
     settle,
     user_contents,
@@ -104,6 +105,9 @@ async def start_tool_round(
 round_shape = st.integers(1, 4).flatmap(
     lambda calls: st.tuples(st.integers(0, 3), st.just(calls), st.integers(0, calls - 1))
 )
+agent_ids = st.text("abcdefghijklmnopqrstuvwxyz0123456789_-", min_size=1, max_size=12)
+# the earlier conversation an agent already has: one exchange per item, with that many tool calls
+priors = st.lists(st.integers(0, 3), max_size=6)
 
 
 @PROPERTY
@@ -124,121 +128,133 @@ def test_property_1_single_active_processing_per_agent(
 
 
 @PROPERTY
-@given(shape=round_shape)
-def test_property_2_message_interruption_cancels_tool_calls(shape: tuple[int, int, int]) -> None:
+@given(shape=round_shape, aid=agent_ids, prior=priors)
+def test_property_2_message_interruption_cancels_tool_calls(
+    shape: tuple[int, int, int], aid: str, prior: list[int]
+) -> None:
     """Feature: agent-concurrent-request-management, Property 2: Message Interruption Cancels
     Tool Calls."""
 
     async def scenario() -> None:
         runtime = AgentRuntime()
-        fake = host(runtime, "a")
+        fake = host_with_history(runtime, aid, prior)
         await start_tool_round(runtime, fake, *shape)
         running = fake.open_tool()
         assert running is not None
-        assert runtime.send(msg("a", 99)) is Delivery.INTERRUPTED
+        assert runtime.send(msg(aid, 99)) is Delivery.INTERRUPTED
         await settle()
         assert running.cancelled and not running.open
-        assert runtime.handler("a").pending_tool_call() is None
-        assert runtime.handler("a").phase is Phase.MODEL
+        assert runtime.handler(aid).pending_tool_call() is None
+        assert runtime.handler(aid).phase is Phase.MODEL
 
     run(scenario)
 
 
 @PROPERTY
-@given(shape=round_shape)
+@given(shape=round_shape, aid=agent_ids, prior=priors)
 def test_property_3_canceled_tool_calls_removed_from_history(
-    shape: tuple[int, int, int],
+    shape: tuple[int, int, int], aid: str, prior: list[int]
 ) -> None:
     """Feature: agent-concurrent-request-management, Property 3: Canceled Tool Calls Removed
     from History."""
 
     async def scenario() -> None:
         runtime = AgentRuntime()
-        fake = host(runtime, "a")
+        fake = host_with_history(runtime, aid, prior)
         cancelled = {c.id for c in await start_tool_round(runtime, fake, *shape)}
-        runtime.send(msg("a", 99))
+        runtime.send(msg(aid, 99))
         await settle()
-        history = runtime.conversations.history("a")
+        history = runtime.conversations.history(aid)
         check_history(history)  # no orphan results, no unanswered calls
         for message in history:
             assert message.tool_call_id not in cancelled
             assert not cancelled & {c.id for c in message.tool_calls}
-        assert {c.id for c in runtime.handler("a").cancelled_calls} == cancelled
+        assert {c.id for c in runtime.handler(aid).cancelled_calls} == cancelled
 
     run(scenario)
 
 
 @PROPERTY
-@given(shape=round_shape, in_model=st.booleans())
+@given(shape=round_shape, in_model=st.booleans(), aid=agent_ids, prior=priors)
 def test_property_4_new_message_becomes_latest_content(
-    shape: tuple[int, int, int], in_model: bool
+    shape: tuple[int, int, int], in_model: bool, aid: str, prior: list[int]
 ) -> None:
     """Feature: agent-concurrent-request-management, Property 4: New Message Becomes Latest
     Content."""
 
     async def scenario() -> None:
         runtime = AgentRuntime()
-        fake = host(runtime, "a")
+        fake = host_with_history(runtime, aid, prior)
         earlier, calls, done = shape
         if in_model:  # interrupt the in-flight LLM call instead of a tool call
-            runtime.send(msg("a", 0))
+            runtime.send(msg(aid, 0))
             await settle()
         else:
             await start_tool_round(runtime, fake, earlier, calls, done)
-        new = msg("a", 99)
+        new = msg(aid, 99)
         assert runtime.send(new) is Delivery.INTERRUPTED
         await settle()
         pending = fake.open_model()
         assert pending is not None
         assert pending.history[-1] == Message.user(new.content)
         await drain(runtime, [fake])
-        assert runtime.replies("a")[-1].message == msg("a", 0)  # the sequence it joined
+        assert runtime.replies(aid)[-1].message == msg(aid, 0)  # the sequence it joined
 
     run(scenario)
 
 
 @PROPERTY
-@given(shape=round_shape)
-def test_property_5_chat_history_preservation(shape: tuple[int, int, int]) -> None:
+@given(shape=round_shape, aid=agent_ids, prior=priors)
+def test_property_5_chat_history_preservation(
+    shape: tuple[int, int, int], aid: str, prior: list[int]
+) -> None:
     """Feature: agent-concurrent-request-management, Property 5: Chat History Preservation."""
 
     async def scenario() -> None:
         runtime = AgentRuntime()
-        fake = host(runtime, "a")
+        fake = host_with_history(runtime, aid, prior)
         await start_tool_round(runtime, fake, *shape)
         before = fake.model_calls[-1].history  # everything before the cancelled round
-        runtime.send(msg("a", 99))
+        runtime.send(msg(aid, 99))
         await settle()
-        after = runtime.conversations.history("a")
+        after = runtime.conversations.history(aid)
         assert after[: len(before)] == before
-        assert after[len(before) :] == [Message.user(msg("a", 99).content)]
+        assert after[len(before) :] == [Message.user(msg(aid, 99).content)]
 
     run(scenario)
 
 
 @PROPERTY
-@given(count=st.integers(1, 10), interrupts=st.booleans())
-def test_property_6_message_queuing_for_active_agents(count: int, interrupts: bool) -> None:
+@given(
+    count=st.integers(1, 10),
+    interrupts=st.booleans(),
+    calls=st.integers(1, 3),
+    aid=agent_ids,
+    prior=priors,
+)
+def test_property_6_message_queuing_for_active_agents(
+    count: int, interrupts: bool, calls: int, aid: str, prior: list[int]
+) -> None:
     """Feature: agent-concurrent-request-management, Property 6: Message Queuing for Active
     Agents."""
 
     async def scenario() -> None:
         runtime = AgentRuntime(interrupts=interrupts)
-        fake = host(runtime, "a", gated=True)
-        runtime.send(msg("a", 0))
+        fake = host_with_history(runtime, aid, prior, gated=True)
+        runtime.send(msg(aid, 0))
         await settle()
         if interrupts:  # a completed tool call whose result is being recorded
-            fake.answer(1)
+            fake.answer(calls)
             await settle()
             fake.finish_tool()
             await settle()
-            assert runtime.handler("a").phase is Phase.RECORDING
-        calls = len(fake.model_calls)
-        queued = [msg("a", n) for n in range(1, count + 1)]
+            assert runtime.handler(aid).phase is Phase.RECORDING
+        model_calls = len(fake.model_calls)
+        queued = [msg(aid, n) for n in range(1, count + 1)]
         assert [runtime.send(m) for m in queued] == [Delivery.QUEUED] * count
         await settle()
-        assert runtime.bus.pending("a") == tuple(queued)
-        assert len(fake.model_calls) == calls  # not processed immediately
+        assert runtime.bus.pending(aid) == tuple(queued)
+        assert len(fake.model_calls) == model_calls  # not processed immediately
         assert runtime.sequences_started == 1
 
     run(scenario)
@@ -277,59 +293,68 @@ def test_property_7_fifo_message_queue_processing(count: int, tools: list[int]) 
 
 
 @PROPERTY
-@given(count=st.integers(1, 6), calls=st.integers(1, 3))
-def test_property_8_queue_replacement_on_new_message(count: int, calls: int) -> None:
+@given(count=st.integers(1, 6), calls=st.integers(1, 3), aid=agent_ids, prior=priors)
+def test_property_8_queue_replacement_on_new_message(
+    count: int, calls: int, aid: str, prior: list[int]
+) -> None:
     """Feature: agent-concurrent-request-management, Property 8: Queue Replacement on New
     Message."""
 
     async def scenario() -> None:
         runtime = AgentRuntime()
-        fake = host(runtime, "a", gated=True)
-        runtime.send(msg("a", 0))
+        fake = host_with_history(runtime, aid, prior, gated=True)
+        runtime.send(msg(aid, 0))
         await settle()
         fake.answer(calls)
         await settle()
         fake.finish_tool()
         await settle()  # recording: the messages below cannot interrupt, they queue
-        queued = [msg("a", n) for n in range(1, count + 1)]
+        queued = [msg(aid, n) for n in range(1, count + 1)]
         assert [runtime.send(m) for m in queued] == [Delivery.QUEUED] * count
         assert fake.recording_gate is not None
         fake.recording_gate.set()
         await settle()
-        assert runtime.handler("a").phase in (Phase.TOOL, Phase.MODEL)
-        new = msg("a", 99)
+        assert runtime.handler(aid).phase in (Phase.TOOL, Phase.MODEL)
+        new = msg(aid, 99)
         assert runtime.send(new) is Delivery.INTERRUPTED
         await settle()
         pending = fake.open_model()
         assert pending is not None and pending.history[-1].content == new.content
-        assert runtime.bus.pending("a") == tuple(queued)  # still delivered later, in order
+        assert runtime.bus.pending(aid) == tuple(queued)  # still delivered later, in order
         await drain(runtime, [fake])
-        assert [r.message for r in runtime.replies("a")] == [msg("a", 0), *queued]
+        assert [r.message for r in runtime.replies(aid)] == [msg(aid, 0), *queued]
 
     run(scenario)
 
 
 @PROPERTY
-@given(phase=st.sampled_from([Phase.MODEL, Phase.TOOL, Phase.RECORDING]))
-def test_property_9_message_bus_integration(phase: Phase) -> None:
+@given(
+    phase=st.sampled_from([Phase.MODEL, Phase.TOOL, Phase.RECORDING]),
+    calls=st.integers(1, 4),
+    aid=agent_ids,
+    prior=priors,
+)
+def test_property_9_message_bus_integration(
+    phase: Phase, calls: int, aid: str, prior: list[int]
+) -> None:
     """Feature: agent-concurrent-request-management, Property 9: MessageBus Integration."""
 
     async def scenario() -> None:
         runtime = AgentRuntime()
-        fake = host(runtime, "a", gated=True)
-        assert runtime.bus.send(msg("a", 0)) is Delivery.STARTED
+        fake = host_with_history(runtime, aid, prior, gated=True)
+        assert runtime.bus.send(msg(aid, 0)) is Delivery.STARTED
         await settle()
         if phase is not Phase.MODEL:
-            fake.answer(2)
+            fake.answer(calls)
             await settle()
         if phase is Phase.RECORDING:
             fake.finish_tool()
             await settle()
-        assert runtime.handler("a").phase is phase
-        outcome = runtime.bus.send(msg("a", 1))
+        assert runtime.handler(aid).phase is phase
+        outcome = runtime.bus.send(msg(aid, 1))
         expected = Delivery.QUEUED if phase is Phase.RECORDING else Delivery.INTERRUPTED
         assert outcome is expected
-        assert runtime.bus.size("a") == (1 if expected is Delivery.QUEUED else 0)
+        assert runtime.bus.size(aid) == (1 if expected is Delivery.QUEUED else 0)
         assert runtime.sequences_started == 1
         await drain(runtime, [fake])
 
@@ -337,19 +362,24 @@ def test_property_9_message_bus_integration(phase: Phase) -> None:
 
 
 @PROPERTY
-@given(agents=st.integers(1, 4), tool_rounds=st.integers(0, 3))
-def test_property_10_backward_compatibility(agents: int, tool_rounds: int) -> None:
+@given(
+    agents=st.lists(
+        st.tuples(agent_ids, st.integers(0, 3)), min_size=1, max_size=4, unique_by=lambda a: a[0]
+    )
+)
+def test_property_10_backward_compatibility(agents: list[tuple[str, int]]) -> None:
     """Feature: agent-concurrent-request-management, Property 10: Backward Compatibility."""
 
     async def scenario() -> None:
         runtime = AgentRuntime()
-        fakes = [host(runtime, f"a{i}") for i in range(agents)]
+        fakes = [host(runtime, aid) for aid, _ in agents]
+        rounds = dict(agents)
         for fake in fakes:
             assert runtime.bus.send(msg(fake.agent_id, 0)) is Delivery.STARTED
             assert runtime.bus.size(fake.agent_id) == 0
         await settle()
         for fake in fakes:
-            for _ in range(tool_rounds):
+            for _ in range(rounds[fake.agent_id]):
                 fake.answer(1)
                 await settle()
                 fake.finish_tool()
@@ -361,34 +391,36 @@ def test_property_10_backward_compatibility(agents: int, tool_rounds: int) -> No
                 (msg(fake.agent_id, 0), f"answer of {fake.agent_id}")
             ]
             assert runtime.handler(fake.agent_id).cancelled_calls == []
-            assert len(runtime.conversations.history(fake.agent_id)) == 2 + 2 * tool_rounds
+            assert (
+                len(runtime.conversations.history(fake.agent_id)) == 2 + 2 * rounds[fake.agent_id]
+            )
         assert_sound(runtime, fakes)
 
     run(scenario)
 
 
 @PROPERTY
-@given(shape=round_shape)
+@given(shape=round_shape, aid=agent_ids, prior=priors)
 def test_property_11_tool_call_identification_and_cancellation(
-    shape: tuple[int, int, int],
+    shape: tuple[int, int, int], aid: str, prior: list[int]
 ) -> None:
     """Feature: agent-concurrent-request-management, Property 11: Tool Call Identification and
     Cancellation."""
 
     async def scenario() -> None:
         runtime = AgentRuntime()
-        fake = host(runtime, "a")
+        fake = host_with_history(runtime, aid, prior)
         calls = await start_tool_round(runtime, fake, *shape)
         running = fake.open_tool()
         assert running is not None
-        handler = runtime.handler("a")
+        handler = runtime.handler(aid)
         assert handler.pending_tool_call() == running.call == calls[shape[2]]
-        assert runtime.conversations.get_last_tool_call("a") == running.call
-        runtime.send(msg("a", 99))
+        assert runtime.conversations.get_last_tool_call(aid) == running.call
+        runtime.send(msg(aid, 99))
         await settle()
         assert running.released and running.cancelled
         assert handler.pending_tool_call() is None
-        assert runtime.conversations.get_last_tool_call("a") is None
+        assert runtime.conversations.get_last_tool_call(aid) is None
 
     run(scenario)
 

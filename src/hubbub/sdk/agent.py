@@ -10,7 +10,11 @@ chat messages to answer (:mod:`hubbub.sdk.decide`), answers them with a ReAct lo
 (:mod:`hubbub.sdk.react`) that calls tools through ``mcp_request`` — so a tool the agent may
 not call directly becomes a proposal a human can approve — and reports its reasoning as
 ``reasoning/start|thought|conclusion`` events (``reasoning/cancel`` when a turn is abandoned).
-Messages are handled one at a time, in arrival order. The guide is ``docs/agent.md``.
+Its turns run in an :class:`~hubbub.sdk.runtime.AgentRuntime` (its own, or one shared by many
+agents): one processing sequence at a time; a message to answer that arrives during a
+tool-calling loop interrupts it, one that arrives after a tool call completed waits (FIFO), and
+one that finds the inbox full is refused with a DM to its sender. The guide is
+``docs/agent.md``.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import contextlib
 import json
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, TypeVar
@@ -34,7 +38,7 @@ from hubbub.errors import (
     ProposalRejected,
     RequestTimeout,
 )
-from hubbub.llm.base import ChatModel, Message, ToolCall, ToolSpec
+from hubbub.llm.base import ChatModel, Completion, Message, ToolCall, ToolSpec
 from hubbub.llm.factory import create_model
 from hubbub.protocol.envelope import Envelope
 from hubbub.sdk.agent_config import AgentConfig
@@ -42,6 +46,7 @@ from hubbub.sdk.decide import Decision, ResponsePolicy, chat_text, where
 from hubbub.sdk.discovery import DiscoveredTool, Discovery, ToolDirectory
 from hubbub.sdk.participant import Participant
 from hubbub.sdk.react import ReActLoop, Turn
+from hubbub.sdk.runtime import Aborted, AgentMessage, AgentRuntime, QueueFull
 from hubbub.sdk.tools import Tool, result_text
 
 log = logging.getLogger("hubbub.agent")
@@ -66,8 +71,10 @@ class Agent:
 
     Construct with keyword options or an :class:`~hubbub.sdk.AgentConfig` (see
     ``AgentConfig.load`` for files and the environment); ``model`` overrides the provider the
-    config picks. ``agent.participant`` is the :class:`~hubbub.sdk.Participant` it speaks
-    through; ``@agent.tool`` offers the agent's own tools (to others and to its model).
+    config picks; ``runtime`` hosts the agent's turns in a shared
+    :class:`~hubbub.sdk.runtime.AgentRuntime` (default: a private one with ``queue_limit``).
+    ``agent.participant`` is the :class:`~hubbub.sdk.Participant` it speaks through;
+    ``@agent.tool`` offers the agent's own tools (to others and to its model).
     """
 
     def __init__(
@@ -76,6 +83,7 @@ class Agent:
         /,
         *,
         model: ChatModel | None = None,
+        runtime: AgentRuntime | None = None,
         **fields: Any,
     ) -> None:
         if config is None:
@@ -104,16 +112,28 @@ class Agent:
             prompts=config.prompts,
             max_iterations=config.max_iterations,
             reasoning_enabled=config.reasoning_enabled,
-            history_limit=config.history_limit,
-            on_thought=self._thought,
+        )
+        """Builds each model call's prompts (system, ``reason``/``act``/``respond``)."""
+        self.runtime = runtime or AgentRuntime(max_queue=config.queue_limit)
+        """Runs the agent's turns: one at a time, interrupted or queued by new messages."""
+        self.runtime.register(
+            config.participant_id,
+            self._call_model,
+            self._call_tool,
+            on_tool_result=self._observed,
+            on_input=self._begin_turn,
+            on_reply=self._answered,
+            on_error=self._turn_failed,
+            max_rounds=config.max_iterations,
         )
         self.decisions: deque[DecisionRecord] = deque(maxlen=_DECISIONS_KEPT)
         """Recent decisions about chat messages, oldest first."""
         self.current: Turn | None = None
         """The turn being answered, if any."""
-        self._queue: asyncio.Queue[Envelope] = asyncio.Queue()
-        self._worker: asyncio.Task[None] | None = None
-        self._turn_task: asyncio.Task[None] | None = None
+        self._triggers: dict[str, Envelope] = {}
+        """Chat messages handed to the runtime and not yet taken in, by envelope id."""
+        self._deciding: set[asyncio.Task[Decision]] = set()
+        self._last_decision: asyncio.Task[Decision] | None = None
         self._changed = asyncio.Event()
         self._waiters: list[tuple[Callable[[DecisionRecord], bool], asyncio.Future[Any]]] = []
         self._warned_reasoning = False
@@ -132,10 +152,6 @@ class Agent:
         """Connect, start discovering tools, and start answering messages."""
         if self._stopped:
             raise NotConnected("this agent was stopped; create a new Agent to connect again")
-        if self._worker is None or self._worker.done():
-            self._worker = asyncio.get_running_loop().create_task(
-                self._work(), name=f"hubbub-agent-{self.id}"
-            )
         log.info(
             "%s: starting with model %s (reasoning %s, auto_respond %s)",
             self.id,
@@ -146,7 +162,7 @@ class Agent:
         try:
             await self.participant.connect()
         except BaseException:
-            await self._stop_worker()
+            await self._stop_turns()
             raise
 
     async def stop(self) -> None:
@@ -156,7 +172,7 @@ class Agent:
         if self._stopped:
             return
         self._stopped = True
-        await self._stop_worker()
+        await self._stop_turns()
         await self.discovery.close()
         await self.participant.disconnect()
         await self.model.aclose()
@@ -172,12 +188,16 @@ class Agent:
         finally:
             await self.stop()
 
-    async def _stop_worker(self) -> None:
-        task, self._worker = self._worker, None
-        if task is not None and not task.done():
+    async def _stop_turns(self) -> None:
+        """Stop deciding, leave the runtime (abandoning the turn: ``reasoning/cancel``)."""
+        for task in list(self._deciding):
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await asyncio.gather(*self._deciding, return_exceptions=True)
+        await self.runtime.unregister(self.id)
+        turn, self.current = self.current, None
+        if turn is not None:
+            await self._cancel_reasoning(turn, "cancelled")
+        self._triggers.clear()
 
     async def __aenter__(self) -> Agent:
         """Start."""
@@ -310,20 +330,28 @@ class Agent:
         if env.from_ == self.id:
             self._record(env, Decision(False, "own_message", "my own message"))
             return
-        self._queue.put_nowait(env)
+        task = asyncio.get_running_loop().create_task(
+            self._decide_in_order(env, self._last_decision), name=f"hubbub-decide-{env.id}"
+        )
+        self._last_decision = task
+        self._deciding.add(task)
+        task.add_done_callback(self._decided)
 
-    async def _work(self) -> None:
-        while True:
-            env = await self._queue.get()
-            try:
-                await self.handle(env)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("%s: failed to handle message %s", self.id, env.id)
+    def _decided(self, task: asyncio.Task[Decision]) -> None:
+        self._deciding.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("%s: failed to handle a message: %s", self.id, task.exception())
+
+    async def _decide_in_order(
+        self, env: Envelope, previous: asyncio.Task[Decision] | None
+    ) -> Decision:
+        if previous is not None:  # decisions (and deliveries) keep the arrival order
+            await asyncio.wait([previous])
+        return await self.handle(env)
 
     async def handle(self, env: Envelope) -> Decision:
-        """Decide about one chat message and answer it if so (what the agent does for each)."""
+        """Decide about one chat message and, to answer it, hand it to the runtime (it starts
+        a turn, interrupts the current one, waits in the inbox or is refused when it is full)."""
         now = asyncio.get_running_loop().time()
         decision = self.policy.quick(env, now)
         if decision is None:
@@ -331,28 +359,46 @@ class Agent:
         self._record(env, decision)
         if decision.respond:
             self.policy.answered(where(env), now)
-            task = asyncio.get_running_loop().create_task(self._answer(env))
-            self._turn_task = task
-            try:
-                await task  # cancelling the worker cancels the turn too
-            except asyncio.CancelledError:
-                me = asyncio.current_task()
-                if me is not None and me.cancelling():
-                    raise
-                # only the turn was cancelled (a reasoning/cancel): carry on with the next
-            finally:
-                self._turn_task = None
+            await self._deliver(env)
         return decision
 
+    async def _deliver(self, env: Envelope) -> None:
+        message = AgentMessage(
+            self.id, f"{env.from_}: {chat_text(env)}", sender=env.from_, id=env.id
+        )
+        self._triggers[env.id] = env
+        try:
+            delivery = self.runtime.send(message)
+        except QueueFull as exc:
+            del self._triggers[env.id]
+            await self._refuse(env, exc)
+            return
+        log.info("%s: message %s %s", self.id, env.id, delivery.value)
+
+    async def _refuse(self, env: Envelope, exc: QueueFull) -> None:
+        """Tell the sender, by DM, that the message was rejected (the inbox is full)."""
+        text = (
+            f"Sorry, I cannot take your message now: my inbox is full ({exc.limit} waiting). "
+            "Please send it again later."
+        )
+        reply = Envelope(kind="chat", to=[env.from_], correlation_id=[env.id],
+                         payload={"text": text, "error": "queue_full"})  # fmt: skip
+        if not self.participant.can_send(reply):
+            log.error("%s: rejected message %s and may not tell %s", self.id, env.id, env.from_)
+            return
+        with contextlib.suppress(HubbubError):
+            await self.participant.client.send(reply)
+
     def _on_reasoning_cancel(self, env: Envelope) -> None:
-        turn, task = self.current, self._turn_task
-        if env.from_ == self.id or turn is None or task is None or task.done():
+        turn = self.current
+        if env.from_ == self.id or turn is None:
             return
         if turn.reasoning_id is None or env.context != turn.reasoning_id:
             return
         log.info("%s: %s cancelled the turn answering %s", self.id, env.from_, turn.trigger.id)
         turn.cancelled_by = env.from_
-        task.cancel()
+        if not self.runtime.cancel(self.id):
+            turn.cancelled_by = None
 
     def _record(self, env: Envelope, decision: Decision) -> None:
         record = DecisionRecord(env, decision)
@@ -374,32 +420,87 @@ class Agent:
 
     # ------------------------------------------------------------------ answering
 
-    async def _answer(self, trigger: Envelope) -> None:
-        turn = Turn(trigger, f"{trigger.from_}: {chat_text(trigger)}")
+    @property
+    def history(self) -> list[Message]:
+        """The agent's conversation (a copy), as the runtime holds it."""
+        return self.runtime.conversations.history(self.id)
+
+    async def _begin_turn(self, message: AgentMessage) -> None:
+        """A message became the latest content: a new turn (the one it supersedes is
+        cancelled with ``reasoning/cancel``, reason ``interrupted``)."""
+        previous = self.current
+        if previous is not None:
+            note = f"interrupted by message {message.id}"
+            await self._cancel_reasoning(previous, "interrupted", note)
+        trigger = self._triggers.pop(message.id, None) or Envelope(kind="chat", id=message.id)
+        turn = Turn(trigger, message.content)
         self.current = turn
-        try:
-            if self.config.reasoning_enabled:
-                turn.reasoning_id = await self._start_reasoning(trigger)
-            answer = await self.loop.run(turn)
-            if turn.reasoning_id is not None:
-                used = ", ".join(dict.fromkeys(turn.actions))
-                summary = f"answered using {used}" if used else "answered directly"
-                await self._reasoning(turn, "reasoning/conclusion", {"message": summary})
-            if answer:
-                await self._reply(trigger, answer)
-            else:
-                log.warning("%s: the model gave an empty answer to %s", self.id, trigger.id)
-        except asyncio.CancelledError:
+        self._trim()
+        if self.config.reasoning_enabled:
+            turn.reasoning_id = await self._start_reasoning(trigger)
+
+    def _trim(self) -> None:
+        """Keep at most ``history_limit`` messages, starting at a user message."""
+        history = self.history
+        if len(history) <= self.config.history_limit:
+            return
+        kept = history[-self.config.history_limit :]
+        while kept and kept[0].role != "user":
+            kept.pop(0)
+        self.runtime.conversations.replace(self.id, kept)
+
+    def _turn(self) -> Turn:
+        if self.current is None:
+            raise RuntimeError(f"{self.id}: no turn in progress")
+        return self.current
+
+    async def _call_model(self, history: Sequence[Message]) -> Completion:
+        turn = self._turn()
+        turn.iterations += 1
+        final = turn.iterations > self.config.max_iterations
+        specs = self.specs()
+        request = self.loop.request(turn, history, specs, final=final)
+        completion = await self.loop.call_model(request, specs)
+        if completion.tool_calls and not final and self.config.reasoning_enabled:
+            await self._reasoning(turn, "reasoning/thought", self.loop.thought(completion))
+        return completion
+
+    async def _call_tool(self, call: ToolCall) -> Message:
+        turn = self._turn()
+        turn.actions.append(self.label(call.name))
+        return await self.run(turn, call)
+
+    async def _observed(self, call: ToolCall, result: Message) -> None:
+        turn = self._turn()
+        label = self.label(call.name)
+        turn.observations.append(f"{label}: {result.content}")
+        if self.config.reasoning_enabled:
+            await self._reasoning(turn, "reasoning/thought", self.loop.observation(label, result))
+
+    async def _answered(self, _message: AgentMessage, answer: str) -> None:
+        turn, self.current = self._turn(), None
+        if turn.reasoning_id is not None:
+            used = ", ".join(dict.fromkeys(turn.actions))
+            summary = f"answered using {used}" if used else "answered directly"
+            await self._reasoning(turn, "reasoning/conclusion", {"message": summary})
+        if answer:
+            await self._reply(turn.trigger, answer)
+        else:
+            log.warning("%s: the model gave an empty answer to %s", self.id, turn.trigger.id)
+
+    async def _turn_failed(self, message: AgentMessage, exc: BaseException) -> None:
+        turn, self.current = self.current, None
+        if turn is None:
+            log.error("%s: could not process %s: %s", self.id, message.id, exc)
+            return
+        if isinstance(exc, Aborted):
             by = f"cancelled by {turn.cancelled_by}" if turn.cancelled_by else ""
             await self._cancel_reasoning(turn, "cancelled", by)
-            raise
-        except Exception as exc:
-            log.error("%s: could not answer %s: %s", self.id, trigger.id, exc)
-            await self._cancel_reasoning(turn, "error", str(exc))
-            with contextlib.suppress(HubbubError):
-                await self._reply(trigger, f"Sorry, I could not answer: {exc}")
-        finally:
-            self.current = None
+            return
+        log.error("%s: could not answer %s: %s", self.id, turn.trigger.id, exc)
+        await self._cancel_reasoning(turn, "error", str(exc))
+        with contextlib.suppress(HubbubError):
+            await self._reply(turn.trigger, f"Sorry, I could not answer: {exc}")
 
     def _route(self, trigger: Envelope) -> dict[str, Any]:
         """Where envelopes about ``trigger`` go: its channel, or a DM back to its sender."""
@@ -444,9 +545,6 @@ class Agent:
                 return sent.id
         finally:
             echo.cancel()
-
-    async def _thought(self, turn: Turn, payload: dict[str, Any]) -> None:
-        await self._reasoning(turn, "reasoning/thought", payload)
 
     async def _reasoning(self, turn: Turn, kind: str, payload: dict[str, Any]) -> None:
         if turn.reasoning_id is None:

@@ -155,6 +155,8 @@ class AgentConfig:
     discovery_retries: int = 3
     discovery_retry_delay: float = 0.5
     history_limit: int = 60
+    queue_limit: int = 100
+    """Messages waiting for the agent (while it answers) before new ones are rejected."""
 
     def __post_init__(self) -> None:
         if not self.participant_id:
@@ -181,6 +183,7 @@ class AgentConfig:
             (self.rate_limit_per_minute >= 0, "rate_limit_per_minute must be >= 0 (0 = off)"),
             (self.discovery_retries >= 0, "discovery_retries must be >= 0"),
             (self.history_limit >= 4, "history_limit must be >= 4"),
+            (self.queue_limit >= 1, "queue_limit must be >= 1"),
         ]
         for name in (
             "request_timeout",

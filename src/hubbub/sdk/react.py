@@ -17,7 +17,7 @@ the seams where a runtime can interrupt a turn.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -53,20 +53,21 @@ class Turn:
     """Id of this turn's ``reasoning/start`` (the ``context`` of its reasoning events)."""
     actions: list[str] = field(default_factory=list)
     """``participant/tool`` of every tool called, in order."""
+    observations: list[str] = field(default_factory=list)
+    """``participant/tool: result`` of every tool call, in order (for the ``act`` prompt)."""
     iterations: int = 0
     cancelled_by: str | None = None
     """Who sent the ``reasoning/cancel`` that stopped this turn, if anyone did."""
 
 
-ThoughtSink = Callable[[Turn, dict[str, Any]], Awaitable[None]]
-
-
-async def _no_thoughts(turn: Turn, payload: dict[str, Any]) -> None:
-    return None
-
-
 class ReActLoop:
-    """The reason-act-observe loop of one agent, with its conversation history."""
+    """The prompts and model calls of one agent's ReAct turns.
+
+    The tool-calling loop itself and the conversation history belong to the agent runtime
+    (:mod:`hubbub.sdk.runtime`), which can interrupt it; this class builds each call's
+    messages (system prompt plus the ``reason``/``act``/``respond`` instruction) and the
+    ``reasoning/thought`` payloads.
+    """
 
     def __init__(
         self,
@@ -78,8 +79,6 @@ class ReActLoop:
         prompts: Prompts | None = None,
         max_iterations: int = 5,
         reasoning_enabled: bool = True,
-        history_limit: int = 60,
-        on_thought: ThoughtSink = _no_thoughts,
     ) -> None:
         self.model = model
         self.tools = tools
@@ -88,55 +87,8 @@ class ReActLoop:
         self.system_prompt = self.prompts.system or system_prompt or DEFAULT_SYSTEM_PROMPT
         self.max_iterations = max_iterations
         self.reasoning_enabled = reasoning_enabled
-        self.history_limit = history_limit
-        self.on_thought = on_thought
-        self.history: list[Message] = []
-        """The conversation so far (system prompts are not stored; they are built per call)."""
 
-    # ------------------------------------------------------------------ the loop
-
-    async def run(self, turn: Turn) -> str:
-        """Answer ``turn``; return the final text (may be empty).
-
-        If the turn is cancelled or fails, tool calls left without a result get one saying
-        so, so the history stays a valid conversation for the next turn.
-        """
-        self._trim()
-        self.history.append(Message.user(turn.input))
-        try:
-            return await self._iterate(turn)
-        except BaseException:
-            self._close_open_calls()
-            raise
-
-    async def _iterate(self, turn: Turn) -> str:
-        observations: list[str] = []
-        for iteration in range(1, self.max_iterations + 1):
-            turn.iterations = iteration
-            specs = self.tools.specs()
-            instruction = None
-            if self.reasoning_enabled:
-                template = self.prompts.reason if iteration == 1 else self.prompts.act
-                instruction = self._fill(template, turn, specs, observations)
-            completion = await self.call_model(self._messages(instruction, specs), specs)
-            self.history.append(completion.message())
-            if not completion.tool_calls:
-                return completion.text.strip()
-            if self.reasoning_enabled:
-                await self.on_thought(turn, self._thought(completion))
-            for call in completion.tool_calls:  # every call of the turn, in order
-                result = await self.execute_tool(turn, call)
-                self.history.append(result)
-                label = self.tools.label(call.name)
-                observations.append(f"{label}: {result.content}")
-                if self.reasoning_enabled:
-                    await self.on_thought(turn, self._observation(label, result))
-        # out of iterations: one last call asks for the answer from what was observed
-        specs = self.tools.specs()
-        instruction = self._fill(self.prompts.respond, turn, specs, observations)
-        completion = await self.call_model(self._messages(instruction, specs), specs)
-        self.history.append(Message.assistant(completion.text))  # further calls are dropped
-        return completion.text.strip()
+    # ------------------------------------------------------------------ model calls
 
     async def call_model(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec]
@@ -151,18 +103,32 @@ class ReActLoop:
         )
         return completion
 
-    async def execute_tool(self, turn: Turn, call: ToolCall) -> Message:
-        """One tool execution; its result message (tool failures are results, not raises)."""
-        turn.actions.append(self.tools.label(call.name))
-        return await self.tools.run(turn, call)
-
     # ------------------------------------------------------------------ helpers
 
-    def _messages(self, instruction: str | None, specs: Sequence[ToolSpec]) -> list[Message]:
+    def request(
+        self, turn: Turn, history: Sequence[Message], specs: Sequence[ToolSpec], *, final: bool
+    ) -> list[Message]:
+        """The messages of model call ``turn.iterations`` over ``history`` (an agent hosted
+        by the runtime builds each call with this): system prompt, then the ``reason``
+        (first call), ``act`` (later calls) or ``respond`` (``final``) instruction."""
+        instruction = None
+        if final:
+            instruction = self._fill(self.prompts.respond, turn, specs, turn.observations)
+        elif self.reasoning_enabled:
+            template = self.prompts.reason if turn.iterations <= 1 else self.prompts.act
+            instruction = self._fill(template, turn, specs, turn.observations)
+        return self._messages(instruction, specs, history)
+
+    def _messages(
+        self,
+        instruction: str | None,
+        specs: Sequence[ToolSpec],
+        history: Sequence[Message],
+    ) -> list[Message]:
         system = fill(self.system_prompt, {"name": self.name, "tools": _names(specs)})
         if instruction:
             system = f"{system}\n\n{instruction}"
-        return [Message.system(system), *self.history]
+        return [Message.system(system), *history]
 
     def _fill(
         self, template: str, turn: Turn, specs: Sequence[ToolSpec], observations: list[str]
@@ -178,7 +144,7 @@ class ReActLoop:
             },
         )
 
-    def _thought(self, completion: Completion) -> dict[str, Any]:
+    def thought(self, completion: Completion) -> dict[str, Any]:
         labels = [self.tools.label(c.name) for c in completion.tool_calls]
         actions: list[dict[str, Any]] = [
             {"tool": label, "arguments": c.arguments}
@@ -187,35 +153,12 @@ class ReActLoop:
         names = ", ".join(labels)
         return {"message": completion.text.strip() or f"I will call {names}.", "actions": actions}
 
-    def _observation(self, label: str, result: Message) -> dict[str, Any]:
+    def observation(self, label: str, result: Message) -> dict[str, Any]:
         outcome = "failed" if result.is_error else "returned"
         return {
             "message": f"{label} {outcome}: {_short(result.content)}",
             "observation": {"tool": label, "result": result.content, "is_error": result.is_error},
         }
-
-    def _close_open_calls(self) -> None:
-        """Answer the last assistant message's tool calls that have no result yet."""
-        for index in range(len(self.history) - 1, -1, -1):
-            message = self.history[index]
-            if message.role == "assistant":
-                answered = {m.tool_call_id for m in self.history[index + 1 :]}
-                for call in message.tool_calls:
-                    if call.id not in answered:
-                        text = "not run: the turn was interrupted before this call finished"
-                        self.history.append(Message.tool_result(call, text, is_error=True))
-                return
-            if message.role == "user":
-                return
-
-    def _trim(self) -> None:
-        """Keep at most ``history_limit`` messages, starting at a user message."""
-        if len(self.history) <= self.history_limit:
-            return
-        kept = self.history[-self.history_limit :]
-        while kept and kept[0].role != "user":
-            kept.pop(0)
-        self.history = kept
 
 
 def _names(specs: Sequence[ToolSpec]) -> str:
@@ -227,4 +170,4 @@ def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-__all__ = ["ReActLoop", "ThoughtSink", "ToolRunner", "Turn"]
+__all__ = ["ReActLoop", "ToolRunner", "Turn"]

@@ -20,11 +20,19 @@ from hubbub.sdk.runtime.conversation import (
     check_history,
     history_problems,
 )
-from hubbub.sdk.runtime.llm_handler import CancelOutcome, LLMHandler, ModelFn, Phase, ToolFn
+from hubbub.sdk.runtime.llm_handler import (
+    Aborted,
+    CancelOutcome,
+    LLMHandler,
+    ModelFn,
+    Phase,
+    ToolFn,
+)
 from hubbub.sdk.runtime.runtime import AgentRuntime, Reply
 
 __all__ = [
     "DEFAULT_MAX_QUEUE",
+    "Aborted",
     "ActiveSet",
     "AgentMessage",
     "AgentRuntime",

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, TypeVar
 
+from hubbub.errors import HubbubError
 from hubbub.llm.base import Completion, Message, ToolCall
 from hubbub.sdk.runtime.bus import AgentMessage
 from hubbub.sdk.runtime.conversation import ConversationManager
@@ -30,6 +32,8 @@ ToolFn = Callable[[ToolCall], Awaitable[Message]]
 """Execute one tool call and return its ``tool`` result message (cancellable)."""
 ResultHook = Callable[[ToolCall, Message], Awaitable[None]]
 """Awaited after a result is recorded (reporting it); part of the non-interruptible phase."""
+InputHook = Callable[[AgentMessage], Awaitable[None]]
+"""Awaited when a message becomes the latest content (a new turn starts); not interruptible."""
 NextMessage = Callable[[], AgentMessage | None]
 """Asked before each model call: a message to take in now (a retried interruption)."""
 
@@ -61,6 +65,10 @@ class CancelOutcome(enum.Enum):
     """No sequence is running."""
 
 
+class Aborted(HubbubError):
+    """The processing of a message was abandoned (:meth:`LLMHandler.abort`)."""
+
+
 class _Interrupted(Exception):
     """Internal: the child call was cancelled by an interruption."""
 
@@ -81,6 +89,7 @@ class LLMHandler:
         *,
         cancellable: Callable[[ToolCall], bool] = _always,
         on_tool_result: ResultHook | None = None,
+        on_input: InputHook | None = None,
         next_message: NextMessage | None = None,
         max_rounds: int = DEFAULT_MAX_ROUNDS,
     ) -> None:
@@ -90,6 +99,7 @@ class LLMHandler:
         self.tools = tools
         self.cancellable = cancellable
         self.on_tool_result = on_tool_result
+        self.on_input = on_input
         self.next_message = next_message
         self.max_rounds = max_rounds
         self.phase = Phase.IDLE
@@ -101,6 +111,7 @@ class LLMHandler:
         """Interrupting messages accepted but not taken in (the sequence died first)."""
         self._child: asyncio.Future[Any] | None = None
         self._interrupts: list[AgentMessage] = []
+        self._aborted = False
 
     # ------------------------------------------------------------------ public
 
@@ -123,6 +134,17 @@ class LLMHandler:
         self._interrupts.append(message)
         return CancelOutcome.CANCELLED
 
+    def abort(self) -> bool:
+        """Abandon the message being processed: cancel the in-flight call, roll back its
+        pending tool round and end :meth:`process` with :class:`Aborted`. ``False`` when
+        nothing is being processed."""
+        if self.phase is Phase.IDLE:
+            return False
+        self._aborted = True
+        if self._child is not None and not self._child.done():
+            self._child.cancel()
+        return True
+
     def reset(self) -> None:
         """Forget any in-flight state (state recovery after the sequence died)."""
         if self._child is not None and not self._child.done():
@@ -136,8 +158,10 @@ class LLMHandler:
         """Answer ``message`` (and any message that interrupts it); return the final text."""
         self.conversation.append(self.agent_id, Message.user(message.content))
         try:
+            await self._took_in([message])
             return await self._loop()
         finally:
+            self._aborted = False
             if self.conversation.has_checkpoint(self.agent_id):
                 self.conversation.rollback_pending_tool_calls(self.agent_id)
             self.orphaned.extend(self._interrupts)  # the runtime queues them again
@@ -158,6 +182,7 @@ class LLMHandler:
                     )
                     self.conversation.append(self.agent_id, Message.user(taken.content))
                     rounds = 0
+                    await self._took_in([taken])
             try:
                 history = self.conversation.history(self.agent_id)
                 completion = await self._child_call(Phase.MODEL, None, self.model(history))
@@ -183,9 +208,20 @@ class LLMHandler:
                 self.current_call = None
             except _Interrupted:
                 rounds = 0
-                self._take_interrupts()
+                await self._took_in(self._take_interrupts())
+
+    async def _took_in(self, messages: list[AgentMessage]) -> None:
+        """Tell ``on_input`` about each message taken in (not interruptible: it queues)."""
+        if self.on_input is None:
+            return
+        self.phase = Phase.RECORDING
+        for message in messages:
+            await self.on_input(message)
 
     async def _child_call(self, phase: Phase, call: ToolCall | None, work: Awaitable[T]) -> T:
+        if self._aborted:
+            _close(work)
+            raise Aborted(f"{self.agent_id}: processing abandoned")
         child: asyncio.Future[T] = asyncio.ensure_future(_wrap(work))
         self._child = child
         self.phase = phase
@@ -194,16 +230,19 @@ class LLMHandler:
             result = await child
         except asyncio.CancelledError:
             me = asyncio.current_task()
+            if self._aborted and not (me is not None and me.cancelling()):
+                raise Aborted(f"{self.agent_id}: processing abandoned") from None
             if not self._interrupts or (me is not None and me.cancelling()):
                 raise
             raise _Interrupted from None
         finally:
             self._child = None
+            _close(work)  # cancelled before it started: never awaited
         if self._interrupts:  # the call ignored its cancellation: the interruption still wins
             raise _Interrupted
         return result
 
-    def _take_interrupts(self) -> None:
+    def _take_interrupts(self) -> list[AgentMessage]:
         pending = self.current_call if self.phase is Phase.TOOL else None
         removed = self.conversation.rollback_pending_tool_calls(self.agent_id)
         for gone in removed:
@@ -219,15 +258,24 @@ class LLMHandler:
             ", ".join(m.id for m in messages),
             len(removed),
         )
+        return messages
 
 
 async def _wrap(work: Awaitable[T]) -> T:
     return await work
 
 
+def _close(work: Awaitable[Any]) -> None:
+    """Close ``work`` if it is a coroutine that never started (no "never awaited" warning)."""
+    if inspect.iscoroutine(work) and inspect.getcoroutinestate(work) == inspect.CORO_CREATED:
+        work.close()
+
+
 __all__ = [
     "DEFAULT_MAX_ROUNDS",
+    "Aborted",
     "CancelOutcome",
+    "InputHook",
     "LLMHandler",
     "ModelFn",
     "NextMessage",

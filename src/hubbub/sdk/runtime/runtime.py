@@ -10,9 +10,11 @@ completed, or cannot be cancelled) waits in the agent's FIFO inbox. The guide is
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from hubbub.llm.base import ToolCall
 from hubbub.sdk.runtime.active import ActiveSet
@@ -26,7 +28,9 @@ from hubbub.sdk.runtime.bus import (
 from hubbub.sdk.runtime.conversation import ConversationManager, history_problems
 from hubbub.sdk.runtime.llm_handler import (
     DEFAULT_MAX_ROUNDS,
+    Aborted,
     CancelOutcome,
+    InputHook,
     LLMHandler,
     ModelFn,
     Phase,
@@ -36,10 +40,12 @@ from hubbub.sdk.runtime.llm_handler import (
 
 log = logging.getLogger("hubbub.sdk.runtime")
 
-ReplyHook = Callable[[AgentMessage, str], None]
-"""Called with the message a sequence answered and the final text."""
-ErrorHook = Callable[[AgentMessage, BaseException], None]
-"""Called when processing a message failed."""
+T = TypeVar("T")
+
+ReplyHook = Callable[[AgentMessage, str], Awaitable[None] | None]
+"""Called (and awaited, if async) with the message a sequence started with and the final text."""
+ErrorHook = Callable[[AgentMessage, BaseException], Awaitable[None] | None]
+"""Called (and awaited, if async) when processing a message failed."""
 InconsistencyHook = Callable[[str, list[str]], None]
 """Called with an agent id and the inconsistencies found (and repaired) for it."""
 
@@ -56,6 +62,7 @@ class Reply:
 class _Hosted:
     handler: LLMHandler
     on_reply: ReplyHook | None
+    on_error: ErrorHook | None = None
     task: asyncio.Task[None] | None = None
     retry_interrupt: bool = False
     replies: list[Reply] = field(default_factory=list)
@@ -99,10 +106,16 @@ class AgentRuntime:
         *,
         cancellable: Callable[[ToolCall], bool] = _always,
         on_tool_result: ResultHook | None = None,
+        on_input: InputHook | None = None,
         on_reply: ReplyHook | None = None,
+        on_error: ErrorHook | None = None,
         max_rounds: int = DEFAULT_MAX_ROUNDS,
     ) -> LLMHandler:
-        """Host ``agent_id`` with its model and tool executor; return its handler."""
+        """Host ``agent_id`` with its model and tool executor; return its handler.
+
+        ``on_input`` is awaited whenever a message becomes the agent's latest content (at the
+        start of a sequence and for every interrupting message); ``on_error`` is this agent's
+        own error hook (besides the runtime's)."""
         if agent_id in self._agents:
             raise ValueError(f"agent {agent_id!r} is already hosted by this runtime")
         handler = LLMHandler(
@@ -112,11 +125,29 @@ class AgentRuntime:
             tools,
             cancellable=cancellable,
             on_tool_result=on_tool_result,
+            on_input=on_input,
             next_message=lambda: self._retried(agent_id),
             max_rounds=max_rounds,
         )
-        self._agents[agent_id] = _Hosted(handler, on_reply)
+        self._agents[agent_id] = _Hosted(handler, on_reply, on_error)
         return handler
+
+    async def unregister(self, agent_id: str) -> None:
+        """Stop hosting ``agent_id``: its sequence is cancelled and waiting messages dropped."""
+        hosted = self._agents.pop(agent_id, None)
+        if hosted is None:
+            return
+        if hosted.task is not None:
+            hosted.task.cancel()
+            await asyncio.gather(hosted.task, return_exceptions=True)
+        while self.bus.pop(agent_id) is not None:
+            pass
+        self.active.discard(agent_id)
+
+    def cancel(self, agent_id: str) -> bool:
+        """Abandon the message ``agent_id`` is processing (its error hook gets
+        :class:`Aborted`); waiting messages are still delivered. ``False`` if it is idle."""
+        return self._hosted(agent_id).handler.abort()
 
     def handler(self, agent_id: str) -> LLMHandler:
         """The LLM handler of ``agent_id``."""
@@ -191,20 +222,24 @@ class AgentRuntime:
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
-                    log.exception("%s: processing message %s failed", agent_id, message.id)
-                    if self.on_error is not None:
-                        self.on_error(message, exc)
+                    if isinstance(exc, Aborted):
+                        log.info("%s: processing of message %s abandoned", agent_id, message.id)
+                    else:
+                        log.exception("%s: processing message %s failed", agent_id, message.id)
+                    for on_error in (self.on_error, hosted.on_error):
+                        if on_error is not None:
+                            await _call(on_error, message, exc)
                 else:
                     reply = Reply(message, text)
                     hosted.replies.append(reply)
                     if hosted.on_reply is not None:
-                        hosted.on_reply(message, text)
+                        await _call(hosted.on_reply, message, text)
                 finally:
                     self._requeue_orphans(hosted)
                 hosted.retry_interrupt = False
                 message = self.bus.pop(agent_id)
         finally:
-            if hosted.task is asyncio.current_task():
+            if hosted.task is asyncio.current_task() and self._agents.get(agent_id) is hosted:
                 self.active.discard(agent_id)
                 hosted.task = None
 
@@ -288,6 +323,18 @@ class AgentRuntime:
             return self._agents[agent_id]
         except KeyError:
             raise UnknownAgent(f"no agent {agent_id!r} is hosted by this runtime") from None
+
+
+async def _call(
+    hook: Callable[[AgentMessage, T], Awaitable[None] | None], message: AgentMessage, arg: T
+) -> None:
+    """Run a reply or error hook (awaited if async); a failing hook is logged, not raised."""
+    try:
+        result = hook(message, arg)
+        if inspect.isawaitable(result):
+            await result
+    except Exception:
+        log.exception("%s: a hook failed for message %s", message.agent_id, message.id)
 
 
 __all__ = ["AgentRuntime", "ErrorHook", "InconsistencyHook", "Reply", "ReplyHook"]
