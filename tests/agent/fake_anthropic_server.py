@@ -18,6 +18,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.agent.fake_server_base import FakeModelServer
+
 
 @dataclass
 class Turn:
@@ -31,40 +33,23 @@ class Turn:
     error: str = ""
 
 
-class FakeAnthropicServer:
+class FakeAnthropicServer(FakeModelServer):
     """``async with FakeAnthropicServer() as server: server.base_url``."""
 
+    path = "/v1/messages"
+
     def __init__(self, model: str = "claude-fake") -> None:
-        self.model = model
+        super().__init__(model)
         self.turns: deque[Turn] = deque()
-        self.requests: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        self.streaming = asyncio.Event()
-        self.disconnected = asyncio.Event()
-        self.disconnected_at: float | None = None
-        self._runner: web.AppRunner | None = None
-        self.port = 0
 
     @property
     def base_url(self) -> str:
         """What to pass to the anthropic client as ``base_url``."""
         return f"http://127.0.0.1:{self.port}"
 
-    async def __aenter__(self) -> FakeAnthropicServer:
-        app = web.Application()
-        app.router.add_post("/v1/messages", self._messages)
-        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        server = site._server
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._runner is not None
-        await self._runner.cleanup()
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """Answer one request."""
+        return await self._messages(request)
 
     @staticmethod
     def _event(name: str, data: dict[str, Any]) -> bytes:

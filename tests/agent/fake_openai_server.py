@@ -19,6 +19,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.agent.fake_server_base import FakeModelServer
+
 
 @dataclass
 class Reply:
@@ -37,43 +39,24 @@ def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(FakeModelServer):
     """The server; ``async with FakeOpenAIServer() as server: server.base_url``."""
 
+    path = "/v1/chat/completions"
+
     def __init__(self, model: str = "fake-model") -> None:
-        self.model = model
+        super().__init__(model)
         self.replies: deque[Reply] = deque()
         self.default = Reply(text="ok")
-        self.requests: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        self.streaming = asyncio.Event()
-        """Set when a ``hang`` reply has sent its first chunks."""
-        self.disconnected = asyncio.Event()
-        self.disconnected_at: float | None = None
-        self._runner: web.AppRunner | None = None
-        self.port = 0
 
     @property
     def base_url(self) -> str:
         """What to pass to the openai client as ``base_url``."""
         return f"http://127.0.0.1:{self.port}/v1"
 
-    async def __aenter__(self) -> FakeOpenAIServer:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self._completions)
-        # handler_cancellation: the handler is cancelled the moment the client disconnects
-        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        server = site._server
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._runner is not None
-        await self._runner.cleanup()
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """Answer one request."""
+        return await self._completions(request)
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
         body = {
