@@ -573,3 +573,10 @@ def test_cached_set_agrees_with_uncached_matches(
     for kind, payload in queries + queries:
         expected = any(matches(cap, kind, payload) for cap in caps)
         assert cap_set.allows(kind, payload) is expected
+
+
+def test_a_runaway_regex_denies_instead_of_stalling() -> None:
+    """A catastrophic pattern gives up after a few ms and counts as no match."""
+    caps = CapabilitySet([{"kind": "chat", "payload": {"text": "/^(a|aa)+$/"}}])
+    assert caps.allows("chat", {"text": "aaaa"})
+    assert not caps.allows("chat", {"text": "a" * 40 + "!"})

@@ -14,10 +14,13 @@ lookup.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final
+
+import regex
 
 __all__ = [
     "Capability",
@@ -29,6 +32,7 @@ __all__ = [
 ]
 
 Capability = dict[str, Any]
+log = logging.getLogger("hubbub.capabilities")
 
 # A compiled pattern for one JSON value (payload side) or one string (kind side).
 _ValueMatcher = Callable[[object], bool]
@@ -97,19 +101,41 @@ def _is_literal(pattern: str) -> bool:
     return not (len(pattern) >= 2 and pattern[0] == "/" and pattern[-1] == "/")
 
 
+REGEX_TIMEOUT_S = 0.005
+"""Longest a capability regex may run on one value; past it the value does not match."""
+
+
+def _bounded_search(compiled: regex.Pattern[str], pattern: str) -> _StrMatcher:
+    """A regex search that cannot stall the gateway: a runaway pattern counts as no match."""
+
+    def search(value: str) -> bool:
+        try:
+            return compiled.search(value, timeout=REGEX_TIMEOUT_S) is not None
+        except TimeoutError:
+            log.warning(
+                "capability regex %s gave up after %.0f ms on a %d-character value: denied",
+                _short(pattern),
+                REGEX_TIMEOUT_S * 1000,
+                len(value),
+            )
+            return False
+
+    return search
+
+
 def _compile_string(pattern: str, where: str) -> _StrMatcher:
     """Compile one string pattern: ``!neg``, ``/regex/``, glob, or a literal."""
     if pattern.startswith("!"):
         return _negate(_compile_string(pattern[1:], where))
     if len(pattern) >= 2 and pattern[0] == "/" and pattern[-1] == "/":
         try:
-            search = re.compile(pattern[1:-1]).search
-        except (re.error, OverflowError, RecursionError) as exc:
+            compiled = regex.compile(pattern[1:-1])
+        except (regex.error, OverflowError, RecursionError) as exc:
             raise CapabilityError(
                 f"{where}: invalid regular expression {_short(pattern)}: {exc} "
                 "(write /regex/ in Python 're' syntax, or drop the slashes for a literal)"
             ) from None
-        return lambda value: search(value) is not None
+        return _bounded_search(compiled, pattern)
     if "*" in pattern or "?" in pattern:
         fullmatch = re.compile(_glob_to_regex(pattern), re.DOTALL).fullmatch
         return lambda value: fullmatch(value) is not None
