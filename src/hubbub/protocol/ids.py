@@ -11,6 +11,9 @@ PARTICIPANT_ID_RE = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 CHANNEL_RE = re.compile(r"#[A-Za-z0-9_-]{1,31}")
 SPACE_ID_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
+DM_STREAM = "@dm"
+"""The key under which direct messages are numbered and resumed (a space-wide DM ``seq``)."""
+
 SERVER_ID = "system:gateway"
 """The server's own identity on the MEW dialect (``@server`` on the agentchat dialect)."""
 

@@ -47,6 +47,7 @@ from hubbub.protocol.envelope import (
     decode_envelope,
     encode,
 )
+from hubbub.protocol.ids import DM_STREAM
 from hubbub.sdk.options import ClientOptions
 from hubbub.sdk.states import ConnectionState, Event, State, backoff_delay
 
@@ -56,7 +57,6 @@ Handler = Callable[[Any], object]
 """An event handler: called with one argument (see :meth:`Client.on`); may be async."""
 _H = TypeVar("_H", bound=Handler)
 
-DM_STREAM: Final = "@dm"
 """Key of the DM sequence in the join frame's ``resume`` map (docs/protocol.md)."""
 EVENTS: Final = frozenset(
     {"connected", "disconnected", "message", "welcome", "ready", "error", "reconnecting"}

@@ -5,16 +5,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import NamedTuple
 
+from hubbub.protocol.ids import DM_STREAM
+
+__all__ = ["DM_STREAM", "Store", "StoredMessage"]
+
 
 class StoredMessage(NamedTuple):
     """A stored envelope: its sequence number and its canonical (MEW) JSON bytes."""
 
     seq: int
     data: bytes
-
-
-DM_STREAM = "@dm"
-"""The pseudo-channel under which a space's direct messages are numbered."""
 
 
 class Store(ABC):
