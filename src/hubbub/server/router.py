@@ -296,17 +296,18 @@ class Router:
     def route(self, sender: Sender, env: Envelope, frame_len: int = 0) -> Envelope:
         """Validate, authorize, stamp and deliver one envelope; return it as delivered."""
         kind = env.kind
+        client_id = env.id or None
         if kind not in CLIENT_KINDS:
             if kind in SERVER_KINDS or kind == "system/join":
                 raise ProtocolError(
                     ErrorCode.UNKNOWN_KIND,
                     f"kind {kind!r} is sent only by the server",
-                    correlation_id=env.id or None,
+                    correlation_id=client_id,
                 )
             raise ProtocolError(
                 ErrorCode.UNKNOWN_KIND,
                 f"unknown kind {kind!r}; see docs/protocol.md for the kinds the gateway routes",
-                correlation_id=env.id or None,
+                correlation_id=client_id,
             )
         if frame_len > self.limits.max_payload_bytes:
             psize = len(encode(env.payload))
@@ -315,9 +316,8 @@ class Router:
                     ErrorCode.PAYLOAD_TOO_LARGE,
                     f"payload of {psize} bytes exceeds the limit of "
                     f"{self.limits.max_payload_bytes} bytes (limits.max_payload_bytes)",
-                    correlation_id=env.id or None,
+                    correlation_id=client_id,
                 )
-        client_id = env.id or None
         if not sender.caps.allows(kind, env.payload):
             raise ProtocolError(
                 ErrorCode.CAPABILITY_VIOLATION,
@@ -326,6 +326,12 @@ class Router:
                 correlation_id=client_id,
                 extra={"attempted_kind": kind, "your_capabilities": sender.caps.capabilities},
             )
+        if kind == "chat" and not isinstance(env.payload.get("text"), str):
+            raise ProtocolError(
+                ErrorCode.INVALID_ENVELOPE,
+                "chat payload needs 'text' (a string)",
+                correlation_id=client_id,
+            )
         if kind == "mcp/withdraw":  # checked before the id is replaced, so errors quote it
             sender.space.proposals.check(env, sender.id)
         now = self.clock.now_ms()
@@ -333,12 +339,6 @@ class Router:
         env.id = self.ids.new(now)
         env.ts = self.clock.iso(now)
         env.seq = None
-        if kind == "chat" and not isinstance(env.payload.get("text"), str):
-            raise ProtocolError(
-                ErrorCode.INVALID_ENVELOPE,
-                "chat payload needs 'text' (a string)",
-                correlation_id=client_id,
-            )
         try:
             handler = _CONTROL.get(kind)
             if handler is not None:
