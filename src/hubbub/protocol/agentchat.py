@@ -285,6 +285,20 @@ class AgentchatDialect:
                     }
                 )
             ]
+        if kind == "floor/claimed":
+            return [
+                encode(
+                    {
+                        "type": "FLOOR_CLAIMED",
+                        "msg_id": p.get("msg_id"),
+                        "agent": at(str(p.get("holder", ""))),
+                        "started_at": p.get("started_at"),
+                        "expires_at": p.get("expires_at"),
+                        "channel": env.channel,
+                        "ts": _ms(env),
+                    }
+                )
+            ]
         if kind == "floor/yield":
             return [
                 encode(
@@ -337,7 +351,7 @@ class AgentchatDialect:
                     "presence": person.get("presence", "online"),
                     "ts": ts,
                 }
-                if "wake_at" in person:
-                    frame["wake_at"] = person["wake_at"]
+                if isinstance(person.get("wake_at"), str):
+                    frame["wake_at"] = iso_to_ms(person["wake_at"])
                 out.append(frame)
         return out

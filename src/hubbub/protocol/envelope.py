@@ -86,6 +86,7 @@ SERVER_KINDS: Final = frozenset(
         "channel/members-response",
         "history/response",
         "floor/yield",
+        "floor/claimed",
     }
 )
 

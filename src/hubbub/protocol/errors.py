@@ -27,6 +27,8 @@ class ErrorCode(StrEnum):
     HANDSHAKE_REQUIRED = "handshake_required"
     SLOW_CONSUMER = "slow_consumer"
     BANNED = "banned"
+    INVALID_CLAIM = "invalid_claim"
+    CALLBACK_REJECTED = "callback_rejected"
     INTERNAL = "internal_error"
 
 

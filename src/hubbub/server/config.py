@@ -230,3 +230,60 @@ def limits_from_env(base: Limits | None = None) -> Limits:
         setattr(lim, field.name, value)
     lim.validate()
     return lim
+
+
+class EngineSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The coordination engines' settings; each reads ``AGENTCHAT_<NAME>`` from the environment."""
+
+    respond_enabled: bool = True
+    respond_ttl_ms: float = 45_000
+    claim_max_skew_ms: float = 2_000
+    cb_max_duration_s: float = 3_600
+    cb_max_per_agent: int = 50
+    cb_max_payload: int = 500
+    cb_poll_ms: float = 1_000
+    cb_grace_s: float = 30
+    sleep_max_buffer: int = 50
+
+    def validate(self) -> None:
+        """Raise ConfigError for a setting that cannot work."""
+        for name in msgspec.structs.fields(self):
+            value = getattr(self, name.name)
+            if not isinstance(value, bool) and value < 0:
+                raise ConfigError(f"AGENTCHAT_{name.name.upper()} must be >= 0 (got {value})")
+        if self.cb_poll_ms <= 0:
+            raise ConfigError("AGENTCHAT_CB_POLL_MS must be > 0 (it bounds the timer sleep)")
+        if self.sleep_max_buffer < 1:
+            raise ConfigError("AGENTCHAT_SLEEP_MAX_BUFFER must be >= 1")
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def engine_settings_from_env(environ: Mapping[str, str] | None = None) -> EngineSettings:
+    """Engine settings with ``AGENTCHAT_*`` environment overrides applied."""
+    env = os.environ if environ is None else environ
+    settings = EngineSettings()
+    for field in msgspec.structs.fields(EngineSettings):
+        name = "AGENTCHAT_" + field.name.upper()
+        raw = env.get(name)
+        if raw is None:
+            continue
+        value: Any
+        try:
+            if field.type is bool:
+                low = raw.strip().lower()
+                if low not in _TRUE | _FALSE:
+                    raise ValueError
+                value = low in _TRUE
+            elif field.type is int:
+                value = int(raw)
+            else:
+                value = float(raw)
+        except ValueError:
+            kind = "true or false" if field.type is bool else "a number"
+            raise ConfigError(f"{name}={raw!r} is not {kind}") from None
+        setattr(settings, field.name, value)
+    settings.validate()
+    return settings

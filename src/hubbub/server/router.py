@@ -21,8 +21,9 @@ from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.hello import Hello
 from hubbub.protocol.ids import Clock, UlidGenerator, is_channel, is_participant_id
 from hubbub.protocol.mew import MewDialect
+from hubbub.server.activity import Activity
 from hubbub.server.auth import Authenticator, Identity
-from hubbub.server.config import Limits, SpaceConfig
+from hubbub.server.config import EngineSettings, Limits, SpaceConfig
 from hubbub.server.connection import (
     CLOSE_GOING_AWAY,
     CLOSE_REPLACED,
@@ -30,6 +31,7 @@ from hubbub.server.connection import (
     ws_text_frame,
     ws_text_frames,
 )
+from hubbub.server.coordination import Coordination
 from hubbub.server.metrics import Metrics
 from hubbub.server.space import Channel, Session, SpaceState, TokenBucket
 from hubbub.store.base import DM_STREAM, Store
@@ -49,6 +51,8 @@ def _clamp_seq(value: int) -> int:
 
 class HttpSender:
     """A participant posting over HTTP: same identity and capabilities, no connection."""
+
+    wake_at: int | None = None  # never asleep: only a connection can sleep
 
     def __init__(self, space: SpaceState, identity: Identity, caps: CapabilitySet) -> None:
         self.id = identity.id
@@ -70,6 +74,7 @@ class Router:
         limits: Limits,
         metrics: Metrics | None = None,
         server_name: str = "hubbub",
+        engine_settings: EngineSettings | None = None,
     ) -> None:
         configs = {c.space: c for c in spaces}
         self.spaces = {sid: SpaceState(cfg) for sid, cfg in configs.items()}
@@ -84,6 +89,8 @@ class Router:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.shutting_down = False
         self._http_rates: dict[tuple[str, str], TokenBucket] = {}
+        self.activity = Activity()
+        self.coordination = Coordination(self, engine_settings or EngineSettings())
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -99,10 +106,12 @@ class Router:
             for name in names:
                 space.channels[name] = Channel(name, seqs.get(name, 0), HISTORY_CACHE)
             space.dm_seq = seqs.get(DM_STREAM, 0)
+        await self.coordination.start()
 
     def close_all(self) -> None:
         """Close every connection with 1001 (server shutting down); no presence storm."""
         self.shutting_down = True
+        self.coordination.stop()
         for space in self.spaces.values():
             for s in list(space.online.values()):
                 s.conn.close(CLOSE_GOING_AWAY, "server shutting down")
@@ -110,6 +119,7 @@ class Router:
     async def stop(self) -> None:
         """Close every connection with 1001 and flush storage."""
         self.shutting_down = True
+        self.coordination.stop()
         for space in self.spaces.values():
             for s in list(space.online.values()):
                 s.conn.close(CLOSE_GOING_AWAY, "server shutting down")
@@ -171,6 +181,7 @@ class Router:
             self.detach(old)
         space.online[s.id] = s
         space.known.add(s.id)
+        self.coordination.connected(s)
         self.metrics.connections[conn.dialect.name] += 1
         try:
             self._send_env(s, self._welcome(s))
@@ -208,6 +219,8 @@ class Router:
             ch = space.channels.get(name)
             if ch is not None:
                 ch.remove(s)
+        if not self.shutting_down:
+            self.coordination.disconnected(s)
         s.presence = "offline"
         self._queue_presence(space, "leave", s.summary() | {"channels": channels})
 
@@ -339,6 +352,15 @@ class Router:
         env.id = self.ids.new(now)
         env.ts = self.clock.iso(now)
         env.seq = None
+        sleep = None
+        if sender.id != SERVER_ID and (
+            sender.wake_at is not None or (kind == "chat" and "@@" in env.payload["text"])
+        ):
+            relay, sleep = self.coordination.before_send(sender, env)
+            if not relay:
+                if sleep is not None and isinstance(sender, Session):
+                    self.coordination.sleep(sender, sleep.seconds, sleep.mode)
+                return env
         try:
             handler = _CONTROL.get(kind)
             if handler is not None:
@@ -360,6 +382,10 @@ class Router:
                 if env.channel is None:
                     env.channel = "#general"
                 self._deliver_channel(sender, env, extra)
+                if kind == "chat":
+                    self.coordination.spoke(sender, env)
+            if sleep is not None and isinstance(sender, Session):
+                self.coordination.sleep(sender, sleep.seconds, sleep.mode)
         except ProtocolError as exc:
             # docs/protocol.md: an error quotes the offending frame's id when it had one
             if exc.correlation_id is None:
@@ -397,8 +423,11 @@ class Router:
         env.seq = ch.seq
         data = encode(env)
         ch.recent.append((ch.seq, data))
+        ch.remember(env.id)
         self.store.append(sender.space.id, ch.name, ch.seq, data)
         self._fanout(ch, env, data)
+        if ch.sleepers:
+            self.coordination.to_sleepers(sender.space, ch, env)
         for pid in extra:
             other = sender.space.online.get(pid)
             if other is not None and pid not in ch.members:
@@ -454,6 +483,9 @@ class Router:
             space.online[p] for p in extra if p in space.online and p not in to and p != sender.id
         )
         for s in targets:
+            if s.wake_at is not None:
+                self.coordination.to_sleeper(s, env)
+                continue
             dname = s.conn.dialect.name
             if dname not in frames:
                 frames[dname] = ws_text_frames(DIALECTS[dname].encode(env))
@@ -750,7 +782,12 @@ def _on_capability(r: Router, sender: Sender, env: Envelope) -> None:
     r._deliver_dm(sender, env)
 
 
+def _on_claim(r: Router, sender: Sender, env: Envelope) -> None:
+    r.coordination.claim(sender, env)
+
+
 _CONTROL = {
+    "floor/responding-to": _on_claim,
     "channel/join": _on_join,
     "channel/leave": _on_leave,
     "channel/create": _on_create,

@@ -7,9 +7,12 @@ from collections import deque
 from typing import Any
 
 from hubbub.protocol.capabilities import CapabilitySet
+from hubbub.protocol.ids import Clock
 from hubbub.server.config import SpaceConfig
 from hubbub.server.connection import Connection
 from hubbub.server.proposals import ProposalLedger
+
+_ISO = Clock()
 
 
 class TokenBucket:
@@ -50,6 +53,7 @@ class Session:
         "rate",
         "role",
         "space",
+        "wake_at",
     )
 
     def __init__(
@@ -72,28 +76,52 @@ class Session:
         self.channels: set[str] = set()
         self.presence = "online"
         self.connected_at = time.time()
+        self.wake_at: int | None = None
+        """Unix ms at which a sleeping participant wakes; None while awake."""
 
     def summary(self) -> dict[str, Any]:
         """Short public description, as in welcome and presence frames."""
-        return {"id": self.id, "kind": self.kind, "presence": self.presence}
+        out: dict[str, Any] = {"id": self.id, "kind": self.kind, "presence": self.presence}
+        if self.wake_at is not None:
+            out["wake_at"] = _ISO.iso(self.wake_at)
+        return out
 
 
 class Channel:
-    """A channel: members split by dialect for fan-out, ``seq`` counter, recent history."""
+    """A channel: members split by dialect for fan-out, ``seq`` counter, recent history.
 
-    __slots__ = ("by_dialect", "members", "name", "recent", "seq")
+    A sleeping member stays in ``members`` but moves from ``by_dialect`` (the fan-out lists)
+    to ``sleepers``, so the fan-out skips it at no cost and the sleep engine decides.
+    """
 
-    def __init__(self, name: str, seq: int, cache_size: int) -> None:
+    __slots__ = (
+        "by_dialect",
+        "members",
+        "name",
+        "recent",
+        "recent_id_set",
+        "recent_ids",
+        "seq",
+        "sleepers",
+    )
+
+    def __init__(self, name: str, seq: int, cache_size: int, ids_kept: int = 4096) -> None:
         self.name = name
         self.seq = seq
         self.members: dict[str, Session] = {}
         self.by_dialect: dict[str, dict[str, Connection]] = {"mew": {}, "agentchat": {}}
+        self.sleepers: dict[str, Session] = {}
         self.recent: deque[tuple[int, bytes]] = deque(maxlen=cache_size)
+        self.recent_ids: deque[str] = deque(maxlen=ids_kept)
+        self.recent_id_set: set[str] = set()
 
     def add(self, s: Session) -> None:
         """Make ``s`` a member."""
         self.members[s.id] = s
-        self.by_dialect[s.conn.dialect.name][s.id] = s.conn
+        if s.wake_at is None:
+            self.by_dialect[s.conn.dialect.name][s.id] = s.conn
+        else:
+            self.sleepers[s.id] = s
         s.channels.add(self.name)
 
     def remove(self, s: Session) -> bool:
@@ -102,8 +130,28 @@ class Channel:
             return False
         del self.members[s.id]
         self.by_dialect[s.conn.dialect.name].pop(s.id, None)
+        self.sleepers.pop(s.id, None)
         s.channels.discard(self.name)
         return True
+
+    def set_asleep(self, s: Session, asleep: bool) -> None:
+        """Move a member out of (or back into) the fan-out lists."""
+        if self.members.get(s.id) is not s:
+            return
+        if asleep:
+            self.by_dialect[s.conn.dialect.name].pop(s.id, None)
+            self.sleepers[s.id] = s
+        else:
+            self.sleepers.pop(s.id, None)
+            self.by_dialect[s.conn.dialect.name][s.id] = s.conn
+
+    def remember(self, msg_id: str) -> None:
+        """Note a message id of this channel (claims may name only recent messages)."""
+        ids = self.recent_ids
+        if len(ids) == ids.maxlen:
+            self.recent_id_set.discard(ids[0])
+        ids.append(msg_id)
+        self.recent_id_set.add(msg_id)
 
     def cached_after(self, after_seq: int) -> list[tuple[int, bytes]] | None:
         """Messages with ``seq > after_seq`` from the cache, or None if the cache lacks some."""

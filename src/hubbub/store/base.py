@@ -70,3 +70,11 @@ class Store(ABC):
     @abstractmethod
     async def save_channel(self, space: str, channel: str) -> None:
         """Remember a channel created at run time."""
+
+    @abstractmethod
+    def put_callback(self, space: str, cb_id: str, data: bytes | None) -> None:
+        """Queue saving a pending callback (``data``) or deleting it (None)."""
+
+    @abstractmethod
+    async def callbacks(self, space: str) -> list[bytes]:
+        """Every pending callback saved for a space."""

@@ -15,6 +15,7 @@ class MemoryStore(Store):
         self._msgs: dict[tuple[str, str], list[StoredMessage]] = defaultdict(list)
         self._dms: dict[str, list[tuple[StoredMessage, frozenset[str]]]] = defaultdict(list)
         self._channels: dict[str, list[str]] = defaultdict(list)
+        self._callbacks: dict[str, dict[str, bytes]] = defaultdict(dict)
 
     async def open(self) -> None:
         """Nothing to open."""
@@ -78,3 +79,14 @@ class MemoryStore(Store):
         """Remember a created channel."""
         if channel not in self._channels[space]:
             self._channels[space].append(channel)
+
+    def put_callback(self, space: str, cb_id: str, data: bytes | None) -> None:
+        """Save or delete a pending callback at once."""
+        if data is None:
+            self._callbacks[space].pop(cb_id, None)
+        else:
+            self._callbacks[space][cb_id] = data
+
+    async def callbacks(self, space: str) -> list[bytes]:
+        """Every pending callback saved for a space."""
+        return list(self._callbacks[space].values())

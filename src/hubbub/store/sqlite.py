@@ -24,6 +24,10 @@ CREATE TABLE IF NOT EXISTS dm_parties (
     space TEXT NOT NULL, participant TEXT NOT NULL, seq INTEGER NOT NULL,
     PRIMARY KEY (space, participant, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS callbacks (
+    space TEXT NOT NULL, id TEXT NOT NULL, data BLOB NOT NULL,
+    PRIMARY KEY (space, id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS channels (
     space TEXT NOT NULL, channel TEXT NOT NULL, created INTEGER NOT NULL,
     PRIMARY KEY (space, channel)
@@ -44,6 +48,7 @@ class SqliteStore(Store):
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hubbub-sqlite")
         self._pending_msgs: list[tuple[str, str, int, bytes]] = []
         self._pending_dms: list[tuple[str, int, list[str], bytes]] = []
+        self._pending_cbs: list[tuple[str, str, bytes | None]] = []
         self._commit_task: asyncio.Task[None] | None = None
         self.commits = 0
 
@@ -80,18 +85,27 @@ class SqliteStore(Store):
         self._pending_dms.append((space, seq, parties, data))
         self._kick()
 
+    def put_callback(self, space: str, cb_id: str, data: bytes | None) -> None:
+        """Queue saving (or, with None, deleting) a pending callback for the next commit."""
+        self._pending_cbs.append((space, cb_id, data))
+        self._kick()
+
     def _kick(self) -> None:
         if self._commit_task is None or self._commit_task.done():
             self._commit_task = asyncio.get_running_loop().create_task(self._commit_loop())
 
     async def _commit_loop(self) -> None:
-        while self._pending_msgs or self._pending_dms:
+        while self._pending_msgs or self._pending_dms or self._pending_cbs:
             msgs, self._pending_msgs = self._pending_msgs, []
             dms, self._pending_dms = self._pending_dms, []
-            await self._run(self._commit_sync, msgs, dms)
+            cbs, self._pending_cbs = self._pending_cbs, []
+            await self._run(self._commit_sync, msgs, dms, cbs)
 
     def _commit_sync(
-        self, msgs: list[tuple[str, str, int, bytes]], dms: list[tuple[str, int, list[str], bytes]]
+        self,
+        msgs: list[tuple[str, str, int, bytes]],
+        dms: list[tuple[str, int, list[str], bytes]],
+        cbs: list[tuple[str, str, bytes | None]],
     ) -> None:
         db = self._db
         assert db is not None, "store is not open"
@@ -110,6 +124,14 @@ class SqliteStore(Store):
                     "INSERT OR IGNORE INTO dm_parties (space, participant, seq) VALUES (?,?,?)",
                     [(space, p, seq) for p in set(parties)],
                 )
+            for space, cb_id, cb in cbs:
+                if cb is None:
+                    db.execute("DELETE FROM callbacks WHERE space=? AND id=?", (space, cb_id))
+                else:
+                    db.execute(
+                        "INSERT OR REPLACE INTO callbacks (space, id, data) VALUES (?,?,?)",
+                        (space, cb_id, cb),
+                    )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -120,7 +142,7 @@ class SqliteStore(Store):
         """Wait until every queued write is committed."""
         while self._commit_task is not None and not self._commit_task.done():
             await asyncio.shield(self._commit_task)
-        if self._pending_msgs or self._pending_dms:
+        if self._pending_msgs or self._pending_dms or self._pending_cbs:
             self._kick()
             await self.flush()
 
@@ -215,3 +237,13 @@ class SqliteStore(Store):
                 (space, channel, time.time_ns()),
             )
         )
+
+    async def callbacks(self, space: str) -> list[bytes]:
+        """Every pending callback saved for a space."""
+        await self.flush()
+        rows = await self._run(
+            lambda: self._db.execute(  # type: ignore[union-attr]
+                "SELECT data FROM callbacks WHERE space=? ORDER BY id", (space,)
+            ).fetchall()
+        )
+        return [bytes(r[0]) for r in rows]

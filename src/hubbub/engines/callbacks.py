@@ -1,0 +1,165 @@
+"""The callback engine (document 001): deferred messages scheduled by ``@@cb:Ns@@`` markers.
+
+Durations are clamped to ``max_duration_s``; a callback over the per-participant pending
+limit or the payload limit is refused. Delivery is best-effort: a callback that falls due
+while its origin is offline is dropped. Past the document, a participant that disconnects
+keeps its callbacks for ``grace_s`` (a reconnect within the window keeps them all); after
+the window they are collected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from hubbub.engines.timers import TimerQueue
+
+DropReason = Literal["offline", "collected"]
+
+
+class CallbackRejected(ValueError):
+    """A callback that was not scheduled; the message names the limit and the fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class Callback:
+    """One pending callback."""
+
+    id: str
+    origin: str
+    payload: str
+    due_ms: float
+    created_ms: float
+    channel: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fired:
+    """A callback that fell due: deliver it, or it was dropped for ``dropped``."""
+
+    callback: Callback
+    dropped: DropReason | None = None
+
+
+class CallbackEngine:
+    """Pending callbacks of one space, armed on a shared timer queue."""
+
+    def __init__(
+        self,
+        timers: TimerQueue,
+        *,
+        max_duration_s: float = 3600,
+        max_per_agent: int = 50,
+        max_payload: int = 500,
+        grace_s: float = 30,
+        scope: str = "",
+    ) -> None:
+        self.timers = timers
+        self.max_duration_s = max_duration_s
+        self.max_per_agent = max_per_agent
+        self.max_payload = max_payload
+        self.grace_s = grace_s
+        self.scope = scope
+        self._pending: dict[str, Callback] = {}
+        self._by_origin: dict[str, set[str]] = {}
+        self._offline: set[str] = set()
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def pending(self, origin: str | None = None) -> list[Callback]:
+        """Pending callbacks, of one origin or all, soonest first."""
+        ids = self._by_origin.get(origin, set()) if origin is not None else self._pending
+        return sorted((self._pending[i] for i in ids), key=lambda c: (c.due_ms, c.id))
+
+    def count(self, origin: str) -> int:
+        """How many callbacks ``origin`` has pending."""
+        return len(self._by_origin.get(origin, ()))
+
+    def timer_key(self, cb_id: str) -> tuple[str, str, str]:
+        """The timer-queue key of a callback."""
+        return (self.scope, "cb", cb_id)
+
+    def gc_key(self, origin: str) -> tuple[str, str, str]:
+        """The timer-queue key of an origin's grace-window end."""
+        return (self.scope, "cb-gc", origin)
+
+    def clamp(self, seconds: float) -> float:
+        """A requested delay within [0, max_duration_s]."""
+        return min(max(seconds, 0.0), self.max_duration_s)
+
+    def schedule(
+        self,
+        now: float,
+        cb_id: str,
+        origin: str,
+        seconds: float,
+        payload: str,
+        channel: str | None = None,
+    ) -> Callback:
+        """Schedule a callback; raises CallbackRejected over a limit."""
+        size = len(payload.encode())
+        if size > self.max_payload:
+            raise CallbackRejected(
+                f"callback payload of {size} bytes exceeds the limit of {self.max_payload} "
+                "bytes (AGENTCHAT_CB_MAX_PAYLOAD); keep a short key in the payload instead"
+            )
+        if self.count(origin) >= self.max_per_agent:
+            raise CallbackRejected(
+                f"you already have {self.max_per_agent} pending callbacks, the limit "
+                "(AGENTCHAT_CB_MAX_PER_AGENT); wait for one to fire before scheduling more"
+            )
+        cb = Callback(cb_id, origin, payload, now + self.clamp(seconds) * 1000, now, channel)
+        self._add(cb)
+        return cb
+
+    def restore(self, now: float, callbacks: Iterable[Callback]) -> None:
+        """Reload persisted callbacks after a restart: every origin starts its grace window."""
+        for cb in callbacks:
+            self._add(cb)
+            self.disconnected(now, cb.origin)
+
+    def fire(self, cb_id: str) -> Fired | None:
+        """A callback's timer fired: remove it and say whether to deliver it."""
+        cb = self._pending.get(cb_id)
+        if cb is None:
+            return None
+        self._remove(cb)
+        return Fired(cb, "offline" if cb.origin in self._offline else None)
+
+    def disconnected(self, now: float, origin: str) -> None:
+        """``origin`` went offline: its callbacks survive for the grace window."""
+        if origin in self._by_origin:
+            self._offline.add(origin)
+            self.timers.arm(self.gc_key(origin), now + self.grace_s * 1000)
+
+    def connected(self, origin: str) -> None:
+        """``origin`` is back: it keeps its callbacks."""
+        self._offline.discard(origin)
+        self.timers.cancel(self.gc_key(origin))
+
+    def collect(self, origin: str) -> list[Callback]:
+        """The grace window of an offline origin ended: drop all its callbacks."""
+        if origin not in self._offline:
+            return []
+        self._offline.discard(origin)
+        gone = self.pending(origin)
+        for cb in gone:
+            self._remove(cb)
+        return gone
+
+    def _add(self, cb: Callback) -> None:
+        self._pending[cb.id] = cb
+        self._by_origin.setdefault(cb.origin, set()).add(cb.id)
+        self.timers.arm(self.timer_key(cb.id), cb.due_ms)
+
+    def _remove(self, cb: Callback) -> None:
+        del self._pending[cb.id]
+        ids = self._by_origin[cb.origin]
+        ids.discard(cb.id)
+        if not ids:
+            del self._by_origin[cb.origin]
+            self._offline.discard(cb.origin)
+            self.timers.cancel(self.gc_key(cb.origin))
+        self.timers.cancel(self.timer_key(cb.id))

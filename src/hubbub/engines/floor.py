@@ -1,0 +1,187 @@
+"""Floor control (document 000): one claim per (channel, msg_id); the earliest start keeps it.
+
+A claim ranks by ``(human first, started_at, participant id)``: a person's claim outranks any
+agent's, then the earlier ``started_at`` wins and equal times go to the smaller id. The loser
+of every contest (the newcomer or the holder it displaces) is told to yield. Claims expire
+``ttl_ms`` after they were made, and end when the holder speaks in the channel or disconnects.
+Past the document, claims are checked: the message must be a recent message of the channel,
+and ``started_at`` may be neither before that message nor later than now plus ``max_skew_ms``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from hubbub.engines.timers import TimerQueue
+
+ReleaseReason = Literal["answered", "expired", "disconnected"]
+
+
+class ClaimRejected(ValueError):
+    """A claim that cannot be accepted; the message says why and what to send instead."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """The current holder of the floor for one message."""
+
+    channel: str
+    msg_id: str
+    holder: str
+    started_at: int
+    expires_at: float
+    human: bool = False
+
+    def rank(self) -> tuple[int, int, str]:
+        """Smaller wins: humans first, then earliest start, then smallest id."""
+        return (0 if self.human else 1, self.started_at, self.holder)
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """A claim that ended without a contest."""
+
+    claim: Claim
+    reason: ReleaseReason
+
+
+@dataclass(slots=True)
+class FloorOutcome:
+    """What a claim led to: the holder now, who must yield, whether to relay it."""
+
+    holder: Claim
+    relay: bool = True
+    changed: bool = True
+    yielded: list[str] = field(default_factory=list)
+
+    @property
+    def winner(self) -> str:
+        """The participant holding the floor."""
+        return self.holder.holder
+
+
+class FloorControl:
+    """Claims per (channel, msg_id) with TTL expiry on a shared timer queue."""
+
+    def __init__(
+        self,
+        timers: TimerQueue,
+        *,
+        ttl_ms: float = 45_000,
+        enabled: bool = True,
+        max_skew_ms: float = 2_000,
+        scope: str = "",
+    ) -> None:
+        self.timers = timers
+        self.ttl_ms = ttl_ms
+        self.enabled = enabled
+        self.max_skew_ms = max_skew_ms
+        self.scope = scope
+        self._claims: dict[tuple[str, str], Claim] = {}
+        self._by_holder: dict[str, set[tuple[str, str]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._claims)
+
+    def holder(self, channel: str, msg_id: str) -> Claim | None:
+        """The claim holding the floor on this message, if any."""
+        return self._claims.get((channel, msg_id))
+
+    def holds(self, participant: str) -> bool:
+        """Whether ``participant`` holds any claim."""
+        return participant in self._by_holder
+
+    def claims(self) -> list[Claim]:
+        """Every active claim (for observers)."""
+        return list(self._claims.values())
+
+    def timer_key(self, channel: str, msg_id: str) -> tuple[str, str, str, str]:
+        """The timer-queue key of a claim's expiry."""
+        return (self.scope, "floor", channel, msg_id)
+
+    def claim(
+        self,
+        now: float,
+        channel: str,
+        msg_id: str,
+        participant: str,
+        started_at: int,
+        *,
+        msg_ts: float | None,
+        human: bool = False,
+    ) -> FloorOutcome:
+        """Register a claim; raises ClaimRejected when it is not believable."""
+        if msg_ts is None:
+            raise ClaimRejected(
+                f"{msg_id!r} is not a recent message of {channel}; claim only messages you "
+                "received in that channel"
+            )
+        if started_at < msg_ts:
+            raise ClaimRejected(
+                f"started_at {started_at} is before the message itself ({int(msg_ts)}); "
+                "send the Unix time in ms taken just before inference"
+            )
+        if started_at > now + self.max_skew_ms:
+            raise ClaimRejected(
+                f"started_at {started_at} is {int(started_at - now)} ms in the future "
+                f"(at most {int(self.max_skew_ms)} ms of clock skew is accepted); "
+                "check the agent's clock"
+            )
+        new = Claim(channel, msg_id, participant, started_at, now + self.ttl_ms, human)
+        key = (channel, msg_id)
+        current = self._claims.get(key)
+        if current is None:
+            self._hold(new)
+            return FloorOutcome(new)
+        if current.holder == participant:
+            return FloorOutcome(current, relay=False, changed=False)  # idempotent re-claim
+        if new.rank() < current.rank():
+            self._drop(current)
+            self._hold(new)
+            return FloorOutcome(new, yielded=[current.holder])
+        return FloorOutcome(current, changed=False, yielded=[participant])
+
+    def spoke(
+        self, channel: str, participant: str, reply_to: list[str] | None = None
+    ) -> list[Release]:
+        """``participant`` sent a message to ``channel``: its claims there end.
+
+        When the message names the claimed messages it answers (``reply_to``), only those end.
+        """
+        keys = self._by_holder.get(participant)
+        if not keys:
+            return []
+        ended = [k for k in keys if k[0] == channel and (not reply_to or k[1] in reply_to)]
+        if not ended and reply_to:
+            ended = [k for k in keys if k[0] == channel]
+        return [Release(self._drop(self._claims[k]), "answered") for k in ended]
+
+    def disconnected(self, participant: str) -> list[Release]:
+        """``participant`` left the server: every claim it holds ends."""
+        keys = list(self._by_holder.get(participant, ()))
+        return [Release(self._drop(self._claims[k]), "disconnected") for k in keys]
+
+    def expire(self, channel: str, msg_id: str) -> Release | None:
+        """The expiry timer of a claim fired."""
+        claim = self._claims.get((channel, msg_id))
+        if claim is None:
+            return None
+        self._drop(claim)
+        return Release(claim, "expired")
+
+    def _hold(self, claim: Claim) -> None:
+        key = (claim.channel, claim.msg_id)
+        self._claims[key] = claim
+        self._by_holder.setdefault(claim.holder, set()).add(key)
+        self.timers.arm(self.timer_key(*key), claim.expires_at)
+
+    def _drop(self, claim: Claim) -> Claim:
+        key = (claim.channel, claim.msg_id)
+        del self._claims[key]
+        held = self._by_holder[claim.holder]
+        held.discard(key)
+        if not held:
+            del self._by_holder[claim.holder]
+        self.timers.cancel(self.timer_key(*key))
+        return claim

@@ -1,0 +1,126 @@
+"""The server markers in chat text: ``@@cb:Ns@@payload``, ``@@cb:Ns#channel@@payload`` and
+``@@sleep:Ns[:mode]@@`` — parsing (for the gateway) and formatting (for the SDK).
+
+A marker's payload runs from the end of the marker to the end of its line or to the next
+marker, whichever comes first, without the surrounding blanks. A marker whose duration or
+mode does not parse is not a marker: it stays in the text as written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+SleepMode = Literal["default", "buffer", "drop"]
+SLEEP_MODES: tuple[SleepMode, ...] = ("default", "buffer", "drop")
+CB_FIRE = "@@cb-fire@@"
+"""Prefix of the text of a delivered callback."""
+WAKE = "@@wake@@"
+"""Text of the wake message a sleeper receives."""
+
+_NUMBER = r"(?P<n>\d+(?:\.\d+)?|\.\d+)"
+_MARKER = re.compile(
+    r"@@(?:cb:" + _NUMBER + r"s(?:(?P<ch>#[A-Za-z0-9_-]{1,31}))?"
+    r"|sleep:(?P<sn>\d+(?:\.\d+)?|\.\d+)s(?::(?P<mode>buffer|drop|default))?)@@"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CallbackMarker:
+    """``@@cb:Ns@@payload`` (``channel`` None: a DM to the sender) or ``@@cb:Ns#ch@@payload``."""
+
+    seconds: float
+    payload: str
+    channel: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SleepMarker:
+    """``@@sleep:Ns@@`` with its mode."""
+
+    seconds: float
+    mode: SleepMode = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """A chat text split into what is relayed and the markers it carried."""
+
+    text: str
+    callbacks: tuple[CallbackMarker, ...] = ()
+    sleeps: tuple[SleepMarker, ...] = ()
+
+    @property
+    def relayed(self) -> bool:
+        """Whether anything is left to relay once the markers are stripped."""
+        return bool(self.text.strip())
+
+
+def has_marker(text: str) -> bool:
+    """Cheap test for the hot path: can ``text`` contain a marker at all."""
+    return "@@" in text
+
+
+def parse_markers(text: str) -> Parsed:
+    """Split ``text`` into the relayed text and its callback and sleep markers."""
+    if "@@" not in text:
+        return Parsed(text)
+    matches = list(_MARKER.finditer(text))
+    if not matches:
+        return Parsed(text)
+    kept: list[str] = []
+    callbacks: list[CallbackMarker] = []
+    sleeps: list[SleepMarker] = []
+    pos = 0
+    for i, m in enumerate(matches):
+        kept.append(text[pos : m.start()])
+        if m.group("sn") is not None:
+            mode = m.group("mode") or "default"
+            sleeps.append(SleepMarker(float(m.group("sn")), mode))  # type: ignore[arg-type]
+            pos = m.end()
+            continue
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
+        newline = text.find("\n", m.end(), end)
+        if newline != -1:
+            end = newline
+        callbacks.append(CallbackMarker(float(m.group("n")), text[m.end() : end].strip(), m["ch"]))
+        pos = end
+    kept.append(text[pos:])
+    return Parsed(_tidy(kept), tuple(callbacks), tuple(sleeps))
+
+
+def _tidy(pieces: list[str]) -> str:
+    """Join what is left around stripped markers: no doubled blanks or empty lines at a seam."""
+    out = pieces[0]
+    for piece in pieces[1:]:
+        if not piece or piece[0] in " \t\n":
+            out = out.rstrip(" \t")
+        if (not out or out.endswith("\n")) and piece[:1] in (" ", "\t", "\n"):
+            piece = piece.lstrip(" \t")
+            if out.endswith("\n") and piece.startswith("\n"):
+                piece = piece[1:]
+        out += piece
+    return out.strip()
+
+
+def _seconds(value: float) -> str:
+    if value < 0:
+        raise ValueError(f"a marker duration cannot be negative (got {value})")
+    return f"{value:g}" if "e" not in f"{value:g}" else f"{value:.3f}"
+
+
+def callback_marker(seconds: float, payload: str = "", channel: str | None = None) -> str:
+    """The marker text that schedules a callback in ``seconds`` (to ``channel`` if given)."""
+    if "\n" in payload or "@@" in payload:
+        raise ValueError("a callback payload cannot contain a newline or '@@'")
+    target = channel or ""
+    return f"@@cb:{_seconds(seconds)}s{target}@@{payload}"
+
+
+def sleep_marker(seconds: float, mode: SleepMode = "default") -> str:
+    """The marker text that puts the sender to sleep for ``seconds``."""
+    if mode not in SLEEP_MODES:
+        raise ValueError(f"sleep mode must be one of {', '.join(SLEEP_MODES)} (got {mode!r})")
+    suffix = "" if mode == "default" else f":{mode}"
+    return f"@@sleep:{_seconds(seconds)}s{suffix}@@"

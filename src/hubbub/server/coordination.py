@@ -1,0 +1,531 @@
+"""Wires the coordination engines into the router: floor claims, callbacks, sleep/wake.
+
+The engines decide; this module turns their decisions into envelopes, presence changes,
+stored callbacks and activity events, and runs the one timer that serves every deadline: it
+sleeps until the earliest due entry (at most ``cb_poll_ms``), never on a fixed tick.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any, cast
+
+import msgspec
+
+from hubbub.engines.callbacks import Callback, CallbackEngine, CallbackRejected
+from hubbub.engines.floor import ClaimRejected, FloorControl, Release
+from hubbub.engines.sleep import SleepEngine
+from hubbub.engines.timers import TimerQueue
+from hubbub.protocol.capabilities import CapabilitySet
+from hubbub.protocol.envelope import Envelope
+from hubbub.protocol.errors import ErrorCode, ProtocolError
+from hubbub.protocol.ids import SERVER_ID, is_channel, ulid_time_ms
+from hubbub.protocol.markers import (
+    CB_FIRE,
+    WAKE,
+    CallbackMarker,
+    Parsed,
+    SleepMarker,
+    SleepMode,
+    parse_markers,
+)
+from hubbub.server.auth import Identity
+from hubbub.server.config import EngineSettings
+from hubbub.server.space import Channel, Session, SpaceState
+
+if TYPE_CHECKING:
+    from hubbub.server.router import HttpSender, Router, Sender
+
+log = logging.getLogger("hubbub.engines")
+
+_SERVER_CAPS: tuple[dict[str, Any], ...] = ({"kind": "**"},)
+
+
+def now_ms() -> float:
+    """Wall-clock Unix time in milliseconds (deadlines survive restarts)."""
+    return time.time() * 1000
+
+
+class SpaceEngines:
+    """The three engines of one space, on the router's shared timer queue."""
+
+    def __init__(self, space: SpaceState, timers: TimerQueue, settings: EngineSettings) -> None:
+        sid = space.id
+        self.floor = FloorControl(
+            timers,
+            ttl_ms=settings.respond_ttl_ms,
+            enabled=settings.respond_enabled,
+            max_skew_ms=settings.claim_max_skew_ms,
+            scope=sid,
+        )
+        self.callbacks = CallbackEngine(
+            timers,
+            max_duration_s=settings.cb_max_duration_s,
+            max_per_agent=settings.cb_max_per_agent,
+            max_payload=settings.cb_max_payload,
+            grace_s=settings.cb_grace_s,
+            scope=sid,
+        )
+        self.sleep: SleepEngine[Envelope] = SleepEngine(
+            timers,
+            max_duration_s=settings.cb_max_duration_s,
+            max_buffer=settings.sleep_max_buffer,
+            scope=sid,
+        )
+
+
+class Coordination:
+    """Floor control, callbacks and sleep/wake for every space of a router."""
+
+    def __init__(self, router: Router, settings: EngineSettings) -> None:
+        from hubbub.server.router import HttpSender
+
+        self.router = router
+        self.settings = settings
+        self.timers = TimerQueue()
+        self.spaces = {
+            sid: SpaceEngines(sp, self.timers, settings) for sid, sp in router.spaces.items()
+        }
+        self._servers: dict[str, HttpSender] = {
+            sid: HttpSender(
+                sp,
+                Identity(sid, SERVER_ID, "service", "admin", _SERVER_CAPS),
+                CapabilitySet(list(_SERVER_CAPS)),
+            )
+            for sid, sp in router.spaces.items()
+        }
+        self._handle: asyncio.TimerHandle | None = None
+        self._handle_at = float("inf")
+        self.fire_errors_ms: list[float] = []
+        """Actual minus due time of recent callback fires (for benchmarks), bounded."""
+
+    def engines(self, space: SpaceState) -> SpaceEngines:
+        """The engines of ``space``."""
+        return self.spaces[space.id]
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Reload persisted callbacks; their origins get the grace window to reconnect."""
+        now = now_ms()
+        for sid, eng in self.spaces.items():
+            rows = await self.router.store.callbacks(sid)
+            restored = [msgspec.json.decode(r, type=Callback) for r in rows]
+            eng.callbacks.restore(now, restored)
+            if restored:
+                log.info("space %s: %d pending callbacks restored", sid, len(restored))
+        self._rearm()
+
+    def stop(self) -> None:
+        """Stop the timer (pending callbacks stay persisted)."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+            self._handle_at = float("inf")
+
+    # ------------------------------------------------------------------ connections
+
+    def connected(self, s: Session) -> None:
+        """A participant (re)connected: it keeps its callbacks."""
+        self.spaces[s.space.id].callbacks.connected(s.id)
+
+    def disconnected(self, s: Session) -> None:
+        """A participant left: its claims end, its sleep is cancelled, callbacks start grace."""
+        eng = self.spaces[s.space.id]
+        for rel in eng.floor.disconnected(s.id):
+            self._released(s.space, rel)
+        if eng.sleep.forget(s.id):
+            s.wake_at = None
+            self.router.activity.publish("sleep-cancelled", s.space.id, participant=s.id)
+        eng.callbacks.disconnected(now_ms(), s.id)
+        self._rearm()
+
+    # ------------------------------------------------------------------ floor control
+
+    def claim(self, sender: Sender, env: Envelope) -> None:
+        """Handle ``floor/responding-to``: validate, track, relay, and send the yields."""
+        r = self.router
+        if not isinstance(sender, Session):
+            raise ProtocolError(
+                ErrorCode.INVALID_CLAIM, "floor claims need a WebSocket connection (to get YIELD)"
+            )
+        if env.channel is None:
+            raise ProtocolError(
+                ErrorCode.INVALID_CLAIM,
+                "a claim needs 'channel': floor control applies to channel messages only "
+                "(DMs are always answered)",
+            )
+        ch = r._channel_for(sender, env.channel)
+        msg_id, started_at = env.payload.get("msg_id"), env.payload.get("started_at")
+        if not isinstance(msg_id, str) or not msg_id:
+            raise ProtocolError(
+                ErrorCode.INVALID_CLAIM, "a claim needs 'msg_id': the id of the message answered"
+            )
+        if not isinstance(started_at, int) or isinstance(started_at, bool):
+            raise ProtocolError(
+                ErrorCode.INVALID_CLAIM,
+                "a claim needs 'started_at': Unix time in ms (an integer) taken before inference",
+            )
+        eng = self.spaces[sender.space.id]
+        env.payload = {"msg_id": msg_id, "started_at": started_at}
+        if not eng.floor.enabled:
+            r._fanout(ch, env)  # AGENTCHAT_RESPOND_ENABLED=false: relay only
+            return
+        msg_ts = ulid_time_ms(msg_id) if msg_id in ch.recent_id_set else None
+        try:
+            out = eng.floor.claim(
+                now_ms(),
+                ch.name,
+                msg_id,
+                sender.id,
+                started_at,
+                msg_ts=msg_ts,
+                human=sender.kind == "human",
+            )
+        except ClaimRejected as exc:
+            raise ProtocolError(ErrorCode.INVALID_CLAIM, str(exc)) from None
+        space = sender.space
+        if out.relay:
+            r._fanout(ch, env)
+        for loser in out.yielded:
+            target = space.online.get(loser)
+            if target is not None:
+                r.deliver_to(
+                    target,
+                    r._server_env(
+                        "floor/yield",
+                        {"msg_id": msg_id, "winner": out.winner},
+                        to=[loser],
+                        channel=ch.name,
+                    ),
+                )
+            r.activity.publish(
+                "yield",
+                space.id,
+                channel=ch.name,
+                msg_id=msg_id,
+                participant=loser,
+                winner=out.winner,
+            )
+        if out.changed:
+            h = out.holder
+            r._fanout(
+                ch,
+                r._server_env(
+                    "floor/claimed",
+                    {
+                        "msg_id": msg_id,
+                        "holder": h.holder,
+                        "started_at": h.started_at,
+                        "expires_at": int(h.expires_at),
+                    },
+                    channel=ch.name,
+                ),
+            )
+            r.activity.publish(
+                "claim",
+                space.id,
+                channel=ch.name,
+                msg_id=msg_id,
+                participant=h.holder,
+                started_at=h.started_at,
+                expires_at=int(h.expires_at),
+            )
+        self._rearm()
+
+    def spoke(self, sender: Sender, env: Envelope) -> None:
+        """``sender`` wrote in a channel: the claims it holds there are done."""
+        eng = self.spaces[sender.space.id]
+        if not eng.floor.holds(sender.id) or env.channel is None:
+            return
+        cid = env.correlation_id
+        reply_to = [cid] if isinstance(cid, str) else cid
+        for rel in eng.floor.spoke(env.channel, sender.id, reply_to):
+            self._released(sender.space, rel)
+        self._rearm()
+
+    def _released(self, space: SpaceState, rel: Release) -> None:
+        c = rel.claim
+        self.router.activity.publish(
+            "claim-released",
+            space.id,
+            channel=c.channel,
+            msg_id=c.msg_id,
+            participant=c.holder,
+            reason=rel.reason,
+        )
+
+    # ------------------------------------------------------------------ markers and sleep
+
+    def before_send(self, sender: Sender, env: Envelope) -> tuple[bool, SleepMarker | None]:
+        """Act on what a message means for the engines, before it is delivered.
+
+        A sleeping sender wakes (unless the message only renews its sleep); ``@@cb`` markers
+        schedule callbacks (a refused one answers an error, the rest still goes through).
+        Returns whether anything is left to relay, and the sleep to apply after delivery.
+        """
+        parsed: Parsed | None = None
+        if env.kind == "chat":
+            text = env.payload.get("text")
+            if isinstance(text, str) and "@@" in text:
+                parsed = parse_markers(text)
+        renews = parsed is not None and bool(parsed.sleeps)
+        if isinstance(sender, Session) and sender.wake_at is not None and not renews:
+            self.wake(sender, reason="spoke")
+        if parsed is None or (not parsed.callbacks and not parsed.sleeps):
+            return True, None
+        env.payload = {**env.payload, "text": parsed.text}
+        for marker in parsed.callbacks:
+            self._schedule(sender, marker)
+        self._rearm()
+        sleep = parsed.sleeps[-1] if parsed.sleeps else None
+        if sleep is not None and not isinstance(sender, Session):
+            raise ProtocolError(
+                ErrorCode.INVALID_ENVELOPE,
+                "@@sleep markers need a WebSocket connection: only a connected participant "
+                "can sleep",
+            )
+        return parsed.relayed, sleep
+
+    def _schedule(self, sender: Sender, marker: CallbackMarker) -> None:
+        r = self.router
+        space = sender.space
+        if marker.channel is not None and (
+            not is_channel(marker.channel) or marker.channel not in space.channels
+        ):
+            self._refuse(
+                sender,
+                f"callback to {marker.channel} not scheduled: no such channel in space "
+                f"{space.id!r}",
+            )
+            return
+        eng = self.spaces[space.id]
+        now = now_ms()
+        try:
+            cb = eng.callbacks.schedule(
+                now, r.ids.new(int(now)), sender.id, marker.seconds, marker.payload, marker.channel
+            )
+        except CallbackRejected as exc:
+            self._refuse(sender, str(exc))
+            return
+        r.store.put_callback(space.id, cb.id, msgspec.json.encode(cb))
+        r.activity.publish(
+            "callback-scheduled",
+            space.id,
+            participant=sender.id,
+            cb_id=cb.id,
+            due=int(cb.due_ms),
+            channel=cb.channel,
+        )
+
+    def _refuse(self, sender: Sender, message: str) -> None:
+        self.router.metrics.errors[ErrorCode.CALLBACK_REJECTED.value] += 1
+        if isinstance(sender, Session):
+            self.router.error(sender, ProtocolError(ErrorCode.CALLBACK_REJECTED, message))
+
+    def sleep(self, s: Session, seconds: float, mode: SleepMode = "default") -> None:
+        """Put ``s`` to sleep: out of the fan-out lists, presence ``sleeping`` with ``wake_at``."""
+        eng = self.spaces[s.space.id]
+        entry = eng.sleep.sleep(now_ms(), s.id, seconds, mode)
+        was_awake = s.wake_at is None
+        s.wake_at = int(entry.wake_at)
+        if was_awake:
+            for name in s.channels:
+                ch = s.space.channels.get(name)
+                if ch is not None:
+                    ch.set_asleep(s, True)
+        s.presence = "sleeping"
+        self.router._queue_presence(s.space, "update", s.summary())
+        self.router.activity.publish(
+            "sleep", s.space.id, participant=s.id, wake_at=s.wake_at, mode=entry.mode
+        )
+        self._rearm()
+
+    def wake(self, s: Session, reason: str = "timer") -> None:
+        """End ``s``'s sleep: the wake DM, then the buffered messages in order, then presence."""
+        r = self.router
+        entry = self.spaces[s.space.id].sleep.wake(s.id)
+        if entry is None:
+            return
+        s.wake_at = None
+        s.presence = "online"
+        for name in s.channels:
+            ch = s.space.channels.get(name)
+            if ch is not None:
+                ch.set_asleep(s, False)
+        buffered = list(entry.buffer)
+        wake_env = Envelope(
+            kind="chat", to=[s.id], payload={"text": WAKE, "buffered": len(buffered)}
+        )
+        self.server_send(s.space, wake_env)
+        for env in buffered:
+            r.deliver_to(s, env)
+        r._queue_presence(s.space, "update", s.summary())
+        r.activity.publish(
+            "wake",
+            s.space.id,
+            participant=s.id,
+            reason=reason,
+            buffered=len(buffered),
+            dropped_oldest=entry.dropped,
+        )
+
+    def to_sleepers(self, space: SpaceState, ch: Channel, env: Envelope) -> None:
+        """A channel message reached sleeping members: buffer or drop it per their mode."""
+        eng = self.spaces[space.id]
+        text = env.payload.get("text") if env.kind == "chat" else None
+        for pid in list(ch.sleepers):
+            direct = bool(env.to and pid in env.to) or (
+                isinstance(text, str) and _mentions(text, pid)
+            )
+            eng.sleep.offer(pid, env, direct=direct)
+
+    def to_sleeper(self, s: Session, env: Envelope) -> None:
+        """A direct message reached a sleeping participant."""
+        self.spaces[s.space.id].sleep.offer(s.id, env, direct=True)
+
+    # ------------------------------------------------------------------ delivery by the server
+
+    def server_send(self, space: SpaceState, env: Envelope) -> Envelope:
+        """Route a message from ``@server`` (a DM when it has ``to``, else to its channel)."""
+        return self.router.route(self._servers[space.id], env)
+
+    def is_server(self, sender: Sender) -> bool:
+        """Whether ``sender`` is the gateway itself (its messages are never parsed)."""
+        return sender.id == SERVER_ID
+
+    # ------------------------------------------------------------------ the timer
+
+    def _rearm(self) -> None:
+        due = self.timers.next_due()
+        if due is None:
+            return
+        now = now_ms()
+        target = min(due, now + self.settings.cb_poll_ms)
+        if self._handle is not None and self._handle_at <= target:
+            return
+        if self._handle is not None:
+            self._handle.cancel()
+        loop = asyncio.get_running_loop()
+        self._handle = loop.call_later(max(0.0, (target - now) / 1000), self._on_timer)
+        self._handle_at = target
+
+    def _on_timer(self) -> None:
+        self._handle = None
+        self._handle_at = float("inf")
+        now = now_ms()
+        for key in self.timers.pop_due(now):
+            try:
+                self._fire(key, now)
+            except Exception:
+                log.exception("timer %r failed", key)
+        self._rearm()
+
+    def _fire(self, key: Hashable, now: float) -> None:
+        parts = cast(tuple[str, ...], key)
+        sid, what, ident = parts[0], parts[1], parts[2]
+        eng = self.spaces.get(sid)
+        space = self.router.spaces.get(sid)
+        if eng is None or space is None:
+            return
+        if what == "cb":
+            fired = eng.callbacks.fire(ident)
+            if fired is not None:
+                self.router.store.put_callback(sid, ident, None)
+                self._deliver_callback(space, fired.callback, fired.dropped, now)
+        elif what == "cb-gc":
+            for cb in eng.callbacks.collect(ident):
+                self.router.store.put_callback(sid, cb.id, None)
+                self.router.activity.publish(
+                    "callback-dropped",
+                    sid,
+                    participant=cb.origin,
+                    cb_id=cb.id,
+                    reason="collected",
+                )
+        elif what == "wake":
+            s = space.online.get(ident)
+            if s is not None:
+                self.wake(s)
+            else:
+                eng.sleep.forget(ident)
+        elif what == "floor":
+            rel = eng.floor.expire(ident, parts[3])
+            if rel is not None:
+                self._released(space, rel)
+
+    def _deliver_callback(
+        self, space: SpaceState, cb: Callback, dropped: str | None, now: float
+    ) -> None:
+        r = self.router
+        origin = space.online.get(cb.origin)
+        if dropped is None and origin is None:
+            dropped = "offline"
+        if dropped is None and cb.channel is not None:
+            ch = space.channels.get(cb.channel)
+            if ch is None or cb.origin not in ch.members:
+                dropped = "not a member of " + cb.channel
+        if dropped is not None:
+            r.activity.publish(
+                "callback-dropped", space.id, participant=cb.origin, cb_id=cb.id, reason=dropped
+            )
+            return
+        payload = {"text": CB_FIRE + cb.payload, "cb_id": cb.id, "cb_origin": cb.origin}
+        if cb.channel is None:
+            env = Envelope(kind="chat", to=[cb.origin], payload=payload)
+        else:
+            env = Envelope(kind="chat", channel=cb.channel, payload=payload)
+        self.server_send(space, env)
+        error = now - cb.due_ms
+        if len(self.fire_errors_ms) < 1_000_000:
+            self.fire_errors_ms.append(error)
+        r.activity.publish(
+            "callback-fired",
+            space.id,
+            participant=cb.origin,
+            cb_id=cb.id,
+            channel=cb.channel,
+            late_ms=round(error, 1),
+        )
+
+    # ------------------------------------------------------------------ observers
+
+    def participant_state(self, space: SpaceState, pid: str) -> dict[str, Any]:
+        """Engine state of one participant, for ``GET /participants`` and the dashboard."""
+        eng = self.spaces[space.id]
+        out: dict[str, Any] = {"pending_callbacks": eng.callbacks.count(pid)}
+        entry = eng.sleep.entry(pid)
+        if entry is not None:
+            out["sleeping"] = {
+                "wake_at": int(entry.wake_at),
+                "mode": entry.mode,
+                "buffered": len(entry.buffer),
+            }
+        claims = [
+            {"channel": c.channel, "msg_id": c.msg_id, "expires_at": int(c.expires_at)}
+            for c in eng.floor.claims()
+            if c.holder == pid
+        ]
+        if claims:
+            out["floor"] = claims
+        return out
+
+
+_MENTION_CACHE: dict[str, re.Pattern[str]] = {}
+
+
+def _mentions(text: str, pid: str) -> bool:
+    """Whether ``text`` mentions ``@pid`` as a whole word."""
+    if "@" + pid not in text:
+        return False
+    pattern = _MENTION_CACHE.get(pid)
+    if pattern is None:
+        if len(_MENTION_CACHE) > 10_000:
+            _MENTION_CACHE.clear()
+        pattern = re.compile(r"(?<![\w.-])@" + re.escape(pid) + r"(?![\w-]|\.\w)")
+        _MENTION_CACHE[pid] = pattern
+    return pattern.search(text) is not None
