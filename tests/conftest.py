@@ -14,7 +14,7 @@ import websockets
 from aiohttp import web
 
 from hubbub.server.app import build_app, make_router
-from hubbub.server.config import Limits, SpaceConfig
+from hubbub.server.config import EngineSettings, Limits, SpaceConfig
 from hubbub.server.router import Router
 
 
@@ -117,9 +117,13 @@ async def start_gateway(
     spaces: list[SpaceConfig] | None = None,
     limits: Limits | None = None,
     port: int = 0,
+    engines: EngineSettings | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> RunningGateway:
     """Start a gateway with an SQLite file in ``data_dir``."""
-    router = make_router(spaces, data_dir=data_dir, limits=limits or Limits())
+    router = make_router(
+        spaces, data_dir=data_dir, limits=limits or Limits(), engines=engines, clock=clock
+    )
     runner = web.AppRunner(build_app(router), handle_signals=False, shutdown_timeout=2.0)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", port)

@@ -18,6 +18,7 @@ from hubbub.server.config import (
     Limits,
     ParticipantConfig,
     SpaceConfig,
+    engine_settings_from_env,
     hash_token,
     limits_from_env,
     load_space,
@@ -100,6 +101,7 @@ def serve(
             limits.history_on_join = history_on_join
         limits.validate()
         spaces = [load_space(p) for p in space_configs] or [open_space()]
+        engines = engine_settings_from_env()
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
     ids = [s.space for s in spaces]
@@ -113,7 +115,12 @@ def serve(
             err=True,
         )
     _raise_fd_limit()
-    router = make_router(spaces, data_dir=None if store == "memory" else data_dir, limits=limits)
+    router = make_router(
+        spaces,
+        data_dir=None if store == "memory" else data_dir,
+        limits=limits,
+        engines=engines,
+    )
     mode = f"open mode, space {open_ids[0]!r}" if open_ids else f"spaces {ids}"
     where = "memory" if store == "memory" else str(data_dir / "hubbub.db")
     logging.getLogger("hubbub").info(

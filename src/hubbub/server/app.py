@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import msgspec
@@ -16,7 +16,7 @@ from hubbub.protocol.dialect import Dialect
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.mew import MewDialect, is_mew_hello
-from hubbub.server.config import Limits, SpaceConfig, open_space
+from hubbub.server.config import EngineSettings, Limits, SpaceConfig, open_space
 from hubbub.server.connection import CLOSE_POLICY, CLOSE_TOO_BIG, Connection, ws_text_frame
 from hubbub.server.http_api import add_http_routes
 from hubbub.server.metrics import Metrics
@@ -196,11 +196,20 @@ def make_router(
     data_dir: str | Path | None = ".hubbub",
     limits: Limits | None = None,
     store: Store | None = None,
+    engines: EngineSettings | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> Router:
     """A router over the given spaces (open mode when none) and store (SQLite in data_dir)."""
     if store is None:
         store = MemoryStore() if data_dir is None else SqliteStore(Path(data_dir) / "hubbub.db")
-    return Router(spaces or [open_space()], store, limits or Limits(), Metrics())
+    return Router(
+        spaces or [open_space()],
+        store,
+        limits or Limits(),
+        Metrics(),
+        engine_settings=engines,
+        engine_clock=clock,
+    )
 
 
 async def serve_forever(router: Router, host: str, port: int) -> None:

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
@@ -81,11 +81,18 @@ class SpaceEngines:
 class Coordination:
     """Floor control, callbacks and sleep/wake for every space of a router."""
 
-    def __init__(self, router: Router, settings: EngineSettings) -> None:
+    def __init__(
+        self,
+        router: Router,
+        settings: EngineSettings,
+        clock: Callable[[], float] = now_ms,
+    ) -> None:
         from hubbub.server.router import HttpSender
 
         self.router = router
         self.settings = settings
+        self.clock = clock
+        """Unix ms now; tests inject a manual clock and call :meth:`run_due`."""
         self.timers = TimerQueue()
         self.spaces = {
             sid: SpaceEngines(sp, self.timers, settings) for sid, sp in router.spaces.items()
@@ -111,7 +118,7 @@ class Coordination:
 
     async def start(self) -> None:
         """Reload persisted callbacks; their origins get the grace window to reconnect."""
-        now = now_ms()
+        now = self.clock()
         for sid, eng in self.spaces.items():
             rows = await self.router.store.callbacks(sid)
             restored = [msgspec.json.decode(r, type=Callback) for r in rows]
@@ -141,7 +148,7 @@ class Coordination:
         if eng.sleep.forget(s.id):
             s.wake_at = None
             self.router.activity.publish("sleep-cancelled", s.space.id, participant=s.id)
-        eng.callbacks.disconnected(now_ms(), s.id)
+        eng.callbacks.disconnected(self.clock(), s.id)
         self._rearm()
 
     # ------------------------------------------------------------------ floor control
@@ -178,7 +185,7 @@ class Coordination:
         msg_ts = ulid_time_ms(msg_id) if msg_id in ch.recent_id_set else None
         try:
             out = eng.floor.claim(
-                now_ms(),
+                self.clock(),
                 ch.name,
                 msg_id,
                 sender.id,
@@ -304,7 +311,7 @@ class Coordination:
             )
             return
         eng = self.spaces[space.id]
-        now = now_ms()
+        now = self.clock()
         try:
             cb = eng.callbacks.schedule(
                 now, r.ids.new(int(now)), sender.id, marker.seconds, marker.payload, marker.channel
@@ -330,7 +337,7 @@ class Coordination:
     def sleep(self, s: Session, seconds: float, mode: SleepMode = "default") -> None:
         """Put ``s`` to sleep: out of the fan-out lists, presence ``sleeping`` with ``wake_at``."""
         eng = self.spaces[s.space.id]
-        entry = eng.sleep.sleep(now_ms(), s.id, seconds, mode)
+        entry = eng.sleep.sleep(self.clock(), s.id, seconds, mode)
         was_awake = s.wake_at is None
         s.wake_at = int(entry.wake_at)
         if was_awake:
@@ -394,17 +401,13 @@ class Coordination:
         """Route a message from ``@server`` (a DM when it has ``to``, else to its channel)."""
         return self.router.route(self._servers[space.id], env)
 
-    def is_server(self, sender: Sender) -> bool:
-        """Whether ``sender`` is the gateway itself (its messages are never parsed)."""
-        return sender.id == SERVER_ID
-
     # ------------------------------------------------------------------ the timer
 
     def _rearm(self) -> None:
         due = self.timers.next_due()
         if due is None:
             return
-        now = now_ms()
+        now = self.clock()
         target = min(due, now + self.settings.cb_poll_ms)
         if self._handle is not None and self._handle_at <= target:
             return
@@ -417,7 +420,11 @@ class Coordination:
     def _on_timer(self) -> None:
         self._handle = None
         self._handle_at = float("inf")
-        now = now_ms()
+        self.run_due()
+
+    def run_due(self) -> None:
+        """Fire every timer due by the clock now (the timer calls this; so can tests)."""
+        now = self.clock()
         for key in self.timers.pop_due(now):
             try:
                 self._fire(key, now)

@@ -131,13 +131,14 @@ def add_http_routes(app: web.Application, key: web.AppKey[Router]) -> None:
         out: list[dict[str, Any]] = []
         for pid in sorted(space.known | set(space.online)):
             s = space.online.get(pid)
+            state = router.coordination.participant_state(space, pid)
             if s is not None:
-                out.append(s.summary() | {"channels": sorted(s.channels), "online": True})
+                out.append(s.summary() | {"channels": sorted(s.channels), "online": True} | state)
             else:
                 cfg = space.config.participants.get(pid)
                 kind = cfg.kind if cfg else space.config.defaults.kind
                 entry = {"id": pid, "kind": kind, "presence": "offline", "online": False}
-                out.append(entry | {"channels": []})
+                out.append(entry | {"channels": []} | state)
         return web.json_response({"space": space.id, "participants": out})
 
     async def channel_messages(request: web.Request) -> web.Response:

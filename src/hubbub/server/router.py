@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -31,7 +31,7 @@ from hubbub.server.connection import (
     ws_text_frame,
     ws_text_frames,
 )
-from hubbub.server.coordination import Coordination
+from hubbub.server.coordination import Coordination, now_ms
 from hubbub.server.metrics import Metrics
 from hubbub.server.space import Channel, Session, SpaceState, TokenBucket
 from hubbub.store.base import DM_STREAM, Store
@@ -75,6 +75,7 @@ class Router:
         metrics: Metrics | None = None,
         server_name: str = "hubbub",
         engine_settings: EngineSettings | None = None,
+        engine_clock: Callable[[], float] | None = None,
     ) -> None:
         configs = {c.space: c for c in spaces}
         self.spaces = {sid: SpaceState(cfg) for sid, cfg in configs.items()}
@@ -90,7 +91,9 @@ class Router:
         self.shutting_down = False
         self._http_rates: dict[tuple[str, str], TokenBucket] = {}
         self.activity = Activity()
-        self.coordination = Coordination(self, engine_settings or EngineSettings())
+        self.coordination = Coordination(
+            self, engine_settings or EngineSettings(), engine_clock or now_ms
+        )
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -354,7 +357,8 @@ class Router:
         env.seq = None
         sleep = None
         if sender.id != SERVER_ID and (
-            sender.wake_at is not None or (kind == "chat" and "@@" in env.payload["text"])
+            (sender.wake_at is not None and kind not in _CONTROL)
+            or (kind == "chat" and "@@" in env.payload["text"])
         ):
             relay, sleep = self.coordination.before_send(sender, env)
             if not relay:

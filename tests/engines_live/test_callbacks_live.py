@@ -1,0 +1,166 @@
+"""Callbacks over real sockets: markers stripped, @server deliveries, limits, grace, restart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import stop_gateway
+from tests.engines_live.conftest import EngineGateway, ManualClock, start_engine_gateway
+
+
+def _chat(text: str, channel: str = "#general") -> dict[str, Any]:
+    return {"kind": "chat", "channel": channel, "payload": {"text": text}}
+
+
+async def test_dm_callback_fires_to_sender_only_and_marker_is_stripped(egw: EngineGateway) -> None:
+    a = await egw.mew("agent-a")
+    b = await egw.mew("agent-b")
+    await a.send(_chat("working on it @@cb:30s@@check build"))
+    seen = await b.expect("chat")
+    assert seen["payload"]["text"] == "working on it"
+    egw.tick(29)
+    await a.silent(lambda f: f.get("from") == "system:gateway" and f.get("kind") == "chat")
+    egw.tick(1.5)
+    fire = await a.next_where(lambda f: f.get("from") == "system:gateway" and f["kind"] == "chat")
+    assert fire["to"] == ["agent-a"] and "channel" not in fire
+    assert fire["payload"]["text"] == "@@cb-fire@@check build"
+    assert fire["payload"]["cb_origin"] == "agent-a" and fire["payload"]["cb_id"]
+    await b.silent(lambda f: "cb-fire" in str(f))
+
+
+async def test_marker_only_message_is_not_relayed(egw: EngineGateway) -> None:
+    a = await egw.mew("agent-a")
+    b = await egw.mew("agent-b")
+    await a.send(_chat('@@cb:30s@@{"csma":"check","reply_to":1}'))
+    await egw.synced(a)
+    await b.silent(lambda f: f.get("kind") == "chat")
+    egw.tick(31)
+    fire = await a.next_where(lambda f: f.get("kind") == "chat")
+    assert fire["payload"]["text"] == '@@cb-fire@@{"csma":"check","reply_to":1}'
+
+
+async def test_channel_callback_goes_to_channel_while_origin_is_member(
+    egw: EngineGateway,
+) -> None:
+    a = await egw.mew("agent-a")
+    b = await egw.mew("agent-b")
+    await a.send(_chat("@@cb:30s#general@@standup time @@cb:40s#general@@second"))
+    await egw.synced(a)
+    egw.tick(31)
+    got = await b.next_where(lambda f: f.get("kind") == "chat")
+    assert got["from"] == "system:gateway" and got["channel"] == "#general"
+    assert got["payload"]["text"] == "@@cb-fire@@standup time"
+    assert got["payload"]["cb_origin"] == "agent-a" and isinstance(got["seq"], int)
+    await a.send({"kind": "channel/leave", "payload": {"channel": "#general"}})
+    await a.expect("channel/left")
+    egw.tick(10)
+    await b.silent(lambda f: f.get("kind") == "chat")
+    assert any(
+        e["event"] == "callback-dropped" and "not a member" in e["reason"]
+        for e in egw.router.activity.recent
+    )
+
+
+async def test_agentchat_callback_frame_matches_the_document(egw: EngineGateway) -> None:
+    bot = await egw.agentchat("bot")
+    await bot.send({"type": "MSG", "to": "#general", "content": "@@cb:1.5s@@nudge"})
+    await bot.send({"type": "LIST_CHANNELS"})
+    await bot.expect_type("CHANNELS")
+    egw.tick(2)
+    fire = await bot.expect_type("MSG")
+    assert fire["from"] == "@server" and fire["to"] == "@bot"
+    assert fire["content"] == "@@cb-fire@@nudge"
+    assert fire["cb_origin"] == "bot" and fire["cb_id"]
+
+
+async def test_limits_refuse_with_clear_errors_and_still_relay(tmp_path: Path) -> None:
+    gw = await start_engine_gateway(tmp_path, cb_max_per_agent=2, cb_max_payload=10)
+    try:
+        a = await gw.mew("agent-a")
+        b = await gw.mew("agent-b")
+        await a.send(_chat("hi @@cb:30s@@this payload is too long"))
+        err = await a.expect("system/error")
+        assert err["payload"]["error"] == "callback_rejected"
+        assert "AGENTCHAT_CB_MAX_PAYLOAD" in err["payload"]["message"]
+        assert (await b.expect("chat"))["payload"]["text"] == "hi"
+        await a.send(_chat("@@cb:30s@@1 @@cb:30s@@2 @@cb:30s@@3"))
+        err = await a.expect("system/error")
+        assert "AGENTCHAT_CB_MAX_PER_AGENT" in err["payload"]["message"]
+        assert gw.router.coordination.spaces["default"].callbacks.count("agent-a") == 2
+    finally:
+        await stop_gateway(gw)
+
+
+async def test_duration_is_clamped(tmp_path: Path) -> None:
+    gw = await start_engine_gateway(tmp_path, cb_max_duration_s=60)
+    try:
+        a = await gw.mew("agent-a")
+        await a.send(_chat("@@cb:99999s@@late"))
+        await gw.synced(a)
+        gw.tick(61)
+        fire = await a.next_where(lambda f: f.get("kind") == "chat")
+        assert fire["payload"]["text"] == "@@cb-fire@@late"
+    finally:
+        await stop_gateway(gw)
+
+
+async def test_callback_to_unknown_channel_is_refused(egw: EngineGateway) -> None:
+    a = await egw.mew("agent-a")
+    await a.send(_chat("@@cb:30s#nowhere@@x"))
+    err = await a.expect("system/error")
+    assert (
+        err["payload"]["error"] == "callback_rejected" and "#nowhere" in err["payload"]["message"]
+    )
+
+
+async def test_offline_origin_drops_but_reconnect_within_grace_keeps(egw: EngineGateway) -> None:
+    a = await egw.mew("agent-a")
+    await a.send(_chat("@@cb:10s@@one @@cb:120s@@two"))
+    await egw.synced(a)
+    watcher = await egw.mew("watcher")
+    await a.close()
+    await watcher.next_where(lambda f: f.get("payload", {}).get("event") == "leave")
+    egw.tick(11)  # 'one' falls due while agent-a is offline (within the 30 s grace): dropped
+    a2 = await egw.mew("agent-a")
+    egw.tick(110)
+    fire = await a2.next_where(lambda f: f.get("kind") == "chat")
+    assert fire["payload"]["text"] == "@@cb-fire@@two"
+    reasons = [
+        e.get("reason") for e in egw.router.activity.recent if e["event"] == "callback-dropped"
+    ]
+    assert reasons == ["offline"]
+
+
+async def test_grace_window_end_collects_callbacks(egw: EngineGateway) -> None:
+    a = await egw.mew("agent-a")
+    await a.send(_chat("@@cb:300s@@later"))
+    await egw.synced(a)
+    watcher = await egw.mew("watcher")
+    await a.close()
+    await watcher.next_where(lambda f: f.get("payload", {}).get("event") == "leave")
+    engine = egw.router.coordination.spaces["default"].callbacks
+    assert engine.count("agent-a") == 1
+    egw.tick(31)
+    assert engine.count("agent-a") == 0
+    a2 = await egw.mew("agent-a")
+    egw.tick(300)
+    await a2.silent(lambda f: f.get("kind") == "chat")
+
+
+async def test_pending_callbacks_survive_a_restart(tmp_path: Path) -> None:
+    clock = ManualClock()
+    gw = await start_engine_gateway(tmp_path, clock)
+    a = await gw.mew("agent-a")
+    await a.send(_chat("@@cb:60s@@after restart"))
+    await a.send(_chat("sync"))
+    await a.expect("chat")
+    await stop_gateway(gw)
+    gw = await start_engine_gateway(tmp_path, clock)
+    try:
+        a = await gw.mew("agent-a")
+        gw.tick(61)
+        fire = await a.next_where(lambda f: f.get("kind") == "chat" and "cb_id" in f["payload"])
+        assert fire["payload"]["text"] == "@@cb-fire@@after restart"
+    finally:
+        await stop_gateway(gw)

@@ -1,0 +1,251 @@
+"""Floor control over real sockets, on both dialects, with the documents' field names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hubbub.protocol.ids import ulid_time_ms
+from tests.conftest import WsClient
+from tests.engines_live.conftest import EngineGateway
+
+
+async def _question(asker: WsClient, *others: WsClient) -> dict[str, Any]:
+    await asker.send({"kind": "chat", "channel": "#general", "payload": {"text": "question?"}})
+    msg = await asker.expect("chat")
+    for o in others:
+        await o.next_where(lambda f: f.get("kind") == "chat" or f.get("type") == "MSG")
+    return msg
+
+
+def _claim(msg_id: str, started_at: int) -> dict[str, Any]:
+    return {
+        "kind": "floor/responding-to",
+        "channel": "#general",
+        "payload": {"msg_id": msg_id, "started_at": started_at},
+    }
+
+
+async def test_earlier_claim_displaces_holder_who_gets_yield(egw: EngineGateway) -> None:
+    human = await egw.mew("human")
+    a = await egw.mew("agent-a")
+    b = await egw.mew("agent-b")
+    q = await _question(human, a, b)
+    t0 = ulid_time_ms(q["id"])
+    await a.send(_claim(q["id"], t0 + 20))
+    relay = await human.expect("floor/responding-to")
+    assert relay["from"] == "agent-a"
+    assert relay["payload"] == {"msg_id": q["id"], "started_at": t0 + 20}
+    claimed = await human.expect("floor/claimed")
+    assert claimed["payload"]["holder"] == "agent-a"
+    await b.send(_claim(q["id"], t0 + 10))  # started earlier: b wins
+    y = await a.expect("floor/yield")
+    assert y["from"] == "system:gateway"
+    assert y["payload"] == {"msg_id": q["id"], "winner": "agent-b"}
+    assert y["channel"] == "#general"
+    claimed = await human.expect("floor/claimed")
+    assert claimed["payload"]["holder"] == "agent-b"
+    await b.silent(lambda f: f.get("kind") == "floor/yield")
+
+
+async def test_later_claim_yields_at_once(egw: EngineGateway) -> None:
+    human = await egw.mew("human")
+    a = await egw.mew("agent-a")
+    b = await egw.mew("agent-b")
+    q = await _question(human, a, b)
+    t0 = ulid_time_ms(q["id"])
+    await a.send(_claim(q["id"], t0 + 5))
+    await b.send(_claim(q["id"], t0 + 50))
+    y = await b.expect("floor/yield")
+    assert y["payload"]["winner"] == "agent-a"
+    await a.silent(lambda f: f.get("kind") == "floor/yield")
+    holder = egw.router.coordination.spaces["default"].floor.holder("#general", q["id"])
+    assert holder is not None and holder.holder == "agent-a"
+
+
+async def test_tie_goes_to_smaller_id(egw: EngineGateway) -> None:
+    human = await egw.mew("human")
+    zed = await egw.mew("zed")
+    amy = await egw.mew("amy")
+    q = await _question(human, zed, amy)
+    t = ulid_time_ms(q["id"]) + 7
+    await zed.send(_claim(q["id"], t))
+    await amy.send(_claim(q["id"], t))
+    y = await zed.expect("floor/yield")
+    assert y["payload"]["winner"] == "amy"
+
+
+async def test_human_claim_outranks_earlier_agent(egw: EngineGateway) -> None:
+    asker = await egw.mew("asker")
+    agent = await egw.mew("agent")
+    person = await egw.mew("person", kind="human")
+    q = await _question(asker, agent, person)
+    t0 = ulid_time_ms(q["id"])
+    await agent.send(_claim(q["id"], t0 + 1))
+    await person.send(_claim(q["id"], t0 + 500))
+    y = await agent.expect("floor/yield")
+    assert y["payload"]["winner"] == "person"
+
+
+async def test_holder_reclaim_is_idempotent(egw: EngineGateway) -> None:
+    human = await egw.mew("human")
+    a = await egw.mew("agent-a")
+    q = await _question(human, a)
+    t0 = ulid_time_ms(q["id"])
+    await a.send(_claim(q["id"], t0 + 3))
+    await human.expect("floor/claimed")
+    await a.send(_claim(q["id"], t0 + 1))
+    await human.silent(lambda f: str(f.get("kind", "")).startswith("floor/"))
+    holder = egw.router.coordination.spaces["default"].floor.holder("#general", q["id"])
+    assert holder is not None and holder.started_at == t0 + 3
+
+
+async def test_answer_releases_then_new_claim_holds(egw: EngineGateway) -> None:
+    human = await egw.mew("human")
+    a = await egw.mew("agent-a")
+    b = await egw.mew("agent-b")
+    q = await _question(human, a, b)
+    t0 = ulid_time_ms(q["id"])
+    await a.send(_claim(q["id"], t0 + 1))
+    await human.expect("floor/claimed")
+    await a.send({"kind": "chat", "channel": "#general", "payload": {"text": "the answer"}})
+    await human.expect("chat")
+    floor = egw.router.coordination.spaces["default"].floor
+    assert floor.holder("#general", q["id"]) is None
+    await b.send(_claim(q["id"], t0 + 2))
+    claimed = await human.expect("floor/claimed")
+    assert claimed["payload"]["holder"] == "agent-b"
+
+
+async def test_claim_expires_after_ttl(egw: EngineGateway) -> None:
+    human = await egw.mew("human")
+    a = await egw.mew("agent-a")
+    q = await _question(human, a)
+    await a.send(_claim(q["id"], ulid_time_ms(q["id"]) + 1))
+    await human.expect("floor/claimed")
+    floor = egw.router.coordination.spaces["default"].floor
+    egw.tick(44)
+    assert floor.holder("#general", q["id"]) is not None
+    egw.tick(2)
+    assert floor.holder("#general", q["id"]) is None
+    assert any(
+        e["event"] == "claim-released" and e["reason"] == "expired"
+        for e in egw.router.activity.recent
+    )
+
+
+async def test_disconnect_releases_claims(egw: EngineGateway) -> None:
+    human = await egw.mew("human")
+    a = await egw.mew("agent-a")
+    q = await _question(human, a)
+    await a.send(_claim(q["id"], ulid_time_ms(q["id"]) + 1))
+    await human.expect("floor/claimed")
+    await a.close()
+    await human.expect("system/presence")
+    assert egw.router.coordination.spaces["default"].floor.holder("#general", q["id"]) is None
+
+
+async def test_bad_claims_get_clear_errors(egw: EngineGateway) -> None:
+    human = await egw.mew("human")
+    a = await egw.mew("agent-a")
+    q = await _question(human, a)
+    t0 = ulid_time_ms(q["id"])
+    cases = [
+        (_claim("01NOTAMESSAGEOFTHISCHANNEL", t0), "not a recent message"),
+        (_claim(q["id"], t0 - 5000), "before the message"),
+        (_claim(q["id"], t0 + 60_000), "in the future"),
+        (
+            {
+                "kind": "floor/responding-to",
+                "to": ["human"],
+                "payload": {"msg_id": q["id"], "started_at": t0},
+            },
+            "channel messages only",
+        ),
+        (
+            {
+                "kind": "floor/responding-to",
+                "channel": "#general",
+                "payload": {"msg_id": q["id"], "started_at": "soon"},
+            },
+            "Unix time in ms",
+        ),
+        (
+            {"kind": "floor/responding-to", "channel": "#general", "payload": {"started_at": t0}},
+            "needs 'msg_id'",
+        ),
+    ]
+    for frame, words in cases:
+        await a.send(frame)
+        err = await a.expect("system/error")
+        assert err["payload"]["error"] == "invalid_claim", err
+        assert words in err["payload"]["message"], err
+    await human.silent(lambda f: str(f.get("kind", "")).startswith("floor/"))
+
+
+async def test_claims_in_a_dm_are_refused_on_agentchat(egw: EngineGateway) -> None:
+    bob = await egw.agentchat("bob")
+    await bob.send({"type": "RESPONDING_TO", "msg_id": "x", "started_at": 1, "channel": "@eve"})
+    err = await bob.expect_type("ERROR")
+    assert err["code"] in ("INVALID_CLAIM", "INVALID_CHANNEL")
+
+
+async def test_agentchat_frames_match_the_document(egw: EngineGateway) -> None:
+    human = await egw.mew("human")
+    a = await egw.agentchat("a1")
+    b = await egw.agentchat("b1")
+    await human.send({"kind": "chat", "channel": "#general", "payload": {"text": "who knows?"}})
+    msg = await a.expect_type("MSG")
+    await b.expect_type("MSG")
+    t0 = msg["ts"]
+    await b.send(
+        {
+            "type": "RESPONDING_TO",
+            "msg_id": msg["msg_id"],
+            "started_at": t0 + 40,
+            "channel": "#general",
+        }
+    )
+    relay = await a.expect_type("RESPONDING_TO")
+    assert relay["from"] == "@b1" and relay["msg_id"] == msg["msg_id"]
+    assert relay["started_at"] == t0 + 40 and relay["channel"] == "#general"
+    fc = await a.expect_type("FLOOR_CLAIMED")
+    assert fc["agent"] == "@b1" and fc["msg_id"] == msg["msg_id"]
+    await a.send(
+        {
+            "type": "RESPONDING_TO",
+            "msg_id": msg["msg_id"],
+            "started_at": t0 + 10,
+            "channel": "#general",
+        }
+    )
+    y = await b.expect_type("YIELD")
+    assert y == {
+        "type": "YIELD",
+        "msg_id": msg["msg_id"],
+        "winner": "@a1",
+        "channel": "#general",
+        "ts": y["ts"],
+    }
+    mew_view = await human.expect("floor/claimed")
+    while mew_view["payload"]["holder"] != "a1":
+        mew_view = await human.expect("floor/claimed")
+
+
+async def test_disabled_floor_relays_without_tracking(tmp_path: Any) -> None:
+    from tests.conftest import stop_gateway
+    from tests.engines_live.conftest import start_engine_gateway
+
+    gw = await start_engine_gateway(tmp_path, respond_enabled=False)
+    try:
+        human = await gw.mew("human")
+        a = await gw.mew("agent-a")
+        b = await gw.mew("agent-b")
+        q = await _question(human, a, b)
+        t0 = ulid_time_ms(q["id"])
+        await a.send(_claim(q["id"], t0 + 9))
+        await b.send(_claim(q["id"], t0 + 1))
+        assert (await human.expect("floor/responding-to"))["from"] == "agent-a"
+        assert (await human.expect("floor/responding-to"))["from"] == "agent-b"
+        await a.silent(lambda f: f.get("kind") in ("floor/yield", "floor/claimed"))
+    finally:
+        await stop_gateway(gw)
