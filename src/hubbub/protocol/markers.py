@@ -8,8 +8,10 @@ mode does not parse is not a marker: it stays in the text as written.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Literal
 
 SleepMode = Literal["default", "buffer", "drop"]
@@ -19,9 +21,10 @@ CB_FIRE = "@@cb-fire@@"
 WAKE = "@@wake@@"
 """Text of the wake message a sleeper receives."""
 
+_CHANNEL = re.compile(r"#[A-Za-z0-9_-]{1,31}")
 _NUMBER = r"(?P<n>\d+(?:\.\d+)?|\.\d+)"
 _MARKER = re.compile(
-    r"@@(?:cb:" + _NUMBER + r"s(?:(?P<ch>#[A-Za-z0-9_-]{1,31}))?"
+    r"@@(?:cb:" + _NUMBER + r"s(?:(?P<ch>" + _CHANNEL.pattern + r"))?"
     r"|sleep:(?P<sn>\d+(?:\.\d+)?|\.\d+)s(?::(?P<mode>buffer|drop|default))?)@@"
 )
 
@@ -90,30 +93,55 @@ def parse_markers(text: str) -> Parsed:
     return Parsed(_tidy(kept), tuple(callbacks), tuple(sleeps))
 
 
+_BLANKS = " \t\r\n"
+
+
 def _tidy(pieces: list[str]) -> str:
     """Join what is left around stripped markers: no doubled blanks or empty lines at a seam."""
     out = pieces[0]
     for piece in pieces[1:]:
-        if not piece or piece[0] in " \t\n":
-            out = out.rstrip(" \t")
-        if (not out or out.endswith("\n")) and piece[:1] in (" ", "\t", "\n"):
-            piece = piece.lstrip(" \t")
-            if out.endswith("\n") and piece.startswith("\n"):
-                piece = piece[1:]
-        out += piece
+        out = _join(out, piece)
     return out.strip()
 
 
+def _join(left: str, right: str) -> str:
+    """Join two pieces across a stripped marker.
+
+    The blanks on either side of the seam merge instead of adding up: line breaks count as
+    many as the side with more of them (the indentation of the next line is kept), otherwise
+    the blanks after the marker win over those before it.
+    """
+    body = left.rstrip(_BLANKS)
+    tail = left[len(body) :]
+    rest = right.lstrip(_BLANKS)
+    head = right[: len(right) - len(rest)]
+    breaks = max(tail.count("\n"), head.count("\n"))
+    if not breaks:
+        return body + (head or tail) + rest
+    newline = "\r\n" if "\r\n" in tail + head else "\n"
+    indent = head[head.rfind("\n") + 1 :].lstrip("\r") if "\n" in head else ""
+    return body + newline * breaks + indent + rest
+
+
 def _seconds(value: float) -> str:
-    if value < 0:
-        raise ValueError(f"a marker duration cannot be negative (got {value})")
-    return f"{value:g}" if "e" not in f"{value:g}" else f"{value:.3f}"
+    """``value`` in plain decimal notation that reads back as the same float."""
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"a marker duration must be a finite number >= 0 (got {value})")
+    text = format(Decimal(repr(float(value) + 0.0)), "f")  # + 0.0: no "-0" for -0.0
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
 
 
 def callback_marker(seconds: float, payload: str = "", channel: str | None = None) -> str:
     """The marker text that schedules a callback in ``seconds`` (to ``channel`` if given)."""
     if "\n" in payload or "@@" in payload:
         raise ValueError("a callback payload cannot contain a newline or '@@'")
+    if channel and not _CHANNEL.fullmatch(channel):
+        raise ValueError(
+            f"a callback channel must look like '#name' (letters, digits, '_' or '-', at most "
+            f"31 after '#'); got {channel!r}"
+        )
     target = channel or ""
     return f"@@cb:{_seconds(seconds)}s{target}@@{payload}"
 
