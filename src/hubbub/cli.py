@@ -214,3 +214,7 @@ main.add_command(bridge)
 from hubbub.cli_agent import agent  # noqa: E402
 
 main.add_command(agent)
+
+from hubbub.cli_chat import chat  # noqa: E402
+
+main.add_command(chat)

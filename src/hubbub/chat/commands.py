@@ -233,6 +233,30 @@ def _channel_command(name: str, rest: str) -> Command:
     return Switch(channel)
 
 
+def completions(
+    before_cursor: str, channels: list[str], joined: list[str], people: list[str]
+) -> tuple[list[str], int]:
+    """Candidates for the word being typed, and how many characters of it are typed.
+
+    Command names after ``/``; channels after ``/join`` (``channels``: all known) and after
+    ``/switch`` or ``/leave`` (``joined``); participant ids (``people``) after ``/dm``.
+    """
+    if not before_cursor.startswith("/"):
+        return [], 0
+    word, space, rest = before_cursor[1:].partition(" ")
+    if not space:
+        names = sorted({n for n in _NAMES if n.startswith(word.lower())})
+        return [f"/{n} " for n in names], len(word) + 1
+    if " " in rest:
+        return [], 0
+    if word in ("dm", "msg"):
+        typed = rest.removeprefix("@")
+        return sorted(p for p in people if p.startswith(typed)), len(rest)
+    pool = channels if word == "join" else joined if word in ("switch", "leave", "part") else []
+    prefix = normalize_channel(rest) if rest else "#"
+    return sorted(c for c in pool if c.startswith(prefix)), len(rest)
+
+
 def parse(line: str) -> Command | None:
     """The command typed as ``line``; ``None`` for a blank line."""
     text = line.strip()
@@ -286,5 +310,6 @@ __all__ = [
     "SetPresence",
     "Switch",
     "Who",
+    "completions",
     "parse",
 ]

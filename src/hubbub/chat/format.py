@@ -66,9 +66,9 @@ def to_epoch(value: object) -> float | None:
 
 
 def duration(seconds: float) -> str:
-    """A short human duration: ``47s``, ``2m 05s``, ``1h 02m``."""
+    """A short human duration: ``47s``, ``2m 05s``, ``1h 02m`` (seconds up to 99)."""
     s = max(0, math.ceil(seconds))
-    if s < 60:
+    if s < 100:
         return f"{s}s"
     if s < 3600:
         return f"{s // 60}m {s % 60:02d}s"

@@ -132,6 +132,8 @@ class ChatView:
         """(channel, participant) → when the "is responding" claim lapses."""
         self.proposals: list[ProposalEntry] = []
         self.unread: dict[str, int] = {}
+        self.known_channels: set[str] = set()
+        """Channels of the space (from the welcome and every join)."""
         self.connection = "connecting"
         """``connected``, ``connecting``, ``reconnecting…`` or why it is closed."""
 
@@ -222,6 +224,11 @@ class ChatView:
 
     def _welcome(self, env: Envelope) -> None:
         self.connection = "connected"
+        self.known_channels.update(
+            c["name"]
+            for c in env.payload.get("channels", [])
+            if isinstance(c, dict) and isinstance(c.get("name"), str)
+        )
         self.people = {
             p["id"]: dict(p)
             for p in env.payload.get("participants", [])
@@ -234,6 +241,7 @@ class ChatView:
         if not isinstance(channel, str):
             return
         again = channel in self.channels
+        self.known_channels.add(channel)
         if not again:
             self.channels.append(channel)
         if self.current is None:
