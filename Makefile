@@ -21,6 +21,11 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 test: $(STAMP) lint typecheck
+	@# the dashboard's browser tests drive Debian's chromium (they fail, never skip, without it)
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then (export DEBIAN_FRONTEND=noninteractive; apt-get update && apt-get install -y chromium); \
+	  else echo "make test: Debian's 'chromium' package is missing and this is not root;" \
+	    "install it with 'sudo apt-get install -y chromium' (tests/dashboard needs it)" >&2; fi; }
 	$(BIN)/pytest -q
 
 demo: $(STAMP)

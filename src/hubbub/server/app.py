@@ -16,8 +16,10 @@ from hubbub.protocol.dialect import Dialect
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.mew import MewDialect, is_mew_hello
+from hubbub.server.admin import add_admin_routes
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig, open_space
 from hubbub.server.connection import CLOSE_POLICY, CLOSE_TOO_BIG, Connection, ws_text_frame
+from hubbub.server.dashboard_http import add_dashboard_routes
 from hubbub.server.http_api import add_http_routes
 from hubbub.server.metrics import Metrics
 from hubbub.server.router import Router
@@ -176,6 +178,8 @@ def build_app(router: Router) -> web.Application:
     app.router.add_get("/", websocket_endpoint)
     app.router.add_get("/health", health)
     add_http_routes(app, ROUTER_KEY)
+    add_dashboard_routes(app, ROUTER_KEY)
+    add_admin_routes(app, ROUTER_KEY)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         await router.start()

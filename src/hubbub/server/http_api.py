@@ -25,6 +25,7 @@ _STATUS = {
     ErrorCode.RATE_LIMITED: 429,
     ErrorCode.PAYLOAD_TOO_LARGE: 413,
     ErrorCode.FRAME_TOO_LARGE: 413,
+    ErrorCode.BANNED: 403,
 }
 
 
@@ -98,6 +99,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Router]) -> None:
                     ErrorCode.AUTH_FAILED,
                     f"the bearer token belongs to {ident.id!r}, not {pid!r}",
                 )
+            router.bans.check(space.id, ident.id)  # admin kill switch (hubbub.server.admin)
             body = await request.read()
             try:
                 # the WebSocket decoder: also refuses invalid UTF-8 and too deep nesting

@@ -21,7 +21,9 @@ from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.hello import Hello
 from hubbub.protocol.ids import Clock, UlidGenerator, is_channel, is_participant_id
 from hubbub.protocol.mew import MewDialect
+from hubbub.server import observe  # dashboard
 from hubbub.server.activity import Activity
+from hubbub.server.admin import BanList  # admin kill switch
 from hubbub.server.auth import Authenticator, Identity
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig
 from hubbub.server.connection import (
@@ -91,6 +93,8 @@ class Router:
         self.shutting_down = False
         self._http_rates: dict[tuple[str, str], TokenBucket] = {}
         self.activity = Activity()
+        self.bans = BanList()  # admin kill switch (hubbub.server.admin)
+        self.proposal_board = observe.ProposalBoard()  # dashboard (hubbub.server.observe)
         self.coordination = Coordination(
             self, engine_settings or EngineSettings(), engine_clock or now_ms
         )
@@ -163,6 +167,7 @@ class Router:
             while f"{base}-{n}" in space.online:
                 n += 1
             ident = Identity(ident.space, f"{base}-{n}", ident.kind, ident.role, ident.capabilities)
+        self.bans.check(ident.space, ident.id)  # admin kill switch: a banned id is refused
         return ident
 
     async def attach(self, ident: Identity, conn: Connection, hello: Hello) -> Session:
@@ -388,6 +393,8 @@ class Router:
                 self._deliver_channel(sender, env, extra)
                 if kind == "chat":
                     self.coordination.spoke(sender, env)
+            if self.activity.watched or kind.startswith("mcp/"):  # dashboard feed: observe.py
+                observe.routed(self, sender.space, env)
             if sleep is not None and isinstance(sender, Session):
                 self.coordination.sleep(sender, sleep.seconds, sleep.mode)
         except ProtocolError as exc:
@@ -423,6 +430,8 @@ class Router:
         ch = self._channel_for(sender, env.channel)
         if env.to is not None:
             self._check_recipients(sender.space, env.to)
+        if self.coordination.relays_pending:
+            self.coordination.flush_relays()  # claims handled earlier go out first
         ch.seq += 1
         env.seq = ch.seq
         data = encode(env)
@@ -533,6 +542,10 @@ class Router:
     def error(self, s: Session, exc: ProtocolError) -> None:
         """Answer a problem to the participant that caused it."""
         self.metrics.errors[exc.code.value] += 1
+        if self.activity.watched:  # dashboard feed: errors only while someone watches
+            self.activity.publish(
+                "error", s.space.id, participant=s.id, code=exc.code.value, message=exc.message
+            )
         payload: dict[str, Any] = {"error": exc.code.value, "message": exc.message, **exc.extra}
         cid = [exc.correlation_id] if exc.correlation_id else None
         self._send_env(s, self._server_env("system/error", payload, to=[s.id], correlation_id=cid))
@@ -565,6 +578,7 @@ class Router:
     ) -> None:
         if self.shutting_down:
             return  # everyone is leaving: announcing each departure to the rest is O(N²)
+        observe.presence(self.activity, space.id, event, entry, channel)  # dashboard feed
         space.pending_presence.append((event, entry, channel))
         if not space.presence_scheduled:
             space.presence_scheduled = True

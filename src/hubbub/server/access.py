@@ -1,0 +1,157 @@
+"""Who may watch the dashboard, use the operator console and pull the kill switch.
+
+Roles come from ``space.yaml`` (``role: participant | observer | admin``). A token is read
+from ``Authorization: Bearer`` or, for browsers' EventSource which cannot set headers, from
+``?token=``. An open space (local use) needs no token and grants everything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from aiohttp import web
+
+from hubbub.protocol.errors import ProtocolError
+from hubbub.server.space import SpaceState
+
+if TYPE_CHECKING:
+    from hubbub.server.router import Router
+
+Need = Literal["page", "observe", "admin"]
+
+MAKE_OBSERVER = "hubbub token create --space space.yaml --id ops --kind human --role observer"
+
+
+class AccessDenied(Exception):
+    """A refused dashboard or admin request; carries the HTTP status and a fix-it message."""
+
+    def __init__(self, status: int, error: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.error = error
+        self.message = message
+
+    def response(self) -> web.Response:
+        """The JSON error answer."""
+        headers = {"WWW-Authenticate": 'Bearer realm="hubbub"'} if self.status == 401 else None
+        return web.json_response(
+            {"error": self.error, "message": self.message}, status=self.status, headers=headers
+        )
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Who is asking, in which space, and what they may do."""
+
+    space: SpaceState
+    id: str | None
+    kind: str | None
+    role: str
+    open: bool
+
+    @property
+    def can_observe(self) -> bool:
+        """Watch the dashboard (observer or admin, or open mode)."""
+        return self.open or self.role in ("observer", "admin")
+
+    @property
+    def can_admin(self) -> bool:
+        """Use the kill switch (admin, or open mode)."""
+        return self.open or self.role == "admin"
+
+    @property
+    def can_console(self) -> bool:
+        """Use the operator console (a human's token, or open mode with a chosen id)."""
+        return self.open or self.kind == "human"
+
+    def describe(self) -> dict[str, Any]:
+        """The viewer as the dashboard page sees it."""
+        return {
+            "space": self.space.id,
+            "id": self.id,
+            "kind": self.kind,
+            "role": self.role,
+            "open": self.open,
+            "can_observe": self.can_observe,
+            "can_admin": self.can_admin,
+            "can_console": self.can_console,
+        }
+
+
+def request_token(request: web.Request) -> str | None:
+    """The token of a request: ``Authorization: Bearer`` first, then ``?token=``."""
+    header = request.headers.get("Authorization", "")
+    if header.lower().startswith("bearer ") and header[7:].strip():
+        return header[7:].strip()
+    return request.query.get("token") or None
+
+
+def resolve_viewer(router: Router, request: web.Request, need: Need) -> Viewer:
+    """Authenticate a dashboard/admin request and check it may do ``need``."""
+    token = request_token(request)
+    wanted = request.query.get("space")
+    if token:
+        owner = router.auth.lookup_token(token)
+        if owner is None:
+            raise AccessDenied(
+                401,
+                "auth_failed",
+                "unknown token: use an observer or admin token of this server's space "
+                f"(create one with `{MAKE_OBSERVER}`)",
+            )
+        sid, pid = owner
+        if wanted and wanted != sid:
+            raise AccessDenied(
+                403, "wrong_space", f"this token belongs to space {sid!r}, not {wanted!r}"
+            )
+        try:
+            router.bans.check(sid, pid)
+        except ProtocolError as exc:
+            raise AccessDenied(403, exc.code.value, exc.message) from None
+        p = router.spaces[sid].config.participants[pid]
+        viewer = Viewer(router.spaces[sid], pid, p.kind, p.role, False)
+    else:
+        sid = wanted or ("default" if len(router.spaces) != 1 else next(iter(router.spaces)))
+        space = router.spaces.get(sid)
+        if space is None:
+            raise AccessDenied(
+                404,
+                "unknown_space",
+                f"space {sid!r} does not exist on this server; "
+                f"known spaces: {', '.join(sorted(router.spaces))}",
+            )
+        if not space.config.open:
+            raise AccessDenied(
+                401,
+                "auth_failed",
+                "the dashboard needs an observer or admin token: open /dashboard?token=hb_… "
+                "(or send 'Authorization: Bearer hb_…'); "
+                f"create one with `{MAKE_OBSERVER}`",
+            )
+        viewer = Viewer(space, None, None, "admin", True)
+    _check(viewer, need)
+    return viewer
+
+
+def _check(viewer: Viewer, need: Need) -> None:
+    who = f"participant {viewer.id!r} has role {viewer.role!r}"
+    fix = f"set `role: {{}}` for {viewer.id} in space.yaml, or use another token"
+    if need == "admin" and not viewer.can_admin:
+        raise AccessDenied(
+            403, "forbidden", f"{who}: the kill switch needs role admin ({fix.format('admin')})"
+        )
+    if need == "observe" and not viewer.can_observe:
+        raise AccessDenied(
+            403,
+            "forbidden",
+            f"{who}: watching the dashboard needs role observer or admin "
+            f"({fix.format('observer')})",
+        )
+    if need == "page" and not (viewer.can_observe or viewer.can_console):
+        raise AccessDenied(
+            403,
+            "forbidden",
+            f"{who} and kind {viewer.kind!r}: the dashboard needs role observer or admin, "
+            f"and the operator console a human participant ({fix.format('observer')})",
+        )

@@ -1,0 +1,167 @@
+"""The dashboard over HTTP: the page, who is looking, and the live server-sent event stream.
+
+``GET /dashboard`` serves one self-contained page (HTML with its CSS and JS inlined from the
+package's ``dashboard/`` folder). ``GET /dashboard/events`` is a ``text/event-stream``: a
+``snapshot`` event on connect, then every ``activity`` event of the space as it happens, and a
+``state`` event (the same shape as the snapshot, without the recent activity) after any batch
+of events that changed what the panels show, at most every ``STATE_INTERVAL_S``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+from hubbub.server import observe
+from hubbub.server.access import AccessDenied, Viewer, request_token, resolve_viewer
+from hubbub.server.activity import Event
+from hubbub.server.router import Router
+from hubbub.server.space import SpaceState
+
+ASSETS = Path(__file__).with_name("dashboard")
+STATE_INTERVAL_S = 0.2
+"""Shortest time between two ``state`` events of one stream."""
+KEEPALIVE_S = 15.0
+"""A comment line is sent after this long without events (keeps proxies from closing)."""
+STREAMS_KEY: web.AppKey[set[asyncio.Task[Any]]] = web.AppKey("dashboard_streams")
+
+
+@cache
+def page_html() -> str:
+    """The dashboard page with its stylesheet and script inlined."""
+    html = (ASSETS / "index.html").read_text(encoding="utf-8")
+    css = (ASSETS / "dashboard.css").read_text(encoding="utf-8")
+    js = (ASSETS / "dashboard.js").read_text(encoding="utf-8")
+    return html.replace("/*STYLE*/", css).replace("/*SCRIPT*/", js)
+
+
+def _encode(name: str, data: Any) -> bytes:
+    return b"event: " + name.encode() + b"\ndata: " + msgspec.json.encode(data) + b"\n\n"
+
+
+def _changes_state(event: Event, space: SpaceState) -> bool:
+    """Whether an event may change what the panels show (chat only when someone sleeps)."""
+    if event.get("event") != "message":
+        return True
+    return any(ch.sleepers for ch in space.channels.values())
+
+
+class _Stream:
+    """One dashboard's event stream."""
+
+    def __init__(self, router: Router, viewer: Viewer, resp: web.StreamResponse) -> None:
+        self.router = router
+        self.viewer = viewer
+        self.space = viewer.space
+        self.resp = resp
+        self.last_state = 0.0
+
+    async def run(self) -> None:
+        router, space = self.router, self.space
+        loop = asyncio.get_running_loop()
+        queue = router.activity.subscribe()
+        try:
+            # built right after subscribing, without awaiting: nothing is missed or doubled
+            first = observe.snapshot(router, space, self.viewer.describe())
+            await self.resp.write(_encode("snapshot", first))
+            self.last_state = loop.time()
+            dirty = False
+            while True:
+                timeout = KEEPALIVE_S
+                if dirty:
+                    timeout = max(0.0, self.last_state + STATE_INTERVAL_S - loop.time())
+                try:
+                    batch = [await asyncio.wait_for(queue.get(), timeout)]
+                except TimeoutError:
+                    batch = []
+                while not queue.empty():
+                    batch.append(queue.get_nowait())
+                chunks = []
+                for event in batch:
+                    if event.get("space") != space.id:
+                        continue
+                    chunks.append(_encode("activity", event))
+                    dirty = dirty or _changes_state(event, space)
+                if dirty and loop.time() - self.last_state >= STATE_INTERVAL_S:
+                    chunks.append(_encode("state", observe.state(router, space)))
+                    self.last_state = loop.time()
+                    dirty = False
+                if not chunks and not batch:
+                    chunks.append(b": keepalive\n\n")
+                if chunks:
+                    await self.resp.write(b"".join(chunks))
+        finally:
+            router.activity.unsubscribe(queue)
+
+
+def add_dashboard_routes(app: web.Application, key: web.AppKey[Router]) -> None:
+    """Register ``/dashboard``, ``/dashboard/session`` and ``/dashboard/events``."""
+    app[STREAMS_KEY] = set()
+
+    async def page(request: web.Request) -> web.StreamResponse:
+        router = request.app[key]
+        headers = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+        try:
+            resolve_viewer(router, request, "page")
+        except AccessDenied as exc:
+            if "text/html" not in request.headers.get("Accept", ""):
+                return exc.response()
+            # A browser gets the page anyway: it holds no data, and it asks for a token (or
+            # finds one it stored) before /dashboard/session and /dashboard/events answer.
+            # Without a token that is the normal first step (200); a refused token is not.
+            headers["X-Hubbub-Error"] = exc.error
+            status = 200 if request_token(request) is None else exc.status
+            return web.Response(
+                text=page_html(), status=status, content_type="text/html", headers=headers
+            )
+        return web.Response(text=page_html(), content_type="text/html", headers=headers)
+
+    async def session(request: web.Request) -> web.Response:
+        router = request.app[key]
+        try:
+            viewer = resolve_viewer(router, request, "page")
+        except AccessDenied as exc:
+            return exc.response()
+        return web.json_response(viewer.describe())
+
+    async def events(request: web.Request) -> web.StreamResponse:
+        router = request.app[key]
+        try:
+            viewer = resolve_viewer(router, request, "observe")
+        except AccessDenied as exc:
+            return exc.response()
+        resp = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-store",
+                "X-Accel-Buffering": "no",
+            }
+        )
+        await resp.prepare(request)
+        streams = request.app[STREAMS_KEY]
+        task = asyncio.current_task()
+        assert task is not None
+        streams.add(task)
+        try:
+            await _Stream(router, viewer, resp).run()
+        except (ConnectionError, asyncio.CancelledError):
+            pass  # the browser went away, or the server is shutting down
+        finally:
+            streams.discard(task)
+        return resp
+
+    async def close_streams(app: web.Application) -> None:
+        streams = app[STREAMS_KEY]
+        for task in list(streams):
+            task.cancel()
+
+    app.on_shutdown.append(close_streams)
+    app.router.add_get("/dashboard", page)
+    app.router.add_get("/dashboard/", page)
+    app.router.add_get("/dashboard/session", session)
+    app.router.add_get("/dashboard/events", events)

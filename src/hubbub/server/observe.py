@@ -1,0 +1,280 @@
+"""What the dashboard sees: state snapshots of a space, proposals, and activity event hooks.
+
+The router calls the small hooks here (``routed``, ``presence``) and the dashboard's event
+stream calls :func:`snapshot` / :func:`state`. Nothing here sends to participants.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from hubbub import __version__
+from hubbub.protocol.envelope import Envelope
+from hubbub.protocol.ids import SERVER_ID
+from hubbub.server.activity import Activity, Event
+from hubbub.server.space import SpaceState
+
+if TYPE_CHECKING:
+    from hubbub.server.router import Router
+
+TEXT_MAX = 500
+"""Longest message text copied into an activity event (the rest is cut with an ellipsis)."""
+PAYLOAD_MAX = 8 * 1024
+"""A proposal payload larger than this (encoded) is not copied into the activity feed."""
+
+
+def _cut(text: str, limit: int = TEXT_MAX) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _size(value: Any) -> int:
+    try:
+        return len(msgspec.json.encode(value))
+    except (TypeError, ValueError, OverflowError):
+        return PAYLOAD_MAX + 1
+
+
+class ProposalBoard:
+    """Pending MCP proposals per space and the fulfilments that answer them (bounded)."""
+
+    def __init__(self, capacity: int = 1000) -> None:
+        self.capacity = capacity
+        self._pending: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+        self._fulfilments: OrderedDict[tuple[str, str], str] = OrderedDict()
+
+    def pending(self, space: str) -> list[dict[str, Any]]:
+        """Open proposals of ``space`` (waiting for an operator, or approved and running)."""
+        return [dict(p) for (sid, _), p in self._pending.items() if sid == space]
+
+    def _bound(self, table: OrderedDict[Any, Any]) -> None:
+        while len(table) > self.capacity:
+            table.popitem(last=False)
+
+    def observe(self, space: str, env: Envelope) -> tuple[str, dict[str, Any]] | None:
+        """Record one routed MCP envelope; return the activity event it means, if any."""
+        kind = env.kind
+        if kind == "mcp/proposal":
+            entry = _proposal_entry(env)
+            self._pending[(space, env.id)] = entry
+            self._bound(self._pending)
+            return "proposal", entry
+        for cid in env.correlation_ids():
+            if kind == "mcp/request":
+                found = self._pending.get((space, cid))
+                if found is None:
+                    continue
+                found["status"] = "approved"
+                found["approved_by"] = env.from_
+                self._fulfilments[(space, env.id)] = cid
+                self._bound(self._fulfilments)
+                return "proposal-approved", {"id": cid, "participant": env.from_, "to": env.to}
+            if kind == "mcp/response":
+                pid = self._fulfilments.pop((space, cid), None)
+                if pid is None:
+                    continue
+                self._pending.pop((space, pid), None)
+                return "proposal-result", {"id": pid, "participant": env.from_} | _outcome(env)
+            if kind in ("mcp/reject", "mcp/withdraw"):
+                if self._pending.pop((space, cid), None) is None:
+                    continue
+                reason = env.payload.get("reason")
+                event = "proposal-rejected" if kind == "mcp/reject" else "proposal-withdrawn"
+                return event, {
+                    "id": cid,
+                    "participant": env.from_,
+                    "reason": _cut(str(reason), 300) if reason is not None else None,
+                }
+        return None
+
+
+def _proposal_entry(env: Envelope) -> dict[str, Any]:
+    payload = env.payload
+    params = payload.get("params")
+    params = params if isinstance(params, dict) else {}
+    entry: dict[str, Any] = {
+        "id": env.id,
+        "participant": env.from_,
+        "to": list(env.to or []),
+        "channel": env.channel,
+        "method": payload.get("method"),
+        "tool": params.get("name") if isinstance(params.get("name"), str) else None,
+        "arguments": params.get("arguments"),
+        "status": "pending",
+        "ts": env.ts,
+    }
+    if _size(payload) <= PAYLOAD_MAX:
+        entry["payload"] = payload
+    else:
+        entry["arguments"] = "(too large to show)"
+        entry["payload_omitted"] = True
+    return entry
+
+
+def _outcome(env: Envelope) -> dict[str, Any]:
+    """A short description of an ``mcp/response``: the result's text or the error."""
+    payload = env.payload
+    error = payload.get("error")
+    if isinstance(error, dict):
+        return {"ok": False, "error": _cut(str(error.get("message", error)), 300)}
+    result = payload.get("result")
+    if isinstance(result, dict) and isinstance(result.get("content"), list):
+        texts = [
+            str(c.get("text"))
+            for c in result["content"]
+            if isinstance(c, dict) and c.get("type") == "text"
+        ]
+        failed = bool(result.get("isError"))
+        if texts:
+            return {"ok": not failed, "result": _cut("\n".join(texts))}
+    try:
+        text = msgspec.json.encode(result).decode()
+    except (TypeError, ValueError, OverflowError):
+        text = repr(result)
+    return {"ok": True, "result": _cut(text)}
+
+
+# ---------------------------------------------------------------------- router hooks
+
+
+def message_fields(env: Envelope) -> dict[str, Any]:
+    """The activity-event fields of one routed message (DM text is not copied)."""
+    out: dict[str, Any] = {
+        "id": env.id,
+        "participant": env.from_,
+        "kind": env.kind,
+        "channel": env.channel,
+        "seq": env.seq,
+    }
+    if env.to:
+        out["to"] = list(env.to)
+    text = env.payload.get("text") if env.kind == "chat" else None
+    if env.channel is None:
+        out["dm"] = True
+    elif isinstance(text, str):
+        out["text"] = _cut(text)
+    elif env.kind.startswith("mcp/") and isinstance(env.payload.get("method"), str):
+        out["method"] = env.payload["method"]
+    return out
+
+
+def routed(router: Router, space: SpaceState, env: Envelope) -> None:
+    """A message was delivered: proposals are always recorded, the rest when watched."""
+    activity = router.activity
+    if env.kind.startswith("mcp/"):
+        found = router.proposal_board.observe(space.id, env)
+        if found is not None:
+            activity.publish(found[0], space.id, **found[1])
+            return
+    if activity.watched and env.from_ != SERVER_ID:
+        activity.publish("message", space.id, **message_fields(env))
+
+
+_SPACE_EVENTS = {"join": "connect", "leave": "disconnect"}
+
+
+def presence(
+    activity: Activity, space: str, event: str, entry: dict[str, Any], channel: str | None
+) -> None:
+    """A presence change the router announces: connect, disconnect, join, leave, presence."""
+    pid = entry.get("id")
+    if channel is not None:
+        activity.publish(event, space, participant=pid, channel=channel)
+    elif event == "update":
+        activity.publish(
+            "presence",
+            space,
+            participant=pid,
+            presence=entry.get("presence"),
+            wake_at=entry.get("wake_at"),
+        )
+    else:
+        fields: dict[str, Any] = {"participant": pid, "kind": entry.get("kind")}
+        if "channels" in entry:
+            fields["channels"] = entry["channels"]
+        activity.publish(_SPACE_EVENTS.get(event, event), space, **fields)
+
+
+# ---------------------------------------------------------------------- snapshots
+
+
+def state(router: Router, space: SpaceState) -> dict[str, Any]:
+    """The live state of a space: channels, participants, sleepers, floor, proposals."""
+    eng = router.coordination.spaces[space.id]
+    sleeping = {
+        e.participant: {
+            "wake_at": int(e.wake_at),
+            "mode": e.mode,
+            "buffered": len(e.buffer),
+            "dropped": e.dropped,
+        }
+        for e in eng.sleep.sleepers()
+    }
+    callbacks = Counter(cb.origin for cb in eng.callbacks.pending())
+    banned = set(router.bans.banned(space.id))
+    cfgs = space.config.participants
+    participants: list[dict[str, Any]] = []
+    for pid in sorted(space.known | set(space.online) | banned):
+        s = space.online.get(pid)
+        cfg = cfgs.get(pid)
+        entry: dict[str, Any] = {
+            "id": pid,
+            "kind": s.kind if s is not None else cfg.kind if cfg else space.config.defaults.kind,
+            "role": cfg.role if cfg else "participant",
+            "presence": s.presence if s is not None else "offline",
+            "online": s is not None,
+            "channels": sorted(s.channels) if s is not None else [],
+            "pending_callbacks": callbacks.get(pid, 0),
+            "banned": pid in banned,
+        }
+        if s is not None:
+            entry["dialect"] = s.conn.dialect.name
+        if pid in sleeping:
+            entry["sleeping"] = sleeping[pid]
+        participants.append(entry)
+    floor = [
+        {
+            "channel": c.channel,
+            "msg_id": c.msg_id,
+            "holder": c.holder,
+            "started_at": c.started_at,
+            "expires_at": int(c.expires_at),
+            "human": c.human,
+        }
+        for c in sorted(eng.floor.claims(), key=lambda c: (c.expires_at, c.channel, c.msg_id))
+    ]
+    channels = [
+        {
+            "name": ch.name,
+            "seq": ch.seq,
+            "members": sorted(ch.members),
+            "sleeping": sorted(ch.sleepers),
+        }
+        for ch in space.channels.values()
+    ]
+    return {
+        "space": space.id,
+        "now": int(router.coordination.clock()),
+        "channels": channels,
+        "participants": participants,
+        "floor": floor,
+        "proposals": router.proposal_board.pending(space.id),
+        "banned": sorted(banned),
+    }
+
+
+def recent(activity: Activity, space: str) -> list[Event]:
+    """The recent activity ring of one space, oldest first."""
+    return [e for e in activity.recent if e.get("space") == space]
+
+
+def snapshot(router: Router, space: SpaceState, viewer: dict[str, Any]) -> dict[str, Any]:
+    """Everything a dashboard needs on connect: state, who is watching, recent activity."""
+    return state(router, space) | {
+        "server": {"name": router.server_name, "version": __version__},
+        "spaces": sorted(router.spaces),
+        "viewer": viewer,
+        "recent": recent(router.activity, space.id),
+    }
