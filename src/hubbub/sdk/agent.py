@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import random
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,12 +42,16 @@ from hubbub.errors import (
 from hubbub.llm.base import ChatModel, Completion, Message, ToolCall, ToolSpec
 from hubbub.llm.factory import create_model
 from hubbub.protocol.envelope import Envelope
+from hubbub.protocol.ids import SERVER_ID
+from hubbub.protocol.markers import SleepMode
 from hubbub.sdk.agent_config import AgentConfig
+from hubbub.sdk.agent_floor import NUDGE_SENDER, AgentFloor
 from hubbub.sdk.decide import Decision, ResponsePolicy, chat_text, where
 from hubbub.sdk.discovery import DiscoveredTool, Discovery, ToolDirectory
 from hubbub.sdk.participant import Participant
 from hubbub.sdk.react import ReActLoop, Turn
 from hubbub.sdk.runtime import Aborted, AgentMessage, AgentRuntime, QueueFull
+from hubbub.sdk.server_notes import CallbackFired, Wake, server_note
 from hubbub.sdk.tools import Tool, result_text
 
 log = logging.getLogger("hubbub.agent")
@@ -84,6 +89,7 @@ class Agent:
         *,
         model: ChatModel | None = None,
         runtime: AgentRuntime | None = None,
+        rng: random.Random | None = None,
         **fields: Any,
     ) -> None:
         if config is None:
@@ -138,6 +144,11 @@ class Agent:
         self._waiters: list[tuple[Callable[[DecisionRecord], bool], asyncio.Future[Any]]] = []
         self._warned_reasoning = False
         self._stopped = False
+        self._floor_keys: dict[str, str] = {}
+        self._answers: dict[str, list[str]] = {}
+        self.floor = AgentFloor(self, rng=rng)
+        """Floor control: CSMA delays, claims and yields, server notes, idle nudges
+        (``agent.floor.events`` logs what it did; ``agent.floor.coordinator`` decides)."""
         self.participant.on("chat", self._on_chat)
         self.participant.on("reasoning/cancel", self._on_reasoning_cancel)
 
@@ -164,6 +175,7 @@ class Agent:
         except BaseException:
             await self._stop_turns()
             raise
+        self.floor.activity()
 
     async def stop(self) -> None:
         """Abandon the current turn (``reasoning/cancel``), stop discovery, disconnect.
@@ -172,6 +184,7 @@ class Agent:
         if self._stopped:
             return
         self._stopped = True
+        self.floor.close()
         await self._stop_turns()
         await self.discovery.close()
         await self.participant.disconnect()
@@ -212,6 +225,44 @@ class Agent:
     ) -> None:
         """Stop."""
         await self.stop()
+
+    def busy(self) -> bool:
+        """Whether the agent is deciding, answering, or has messages waiting for a turn."""
+        aid = self.id
+        return (
+            bool(self._deciding)
+            or self.runtime.is_processing(aid)
+            or bool(self.runtime.bus.size(aid))
+            or self.floor.busy()
+        )
+
+    # ------------------------------------------------------------------ server markers
+
+    async def schedule_callback(
+        self, delay: float, payload: str = "", channel: str | None = None
+    ) -> Envelope:
+        """``@@cb``: have the gateway send ``payload`` back in ``delay`` s (see
+        :meth:`Participant.schedule_callback`); it reaches the :meth:`on_callback` hooks."""
+        return await self.participant.schedule_callback(delay, payload, channel)
+
+    async def sleep(
+        self, seconds: float, mode: SleepMode = "default", channel: str | None = None
+    ) -> Envelope:
+        """``@@sleep``: sleep for ``seconds`` (no idle nudges meanwhile); the wake-up reaches
+        the :meth:`on_wake` hooks and the buffered messages that follow are answered as usual."""
+        self.floor.asleep = True
+        return await self.participant.sleep(seconds, mode, channel)
+
+    def on_callback(self, hook: F) -> F:
+        """``hook(CallbackFired)`` for each fired callback (decorator); returning ``True``
+        makes the agent answer it with a turn that reads ``@@cb-fire@@<payload>``."""
+        self.floor.callback_hooks.append(hook)
+        return hook
+
+    def on_wake(self, hook: F) -> F:
+        """``hook(Wake)`` when the agent wakes up (decorator); ``True`` asks for a turn."""
+        self.floor.wake_hooks.append(hook)
+        return hook
 
     # ------------------------------------------------------------------ own tools
 
@@ -326,7 +377,12 @@ class Agent:
     # ------------------------------------------------------------------ receiving
 
     def _on_chat(self, env: Envelope) -> None:
+        note = server_note(env)
+        if note is not None:
+            self.floor.note(note)
+            return
         self.policy.observe(env)
+        self.floor.observe(env)
         if env.from_ == self.id:
             self._record(env, Decision(False, "own_message", "my own message"))
             return
@@ -358,25 +414,63 @@ class Agent:
             decision = await self.policy.classify(self.model, env, self.tools.qualified_names())
         self._record(env, decision)
         if decision.respond:
-            self.policy.answered(where(env), now)
-            await self._deliver(env)
+            await self.floor.route(env, decision)
         return decision
 
-    async def _deliver(self, env: Envelope) -> None:
-        message = AgentMessage(
-            self.id, f"{env.from_}: {chat_text(env)}", sender=env.from_, id=env.id
-        )
-        self._triggers[env.id] = env
+    async def _deliver_now(self, env: Envelope) -> None:
+        """Answer ``env`` without floor control (exempt)."""
+        self.policy.answered(where(env), asyncio.get_running_loop().time())
+        await self._deliver(env)
+
+    async def _deliver_batch(self, key: str, envelopes: list[Envelope]) -> None:
+        """Answer channel messages that floor control let through, as one turn."""
+        self.policy.answered(where(envelopes[0]), asyncio.get_running_loop().time())
+        last = envelopes[-1]
+        content = "\n".join(f"{e.from_}: {chat_text(e)}" for e in envelopes)
+        self._floor_keys[last.id] = key
+        self._answers[last.id] = [e.id for e in envelopes]
+        if not await self._deliver(last, content):
+            self._floor_keys.pop(last.id, None)
+            self._answers.pop(last.id, None)
+            self.floor.coordinator.finish(key)
+
+    async def _deliver_note(self, note: CallbackFired | Wake) -> None:
+        """A hook asked to answer a fired callback or a wake-up: a turn reads its text."""
+        env = note.envelope
+        self._answers[env.id] = []
+        if not await self._deliver(env, f"server: {chat_text(env)}"):
+            self._answers.pop(env.id, None)
+
+    async def _deliver_nudge(self, note: str) -> None:
+        """An idle nudge: a turn with a short system note (its answer goes to the channel)."""
+        message = AgentMessage(self.id, f"{NUDGE_SENDER}: {note}", sender=NUDGE_SENDER)
+        trigger = Envelope(kind="chat", id=message.id, payload={"text": note})
+        self._answers[message.id] = []
+        if not await self._deliver(trigger, message.content, message):
+            self._answers.pop(message.id, None)
+
+    async def _deliver(
+        self, env: Envelope, content: str | None = None, message: AgentMessage | None = None
+    ) -> bool:
+        """Hand a message to the runtime; ``False`` if the inbox was full (sender told)."""
+        if message is None:
+            text = content if content is not None else f"{env.from_}: {chat_text(env)}"
+            message = AgentMessage(self.id, text, sender=env.from_, id=env.id)
+        self._triggers[message.id] = env
         try:
             delivery = self.runtime.send(message)
         except QueueFull as exc:
-            del self._triggers[env.id]
+            del self._triggers[message.id]
             await self._refuse(env, exc)
-            return
-        log.info("%s: message %s %s", self.id, env.id, delivery.value)
+            return False
+        log.info("%s: message %s %s", self.id, message.id, delivery.value)
+        return True
 
     async def _refuse(self, env: Envelope, exc: QueueFull) -> None:
         """Tell the sender, by DM, that the message was rejected (the inbox is full)."""
+        if env.from_ in (SERVER_ID, ""):
+            log.warning("%s: inbox full; dropped %s", self.id, env.id)
+            return
         text = (
             f"Sorry, I cannot take your message now: my inbox is full ({exc.limit} waiting). "
             "Please send it again later."
@@ -430,14 +524,18 @@ class Agent:
         cancelled with ``reasoning/cancel``, reason ``interrupted``)."""
         previous = self.current
         if previous is not None:
+            self.floor.finished(previous)
             note = f"interrupted by message {message.id}"
             await self._cancel_reasoning(previous, "interrupted", note)
         trigger = self._triggers.pop(message.id, None) or Envelope(kind="chat", id=message.id)
-        turn = Turn(trigger, message.content)
+        turn = Turn(trigger, message.content, answers=self._answers.pop(message.id, None))
+        turn.floor_key = self._floor_keys.pop(message.id, None)
         self.current = turn
         self._trim()
+        if turn.floor_key is not None and not await self.floor.begin(turn):
+            return  # covered by someone else, or the floor was lost: the runtime aborts it
         if self.config.reasoning_enabled:
-            turn.reasoning_id = await self._start_reasoning(trigger)
+            turn.reasoning_id = await self._start_reasoning(turn)
 
     def _trim(self) -> None:
         """Keep at most ``history_limit`` messages, starting at a user message."""
@@ -479,12 +577,17 @@ class Agent:
 
     async def _answered(self, _message: AgentMessage, answer: str) -> None:
         turn, self.current = self._turn(), None
+        allowed = self.floor.may_send(turn)
+        self.floor.finished(turn)
+        if not allowed:
+            await self._cancel_reasoning(turn, "yielded", turn.floor_reason)
+            return
         if turn.reasoning_id is not None:
             used = ", ".join(dict.fromkeys(turn.actions))
             summary = f"answered using {used}" if used else "answered directly"
             await self._reasoning(turn, "reasoning/conclusion", {"message": summary})
         if answer:
-            await self._reply(turn.trigger, answer)
+            await self._reply(turn, answer)
         else:
             log.warning("%s: the model gave an empty answer to %s", self.id, turn.trigger.id)
 
@@ -493,24 +596,36 @@ class Agent:
         if turn is None:
             log.error("%s: could not process %s: %s", self.id, message.id, exc)
             return
+        self.floor.finished(turn)
         if isinstance(exc, Aborted):
-            by = f"cancelled by {turn.cancelled_by}" if turn.cancelled_by else ""
-            await self._cancel_reasoning(turn, "cancelled", by)
+            if turn.floor_outcome == "yielded":
+                await self._cancel_reasoning(turn, "yielded", f"yielded to {turn.winner}")
+            elif turn.floor_outcome is None:
+                by = f"cancelled by {turn.cancelled_by}" if turn.cancelled_by else ""
+                await self._cancel_reasoning(turn, "cancelled", by)
             return
         log.error("%s: could not answer %s: %s", self.id, turn.trigger.id, exc)
         await self._cancel_reasoning(turn, "error", str(exc))
         with contextlib.suppress(HubbubError):
-            await self._reply(turn.trigger, f"Sorry, I could not answer: {exc}")
+            await self._reply(turn, f"Sorry, I could not answer: {exc}")
 
     def _route(self, trigger: Envelope) -> dict[str, Any]:
-        """Where envelopes about ``trigger`` go: its channel, or a DM back to its sender."""
+        """Where envelopes about ``trigger`` go: its channel, or a DM back to its sender (the
+        agent's first channel for a server note or a nudge)."""
         if trigger.channel is not None:
             return {"channel": trigger.channel}
+        if trigger.from_ in (SERVER_ID, ""):
+            channels = self.participant.client.channels
+            return {"channel": channels[0]} if channels else {"to": [self.id]}
         return {"to": [trigger.from_]}
 
-    async def _reply(self, trigger: Envelope, text: str) -> None:
+    async def _reply(self, turn: Turn, text: str) -> None:
+        trigger = turn.trigger
         env = Envelope(
-            kind="chat", correlation_id=[trigger.id], payload={"text": text}, **self._route(trigger)
+            kind="chat",
+            correlation_id=turn.correlation() or None,
+            payload={"text": text},
+            **self._route(trigger),
         )
         if not self.participant.can_send(env):
             log.error("%s may not send chat; its answer to %s is lost", self.id, trigger.id)
@@ -518,10 +633,12 @@ class Agent:
         await self.participant.client.send(env)
         log.info("%s: answered %s: %s", self.id, trigger.id, _short(text))
 
-    async def _start_reasoning(self, trigger: Envelope) -> str | None:
+    async def _start_reasoning(self, turn: Turn) -> str | None:
+        trigger = turn.trigger
+        correlation = turn.correlation() or [trigger.id]
         env = Envelope(
             kind="reasoning/start",
-            correlation_id=[trigger.id],
+            correlation_id=correlation,
             payload={"message": f"Working on {trigger.from_}'s message"},
             **self._route(trigger),
         )
@@ -533,7 +650,7 @@ class Agent:
         client = self.participant.client
         echo = client.expect(
             "reasoning/start",
-            lambda e: e.from_ == self.id and e.correlation_ids() == [trigger.id],
+            lambda e: e.from_ == self.id and e.correlation_ids() == correlation,
         )
         try:
             sent = await client.send(env)

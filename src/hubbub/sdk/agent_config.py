@@ -29,6 +29,7 @@ import yaml
 from hubbub.errors import HubbubError
 from hubbub.llm.factory import ModelSettings, Provider
 from hubbub.protocol.ids import is_participant_id
+from hubbub.sdk.floor import Coordination, FloorSettings
 from hubbub.sdk.options import DEFAULT_GATEWAY, ParticipantOptions
 
 LogLevel = Literal["debug", "info", "warning", "error"]
@@ -69,6 +70,18 @@ _ENV_FIELDS: Final = (
     ("MEW_TOKEN", "token"),
     ("MEW_PARTICIPANT_ID", "participant_id"),
 )
+FLOOR_ENV: Final[dict[str, tuple[str, type[Any]]]] = {
+    "AGENTCHAT_CSMA_MIN_MS": ("csma_min_ms", int),
+    "AGENTCHAT_CSMA_MAX_MS": ("csma_max_ms", int),
+    "AGENTCHAT_SETTLE_MS": ("settle_ms", int),
+    "AGENTCHAT_JITTER_PERCENT": ("jitter_percent", float),
+}
+"""The environment variables of documents 000/001 that :meth:`AgentConfig.load` reads."""
+DEFAULT_CSMA_MIN_MS: Final = 2000
+DEFAULT_CSMA_MAX_MS: Final = 8000
+DEFAULT_SETTLE_MS: Final = 5000
+DEFAULT_JITTER_PERCENT: Final = 0.5
+CsmaTimer = Literal["local", "server"]
 _ALIASES: Final = {
     "thinking_enabled": "reasoning_enabled",
     "id": "participant_id",
@@ -157,6 +170,23 @@ class AgentConfig:
     history_limit: int = 60
     queue_limit: int = 100
     """Messages waiting for the agent (while it answers) before new ones are rejected."""
+    # --- good citizenship: floor claims, CSMA, settle window, idle nudges (documents 000, 001)
+    coordination: Coordination = "both"
+    """``both`` (CSMA delay and floor claims), ``csma``, ``claims`` or ``none``."""
+    csma_min_ms: int = DEFAULT_CSMA_MIN_MS
+    csma_max_ms: int = DEFAULT_CSMA_MAX_MS
+    csma_timer: CsmaTimer = "local"
+    """``local``: the agent's own timer; ``server``: a ``@@cb`` CSMA check callback."""
+    skills: tuple[str, ...] = ()
+    """Skill tags; a message whose topic shares one gets the short CSMA band (2-4 s)."""
+    settle_ms: int = DEFAULT_SETTLE_MS
+    """Channel messages within this window of a waiting one are answered in one turn."""
+    exempt_humans: bool = True
+    """Answer humans' channel messages at once, without CSMA delay or claim (document 000)."""
+    idle_nudge_s: float | None = None
+    """Self-prompting: after this long without messages, a turn with a short system note."""
+    jitter_percent: float = DEFAULT_JITTER_PERCENT
+    """The idle nudge period varies by up to ± this fraction (0.5 = 50-150 %)."""
 
     def __post_init__(self) -> None:
         if not self.participant_id:
@@ -176,6 +206,9 @@ class AgentConfig:
         if isinstance(self.channels, str):
             object.__setattr__(self, "channels", (self.channels,))
         object.__setattr__(self, "channels", tuple(self.channels))
+        if isinstance(self.skills, str):
+            object.__setattr__(self, "skills", (self.skills,))
+        object.__setattr__(self, "skills", tuple(self.skills))
         checks: list[tuple[bool, str]] = [
             (self.max_iterations >= 1, "max_iterations must be >= 1"),
             (0.0 <= self.confidence_threshold <= 1.0, "confidence_threshold must be in 0..1"),
@@ -184,6 +217,22 @@ class AgentConfig:
             (self.discovery_retries >= 0, "discovery_retries must be >= 0"),
             (self.history_limit >= 4, "history_limit must be >= 4"),
             (self.queue_limit >= 1, "queue_limit must be >= 1"),
+            (self.csma_min_ms >= 0, "csma_min_ms must be >= 0 (milliseconds)"),
+            (self.csma_max_ms >= 0, "csma_max_ms must be >= 0 (milliseconds)"),
+            (
+                self.csma_min_ms <= self.csma_max_ms,
+                f"csma_min_ms ({self.csma_min_ms}) must not exceed csma_max_ms "
+                f"({self.csma_max_ms}); AGENTCHAT_CSMA_MIN_MS/AGENTCHAT_CSMA_MAX_MS set them too",
+            ),
+            (self.settle_ms >= 0, "settle_ms must be >= 0 (milliseconds; 0 = no batching)"),
+            (
+                0 <= self.jitter_percent < 1,
+                "jitter_percent must be in [0, 1) (0.5 = the period varies by +-50 %)",
+            ),
+            (
+                self.idle_nudge_s is None or self.idle_nudge_s > 0,
+                "idle_nudge_s must be > 0 seconds (or unset for no nudges)",
+            ),
         ]
         for name in (
             "request_timeout",
@@ -228,6 +277,16 @@ class AgentConfig:
             offline_script=self.offline.script,
             offline_latency_s=self.offline.latency_s,
             offline_tokens_per_s=self.offline.tokens_per_s,
+        )
+
+    def floor_settings(self) -> FloorSettings:
+        """The :class:`~hubbub.sdk.floor.FloorSettings` of the agent's floor coordinator."""
+        return FloorSettings(
+            coordination=self.coordination,
+            csma_min_ms=self.csma_min_ms,
+            csma_max_ms=self.csma_max_ms,
+            settle_ms=self.settle_ms,
+            skills=self.skills,
         )
 
     def replace(self, **changes: Any) -> AgentConfig:
@@ -287,11 +346,39 @@ class AgentConfig:
         for var, key in _ENV_FIELDS:
             if source_env.get(var):
                 values[key] = source_env[var]
+        values.update(floor_env(source_env))
         _merge(values, _normalize(overrides, "arguments", source_env, False))
         return _build(values, " + ".join(sources) or "config")
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def floor_env(env: Mapping[str, str]) -> dict[str, Any]:
+    """The ``AGENTCHAT_*`` floor settings set in ``env``, checked (errors name the variable)."""
+    out: dict[str, Any] = {}
+    for var, (key, kind) in FLOOR_ENV.items():
+        raw = env.get(var, "").strip()
+        if not raw:
+            continue
+        try:
+            value: float = int(raw) if kind is int else float(raw)
+        except ValueError:
+            what = "a whole number of milliseconds" if kind is int else "a number"
+            raise AgentConfigError(f"{var} must be {what}, got {raw!r}") from None
+        if value < 0:
+            raise AgentConfigError(f"{var} must be >= 0, got {raw!r}")
+        if key == "jitter_percent" and value >= 1:
+            raise AgentConfigError(
+                f"{var} must be below 1 (0.5 = the period varies by +-50 %), got {raw!r}"
+            )
+        out[key] = value
+    lo, hi = out.get("csma_min_ms"), out.get("csma_max_ms")
+    if lo is not None and hi is not None and lo > hi:
+        raise AgentConfigError(
+            f"AGENTCHAT_CSMA_MIN_MS ({lo}) must not exceed AGENTCHAT_CSMA_MAX_MS ({hi})"
+        )
+    return out
 
 
 def expand_vars(text: str, env: Mapping[str, str], where: str = "") -> str:
@@ -473,10 +560,11 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
         if isinstance(value, str):
             return value
         raise AgentConfigError(f"{where} must be a string, got {value!r}")
-    if origin is tuple:  # channels
+    if origin is tuple:  # channels, skills
         items = [value] if isinstance(value, str) else value
         if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
-            raise AgentConfigError(f"{where} must be a list of channel names")
+            what = "skill tags" if where.endswith("skills") else "channel names"
+            raise AgentConfigError(f"{where} must be a list of {what}")
         return tuple(items)
     if origin is list:  # capabilities
         if not isinstance(value, list) or not all(isinstance(i, dict) for i in value):
@@ -487,10 +575,13 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
+    "FLOOR_ENV",
     "AgentConfig",
     "AgentConfigError",
+    "CsmaTimer",
     "LogLevel",
     "OfflineSettings",
     "Prompts",
     "expand_vars",
+    "floor_env",
 ]

@@ -49,9 +49,12 @@ from hubbub.errors import (
 )
 from hubbub.protocol.capabilities import CapabilityError, CapabilitySet
 from hubbub.protocol.envelope import Envelope
-from hubbub.sdk.client import Client, gateway_error
+from hubbub.protocol.ids import SERVER_ID
+from hubbub.protocol.markers import SleepMode, callback_marker, sleep_marker
+from hubbub.sdk.client import Client, gateway_error, to_envelope
 from hubbub.sdk.options import ParticipantOptions
 from hubbub.sdk.proposals import Proposal, ProposalInbox
+from hubbub.sdk.server_notes import CallbackFired, Wake, server_note
 from hubbub.sdk.tools import (
     ERROR_META_KEY,
     INVALID_ARGUMENTS,
@@ -116,6 +119,8 @@ class Participant:
         self._ready_hooks: list[Hook] = []
         self._shutdown_hooks: list[Hook] = []
         self._ready_ran = False
+        self._callback_hooks: list[Callable[[Any], Any]] = []
+        self._wake_hooks: list[Callable[[Any], Any]] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self.client.on("message", self._on_envelope)
 
@@ -335,6 +340,113 @@ class Participant:
         """Leave a channel; return the ``channel/left`` envelope."""
         self._require(Envelope(kind="channel/leave", payload={"channel": channel}), channel)
         return await self.client.leave(channel)
+
+    async def history(
+        self,
+        channel: str,
+        *,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+        limit: int = 50,
+        timeout: float | None = None,  # noqa: ASYNC109
+    ) -> list[Envelope]:
+        """Stored messages of ``channel`` (``history/request``), oldest first."""
+        payload: dict[str, Any] = {"channel": channel, "limit": limit}
+        if after_seq is not None:
+            payload["after_seq"] = after_seq
+        if before_seq is not None:
+            payload["before_seq"] = before_seq
+        request = Envelope(kind="history/request", id=self.client.new_id(), payload=payload)
+        self._require(request, channel)
+        # the gateway quotes its own id for the request, which the client never sees: the
+        # next history of this channel is the answer
+        answer = self.client.expect(
+            "history/response",
+            lambda e: request.id in e.correlation_ids() or e.payload.get("channel") == channel,
+        )
+        refused = self.client.expect("system/error", lambda e: request.id in e.correlation_ids())
+        limit_s = timeout if timeout is not None else self.options.request_timeout
+        try:
+            await self.client.send(request)
+            async with asyncio.timeout(limit_s):
+                await asyncio.wait({answer, refused}, return_when=asyncio.FIRST_COMPLETED)
+        except TimeoutError:
+            raise RequestTimeout(f"no history of {channel} within {limit_s}s") from None
+        finally:
+            for future in (answer, refused):
+                if not future.done():
+                    future.cancel()
+        if not answer.done() or answer.cancelled():
+            raise gateway_error(refused.result())
+        out: list[Envelope] = []
+        for item in answer.result().payload.get("messages", []):
+            if isinstance(item, dict):
+                with contextlib.suppress(ValueError):
+                    out.append(to_envelope(item))
+        return out
+
+    # ------------------------------------------------------------------ server markers
+
+    def _marker_channel(self, channel: str | None) -> dict[str, Any]:
+        """Where a marker-only chat goes: ``channel``, the first joined one, or a DM to self."""
+        target = channel or (self.client.channels[0] if self.client.channels else None)
+        return {"channel": target} if target else {"to": [self.id]}
+
+    async def schedule_callback(
+        self, delay: float, payload: str = "", channel: str | None = None
+    ) -> Envelope:
+        """Ask the gateway to send ``payload`` back after ``delay`` seconds (``@@cb:Ns@@``).
+
+        Without ``channel`` it comes back as a DM from ``@server``; with one, it is posted
+        to that channel (``@@cb:Ns#channel@@``). The delivery raises the :meth:`on_callback`
+        hooks. Sends a marker-only chat (nobody sees it); a refusal (too many pending, payload
+        too big) comes back as a ``system/error`` ``callback_rejected``. Returns the chat sent.
+        """
+        env = Envelope(
+            kind="chat",
+            payload={"text": callback_marker(delay, payload, channel)},
+            **self._marker_channel(channel),
+        )
+        self._require(env, "chat")
+        return await self.client.send(env)
+
+    async def sleep(
+        self, seconds: float, mode: SleepMode = "default", channel: str | None = None
+    ) -> Envelope:
+        """Sleep for ``seconds`` (``@@sleep:Ns[:mode]@@``): ``default`` drops channel messages
+        and buffers DMs and mentions, ``buffer`` buffers all, ``drop`` drops all. Sending any
+        message wakes early; the wake-up raises the :meth:`on_wake` hooks."""
+        env = Envelope(
+            kind="chat",
+            payload={"text": sleep_marker(seconds, mode)},
+            **self._marker_channel(channel),
+        )
+        self._require(env, "chat")
+        return await self.client.send(env)
+
+    def on_callback(self, hook: F) -> F:
+        """Call ``hook(CallbackFired)`` for every callback of ours that fires (decorator)."""
+        self._callback_hooks.append(hook)
+        return hook
+
+    def on_wake(self, hook: F) -> F:
+        """Call ``hook(Wake)`` when we wake up from ``@@sleep`` (decorator)."""
+        self._wake_hooks.append(hook)
+        return hook
+
+    def _on_server_note(self, env: Envelope) -> None:
+        note = server_note(env)
+        if note is None or (isinstance(note, CallbackFired) and note.origin not in ("", self.id)):
+            return  # not ours: a channel callback of another member
+        hooks = self._wake_hooks if isinstance(note, Wake) else self._callback_hooks
+        for hook in list(hooks):
+            try:
+                result = hook(note)
+            except Exception:
+                log.exception("%s: a server-note hook failed", self.id)
+                continue
+            if inspect.isawaitable(result):
+                self._spawn(_quietly(result, self.id))
 
     # ------------------------------------------------------------------ requests
 
@@ -610,6 +722,8 @@ class Participant:
                 self._set_capabilities(caps)
         elif kind in ("capability/grant", "capability/revoke"):
             self._on_capability(env)
+        elif kind == "chat" and env.from_ == SERVER_ID:
+            self._on_server_note(env)
 
     def _on_request(self, env: Envelope) -> None:
         for cid in env.correlation_ids():
@@ -834,6 +948,13 @@ async def _call_hook(hook: Hook) -> None:
     result = hook()
     if inspect.isawaitable(result):
         await result
+
+
+async def _quietly(awaitable: Awaitable[Any], who: str) -> None:
+    try:
+        await awaitable
+    except Exception:
+        log.exception("%s: a server-note hook failed", who)
 
 
 __all__ = ["Participant"]

@@ -58,6 +58,19 @@ class Turn:
     iterations: int = 0
     cancelled_by: str | None = None
     """Who sent the ``reasoning/cancel`` that stopped this turn, if anyone did."""
+    answers: list[str] | None = None
+    """The ids its answer correlates to (default: the trigger's; ``[]``: none)."""
+    floor_key: str | None = None
+    """The floor-control batch this turn answers (channel messages under CSMA/claims)."""
+    floor_outcome: str | None = None
+    """``skipped``, ``yielded`` or ``discarded`` when floor control stopped the turn."""
+    floor_reason: str = ""
+    winner: str | None = None
+    """Who holds the floor after this turn yielded."""
+
+    def correlation(self) -> list[str]:
+        """The ``correlation_id`` of the answer and of ``reasoning/start``."""
+        return [self.trigger.id] if self.answers is None else list(self.answers)
 
 
 class ReActLoop:

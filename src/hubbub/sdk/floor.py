@@ -1,0 +1,429 @@
+"""The agent's side of floor control (documents 000 and 001): CSMA delay, settle window,
+``floor/responding-to`` claims and yields, as a sans-I/O state machine.
+
+:class:`FloorCoordinator` takes events — a channel message the agent decided to answer, a
+claim or reply seen in the channel, a ``floor/yield``, its own timer falling due, inference
+about to start — with the time from an injected clock, and answers with a :class:`Step`
+saying what to do: wait so long, skip, claim, yield. It never sleeps and never sends; the
+agent (``hubbub.sdk.agent_floor``) does the I/O.
+
+Life of a *batch* (the messages of one channel answered as one turn)::
+
+    open ──► WAITING ──due──► READY ──begin──► CLAIMED ──finish──► (gone)
+               │ claim/reply seen   │ covered        │ earlier claim, human claim, YIELD
+               ▼                    ▼                ▼
+            SKIPPED              SKIPPED          YIELDED
+
+- **CSMA** (modes ``both`` and ``csma``): a batch waits a random delay (:mod:`hubbub.sdk.csma`);
+  a claim or a reply to one of its messages seen meanwhile skips it.
+- **Settle window**: channel messages the agent will answer that arrive within ``settle_ms``
+  of the batch's first one, while it still waits, join it. The window closes when the delay
+  ends (so it adds no latency) or when a DM or mention arrives (:meth:`cut_settle`).
+- **Claims** (modes ``both`` and ``claims``): just before inference the agent claims every
+  message of the batch with one ``started_at``; it keeps the floor while its
+  ``(started_at, id)`` is the least seen and no human claimed; otherwise it yields.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from hubbub.protocol.ids import SERVER_ID
+from hubbub.sdk.csma import csma_delay_ms
+
+Coordination = Literal["both", "csma", "claims", "none"]
+COORDINATIONS: Final[tuple[Coordination, ...]] = ("both", "csma", "claims", "none")
+Action = Literal["wait", "joined", "skip", "proceed", "claim", "yield", "none"]
+
+_SEEN_KEPT: Final = 4096
+
+
+def uses_csma(mode: Coordination) -> bool:
+    """Whether ``mode`` waits a CSMA delay before answering."""
+    return mode in ("both", "csma")
+
+
+def uses_claims(mode: Coordination) -> bool:
+    """Whether ``mode`` sends ``floor/responding-to`` and honours yields."""
+    return mode in ("both", "claims")
+
+
+def exemption(
+    mode: Coordination,
+    *,
+    channel: str | None,
+    rule: str,
+    sender: str,
+    sender_kind: str | None,
+    exempt_humans: bool = True,
+) -> str | None:
+    """Why a message the agent will answer is answered at once, without CSMA delay or claim
+    (``None``: floor control applies). Exempt: DMs, messages addressed to or mentioning the
+    agent (``rule`` ``direct``/``mention``), humans' messages, ``@server``'s (document 000)."""
+    if mode == "none":
+        return "coordination is off"
+    if channel is None:
+        return "a direct message"
+    if rule == "direct":
+        return "addressed to me"
+    if rule == "mention":
+        return "mentions me"
+    if sender == SERVER_ID:
+        return "from the server"
+    if exempt_humans and sender_kind == "human":
+        return "from a human"
+    return None
+
+
+class Stage(enum.Enum):
+    """Where a batch is."""
+
+    WAITING = "waiting"
+    """The CSMA delay runs (the settle window may be open)."""
+    READY = "ready"
+    """The delay is over; the batch waits for the agent's runtime to start its turn."""
+    CLAIMED = "claimed"
+    """Inference started (with a claim when claims are used)."""
+    SKIPPED = "skipped"
+    """Someone else covers it: no inference, no answer."""
+    YIELDED = "yielded"
+    """Lost the floor: inference is cancelled, nothing is sent."""
+    DONE = "done"
+
+
+@dataclass(frozen=True)
+class FloorSettings:
+    """The floor settings of one agent (from :class:`~hubbub.sdk.AgentConfig`)."""
+
+    coordination: Coordination = "both"
+    csma_min_ms: float = 2000
+    csma_max_ms: float = 8000
+    settle_ms: float = 5000
+    skills: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.coordination not in COORDINATIONS:
+            raise ValueError(f"coordination must be one of {', '.join(COORDINATIONS)}")
+        if self.csma_min_ms < 0 or self.settle_ms < 0:
+            raise ValueError("csma_min_ms and settle_ms must be >= 0")
+        if self.csma_max_ms < self.csma_min_ms:
+            raise ValueError(
+                f"csma_min_ms ({self.csma_min_ms:g}) must not exceed "
+                f"csma_max_ms ({self.csma_max_ms:g})"
+            )
+
+
+@dataclass
+class Batch:
+    """Messages of one channel answered as one turn; ``key`` is the first one's id."""
+
+    key: str
+    channel: str
+    messages: list[str]
+    opened_at: float
+    due_at: float
+    settle_until: float
+    stage: Stage = Stage.WAITING
+    window_open: bool = True
+    started_at: int | None = None
+    reason: str = ""
+    winner: str | None = None
+    senders: dict[str, str] = field(default_factory=dict)
+    """Who sent each message (their own follow-ups are not answers)."""
+
+
+@dataclass
+class Seen:
+    """What the channel said about one message: claims (``who → (started_at, human)``) and
+    replies (who answered it)."""
+
+    claims: dict[str, tuple[int, bool]] = field(default_factory=dict)
+    replies: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class Step:
+    """What the agent should do now.
+
+    ``wait``: arm a timer for ``delay_ms`` then call :meth:`FloorCoordinator.due`;
+    ``joined``: the message joined a waiting batch; ``skip``: drop the batch (``reason``);
+    ``proceed``: hand the batch to the runtime (after ``due``) or start inference without a
+    claim (after ``begin``); ``claim``: send a claim per message with ``started_at``, then
+    start inference; ``yield``: cancel the inference at once, send nothing; ``none``: nothing.
+    """
+
+    action: Action
+    batch: Batch | None = None
+    delay_ms: float = 0.0
+    reason: str = ""
+    started_at: int | None = None
+    winner: str | None = None
+
+
+_NOTHING: Final = Step("none")
+
+
+class FloorCoordinator:
+    """Per-agent CSMA, settle window and claim bookkeeping (sans-I/O; clock and rng injected).
+
+    ``clock()`` returns Unix time in milliseconds (``started_at`` is sent to the gateway).
+    """
+
+    def __init__(
+        self,
+        agent_id: str,
+        settings: FloorSettings | None = None,
+        *,
+        clock: Callable[[], float],
+        rng: random.Random | None = None,
+    ) -> None:
+        self.agent_id = agent_id
+        self.settings = settings or FloorSettings()
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self._batches: dict[str, Batch] = {}
+        self._batch_of: dict[str, str] = {}
+        self._seen: OrderedDict[str, Seen] = OrderedDict()
+
+    # ------------------------------------------------------------------ inspection
+
+    @property
+    def mode(self) -> Coordination:
+        """The coordination mode."""
+        return self.settings.coordination
+
+    def batch(self, key: str) -> Batch | None:
+        """The batch with this key, if it is still tracked."""
+        return self._batches.get(key)
+
+    def batch_of(self, msg_id: str) -> Batch | None:
+        """The tracked batch a message belongs to."""
+        key = self._batch_of.get(msg_id)
+        return None if key is None else self._batches.get(key)
+
+    def pending(self) -> list[Batch]:
+        """Batches still waiting or ready (not yet started, skipped or finished)."""
+        return [b for b in self._batches.values() if b.stage in (Stage.WAITING, Stage.READY)]
+
+    def seen(self, msg_id: str) -> Seen:
+        """What was seen about ``msg_id`` (empty if nothing)."""
+        return self._seen.get(msg_id) or Seen()
+
+    def delay_for(self, text: str) -> float:
+        """A CSMA delay (ms) for a message with this text (0 when CSMA is off)."""
+        s = self.settings
+        if not uses_csma(s.coordination):
+            return 0.0
+        return csma_delay_ms(self.rng, s.csma_min_ms, s.csma_max_ms, s.skills, text)
+
+    # ------------------------------------------------------------------ the agent's events
+
+    def open(self, msg_id: str, channel: str, text: str = "", sender: str = "") -> Step:
+        """A channel message the agent decided to answer: skip, join a batch, or wait."""
+        now = self.clock()
+        covered = self._covered([msg_id], {msg_id: sender})
+        if covered:
+            return Step("skip", reason=covered)
+        for batch in self._batches.values():
+            if (
+                batch.channel == channel
+                and batch.stage is Stage.WAITING
+                and batch.window_open
+                and now <= batch.settle_until
+                and now < batch.due_at
+            ):
+                batch.messages.append(msg_id)
+                batch.senders[msg_id] = sender
+                self._batch_of[msg_id] = batch.key
+                return Step("joined", batch)
+        delay = self.delay_for(text)
+        batch = Batch(
+            msg_id,
+            channel,
+            [msg_id],
+            now,
+            now + delay,
+            now + self.settings.settle_ms,
+            senders={msg_id: sender},
+        )
+        self._batches[msg_id] = batch
+        self._batch_of[msg_id] = msg_id
+        return Step("wait", batch, delay_ms=delay)
+
+    def cut_settle(self) -> list[Batch]:
+        """A DM or a mention arrived: every open settle window closes (no more joiners)."""
+        cut = [b for b in self._batches.values() if b.window_open]
+        for batch in cut:
+            batch.window_open = False
+        return cut
+
+    def due(self, key: str) -> Step:
+        """The batch's delay is over: ``proceed`` (hand it to the runtime) or ``skip``."""
+        batch = self._batches.get(key)
+        if batch is None or batch.stage is not Stage.WAITING:
+            return Step("skip", batch, reason=batch.reason if batch else "no longer tracked")
+        batch.window_open = False
+        covered = self._covered(batch.messages, batch.senders)
+        if covered:
+            return self._skip(batch, covered)
+        batch.stage = Stage.READY
+        return Step("proceed", batch)
+
+    def begin(self, key: str) -> Step:
+        """Inference is about to start: ``claim`` (with ``started_at``), ``proceed``, or
+        ``skip`` if the batch got covered meanwhile."""
+        batch = self._batches.get(key)
+        if batch is None:
+            return Step("skip", reason="no longer tracked")
+        if batch.stage is Stage.WAITING:  # begun without waiting (the agent's choice)
+            batch.window_open = False
+            batch.stage = Stage.READY
+        if batch.stage is not Stage.READY:
+            return Step("skip", batch, reason=batch.reason or f"batch is {batch.stage.value}")
+        covered = self._covered(batch.messages, batch.senders)
+        if covered:
+            return self._skip(batch, covered)
+        batch.started_at = int(self.clock())
+        batch.stage = Stage.CLAIMED
+        action: Action = "claim" if uses_claims(self.mode) else "proceed"
+        return Step(action, batch, started_at=batch.started_at)
+
+    def should_send(self, key: str) -> bool:
+        """Whether the finished answer of the batch may be sent: not after a yield, and (with
+        CSMA) not when someone else already answered meanwhile (the draft is discarded)."""
+        batch = self._batches.get(key)
+        if batch is None:
+            return True
+        if batch.stage in (Stage.YIELDED, Stage.SKIPPED):
+            return False
+        if uses_csma(self.mode):
+            who = self._repliers(batch.messages, batch.senders)
+            if who:
+                batch.reason = f"{', '.join(sorted(who))} answered meanwhile"
+                return False
+        return True
+
+    def finish(self, key: str) -> Batch | None:
+        """The batch's turn ended (answered, skipped, yielded or abandoned): forget it."""
+        batch = self._batches.pop(key, None)
+        if batch is None:
+            return None
+        if batch.stage in (Stage.WAITING, Stage.READY, Stage.CLAIMED):
+            batch.stage = Stage.DONE
+        for msg_id in batch.messages:
+            if self._batch_of.get(msg_id) == key:
+                del self._batch_of[msg_id]
+        return batch
+
+    # ------------------------------------------------------------------ the channel's events
+
+    def claim_seen(self, msg_id: str, who: str, started_at: int, *, human: bool = False) -> Step:
+        """A relayed ``floor/responding-to`` (or a ``floor/claimed`` holder) for ``msg_id``."""
+        if who == self.agent_id:
+            return _NOTHING
+        self._note(msg_id).claims[who] = (started_at, human)
+        batch = self.batch_of(msg_id)
+        if batch is None:
+            return _NOTHING
+        if batch.stage in (Stage.WAITING, Stage.READY):
+            return self._skip(batch, f"{who} claimed {msg_id}")
+        if batch.stage is Stage.CLAIMED and uses_claims(self.mode):
+            assert batch.started_at is not None
+            if human:
+                return self._yield(batch, who, f"{who} (a human) claimed {msg_id}")
+            if (started_at, who) < (batch.started_at, self.agent_id):
+                return self._yield(
+                    batch, who, f"{who} started earlier ({started_at} < {batch.started_at})"
+                )
+        return _NOTHING
+
+    def yield_received(self, msg_id: str, winner: str) -> Step:
+        """The gateway's ``floor/yield`` for ``msg_id``: ``winner`` holds the floor."""
+        batch = self.batch_of(msg_id)
+        if batch is None:
+            return _NOTHING
+        if batch.stage is Stage.CLAIMED:
+            return self._yield(batch, winner, f"the gateway gave {msg_id} to {winner}")
+        if batch.stage in (Stage.WAITING, Stage.READY):
+            return self._skip(batch, f"the gateway gave {msg_id} to {winner}")
+        return _NOTHING
+
+    def reply_seen(self, msg_id: str, who: str) -> Step:
+        """A chat from ``who`` that answers ``msg_id`` (its ``correlation_id`` names it)."""
+        if who == self.agent_id:
+            return _NOTHING
+        self._note(msg_id).replies.add(who)
+        batch = self.batch_of(msg_id)
+        if batch is not None and batch.senders.get(msg_id) == who:
+            return _NOTHING  # the asker adding to their own message
+        waiting = batch is not None and batch.stage in (Stage.WAITING, Stage.READY)
+        if batch is not None and waiting and uses_csma(self.mode):
+            return self._skip(batch, f"{who} already answered {msg_id}")
+        return _NOTHING
+
+    # ------------------------------------------------------------------ internals
+
+    def _note(self, msg_id: str) -> Seen:
+        seen = self._seen.get(msg_id)
+        if seen is None:
+            seen = self._seen[msg_id] = Seen()
+            while len(self._seen) > _SEEN_KEPT:
+                self._seen.popitem(last=False)
+        return seen
+
+    def _repliers(self, messages: Sequence[str], senders: dict[str, str]) -> set[str]:
+        """Who answered these messages (their senders excepted)."""
+        out: set[str] = set()
+        for msg_id in messages:
+            seen = self._seen.get(msg_id)
+            if seen is not None:
+                out |= seen.replies - {senders.get(msg_id, "")}
+        return out
+
+    def _covered(self, messages: Sequence[str], senders: dict[str, str]) -> str:
+        """Why someone else covers these messages (``""`` when nobody does)."""
+        if self.mode == "none":
+            return ""
+        for msg_id in messages:
+            seen = self._seen.get(msg_id)
+            if seen is not None and seen.claims:
+                claims = seen.claims
+                who = min(claims, key=lambda w: (not claims[w][1], claims[w], w))
+                return f"{who} claimed {msg_id}"
+        if uses_csma(self.mode):
+            repliers = self._repliers(messages, senders)
+            if repliers:
+                return f"{', '.join(sorted(repliers))} already answered"
+        return ""
+
+    def _skip(self, batch: Batch, reason: str) -> Step:
+        batch.stage = Stage.SKIPPED
+        batch.reason = reason
+        return Step("skip", batch, reason=reason)
+
+    def _yield(self, batch: Batch, winner: str, reason: str) -> Step:
+        batch.stage = Stage.YIELDED
+        batch.winner = winner
+        batch.reason = reason
+        return Step("yield", batch, reason=reason, winner=winner)
+
+
+__all__ = [
+    "COORDINATIONS",
+    "Action",
+    "Batch",
+    "Coordination",
+    "FloorCoordinator",
+    "FloorSettings",
+    "Seen",
+    "Stage",
+    "Step",
+    "exemption",
+    "uses_claims",
+    "uses_csma",
+]

@@ -1,0 +1,316 @@
+"""Real Agents (offline model) on a real gateway: CSMA and claims make exactly one agent answer,
+a yield cancels the running inference, exempt messages are answered at once without a claim,
+callbacks and sleep round-trip through the gateway, idle agents nudge themselves.
+
+CSMA delays here are 0-50 ms (or so) so that no test waits on long timers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from hubbub.protocol.envelope import Envelope
+from hubbub.protocol.ids import SERVER_ID, ulid_time_ms
+from hubbub.sdk import Agent, Subscription
+from hubbub.sdk.server_notes import CallbackFired, Wake
+from tests.agent.conftest import MakeAgent
+from tests.agent.test_agent import next_from, say
+from tests.floor.conftest import SlowAnswers
+from tests.sdk.conftest import MakeParticipant
+
+FAST: dict[str, Any] = {"csma_min_ms": 0, "csma_max_ms": 50, "rate_limit_per_minute": 0}
+SLOW_CSMA: dict[str, Any] = {"csma_min_ms": 5000, "csma_max_ms": 8000}
+
+
+async def settled(*agents: Agent, timeout: float = 5.0) -> None:
+    """Return once no agent decides, waits or answers any more."""
+    await agents[0].wait_until(lambda: not any(a.busy() for a in agents), timeout)
+
+
+async def collect(
+    stream: Subscription, where: Callable[[Envelope], bool], quiet: float = 0.4
+) -> list[Envelope]:
+    """Every envelope matching ``where`` until none arrived for ``quiet`` seconds."""
+    out: list[Envelope] = []
+    while True:
+        try:
+            async with asyncio.timeout(quiet):
+                env = await anext(stream)
+        except TimeoutError:
+            return out
+        if where(env):
+            out.append(env)
+
+
+def answers(question: Envelope) -> Callable[[Envelope], bool]:
+    """Chats that answer ``question``."""
+    return lambda e: e.kind == "chat" and question.id in e.correlation_ids()
+
+
+def kinds(agent: Agent, msg_id: str) -> list[str]:
+    """What floor control did about ``msg_id``."""
+    return [e.kind for e in agent.floor.events if e.msg_id == msg_id]
+
+
+async def test_three_agents_one_question_exactly_one_answers(
+    participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    bots = [await agent(f"bot{i}", model=SlowAnswers(0.3), **FAST) for i in range(3)]
+    asker = await participant("asker", kind="service")
+    stream = asker.client.messages()
+    question = await say(asker.client, stream, "question 1: who knows?")
+    replies = await collect(stream, answers(question), quiet=1.0)
+    await settled(*bots)
+    assert len(replies) == 1
+    winner = replies[0].from_
+    assert replies[0].payload["text"] == "my answer to asker"
+    for bot in bots:
+        done = kinds(bot, question.id)
+        assert done[0] == "wait"
+        if bot.id == winner:
+            assert "claim" in done and "yield" not in done
+        else:
+            assert "skip" in done or "yield" in done, done
+    assert sum(b.model.finished for b in bots) == 1  # type: ignore[attr-defined]
+
+
+async def test_claims_only_all_start_at_once_and_the_losers_yield(
+    participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    bots = [
+        await agent(f"bot{i}", model=SlowAnswers(0.5), coordination="claims", **FAST)
+        for i in range(3)
+    ]
+    asker = await participant("asker", kind="service")
+    stream = asker.client.messages()
+    question = await say(asker.client, stream, "question 2: anyone?")
+    replies = await collect(stream, answers(question), quiet=1.2)
+    await settled(*bots)
+    assert len(replies) == 1
+    losers = [b for b in bots if b.id != replies[0].from_]
+    assert all("skip" in kinds(b, question.id) or "yield" in kinds(b, question.id) for b in losers)
+    assert sum(b.model.finished for b in bots) == 1  # type: ignore[attr-defined]
+
+
+async def test_a_yield_cancels_the_running_inference_and_nothing_is_sent(
+    participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    model = SlowAnswers(5.0)
+    bot = await agent("bot", model=model, coordination="claims", **FAST)
+    asker = await participant("asker", kind="service")
+    rival = await participant("aa-rival", kind="agent")  # sorts before "bot": wins a tie
+    watch = rival.client.messages()
+    stream = asker.client.messages()
+    question = await say(asker.client, stream, "question 3: hard one")
+    claim = await next_from(watch, "bot", ("floor/responding-to",))
+    assert claim.payload["msg_id"] == question.id and claim.channel == "#general"
+    assert claim.payload["started_at"] >= ulid_time_ms(question.id)
+    await bot.wait_until(lambda: model.started == 1)
+    await rival.client.send(
+        Envelope(kind="floor/responding-to", channel="#general", payload=claim.payload)
+    )
+    cancel = await next_from(stream, "bot", ("reasoning/cancel",))
+    assert cancel.payload == {"reason": "yielded", "message": "yielded to aa-rival"}
+    assert model.cancelled == 1 and model.finished == 0
+    assert await collect(stream, lambda e: e.from_ == "bot" and e.kind == "chat") == []
+    (event,) = [e for e in bot.floor.events if e.kind == "yield"]
+    assert event.cancelled and event.winner == "aa-rival"
+    # the agent is free again: the next question is answered
+    again = await say(asker.client, stream, "question 4: easier")
+    model.delay = 0.05
+    assert len(await collect(stream, answers(again), quiet=0.6)) == 1
+
+
+async def test_csma_only_discards_a_draft_that_someone_else_answered_meanwhile(
+    participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    model = SlowAnswers(0.5)
+    await agent("bot", model=model, coordination="csma", **FAST)
+    asker = await participant("asker", kind="service")
+    helper = await participant("helper", kind="service")
+    stream = asker.client.messages()
+    question = await say(asker.client, stream, "question 15")
+    start = await next_from(stream, "bot", ("reasoning/start",))
+    await helper.client.send(
+        Envelope(kind="chat", correlation_id=[question.id], payload={"text": "got it"})
+    )
+    cancel = await next_from(stream, "bot", ("reasoning/cancel",))
+    assert cancel.context == start.id
+    assert cancel.payload == {"reason": "yielded", "message": "helper answered meanwhile"}
+    assert model.finished == 1  # csma alone does not cancel inference, it drops the draft
+    assert [e.from_ for e in await collect(stream, answers(question))] == []
+
+
+async def test_a_humans_claim_beats_the_agent(
+    participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    model = SlowAnswers(5.0)
+    await agent("bot", model=model, **FAST)
+    asker = await participant("asker", kind="service")
+    human = await participant("zoe", kind="human")
+    watch = human.client.messages()
+    stream = asker.client.messages()
+    question = await say(asker.client, stream, "question 5: opinions?")
+    claim = await next_from(watch, "bot", ("floor/responding-to",))
+    later = {"msg_id": question.id, "started_at": claim.payload["started_at"] + 500}
+    await human.client.send(Envelope(kind="floor/responding-to", channel="#general",
+                                     payload=later))  # fmt: skip
+    cancel = await next_from(stream, "bot", ("reasoning/cancel",))
+    assert cancel.payload["reason"] == "yielded" and model.cancelled == 1
+
+
+async def test_dms_mentions_and_humans_are_answered_at_once_without_a_claim(
+    participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    bot = await agent("bot", model=SlowAnswers(0.05), **SLOW_CSMA)
+    asker = await participant("asker", kind="service")
+    human = await participant("alice", kind="human")
+    watch = human.client.messages()
+    stream = asker.client.messages()
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    await asker.client.send(Envelope(kind="chat", to=["bot"], payload={"text": "question 6"}))
+    dm = await next_from(stream, "bot", ("chat",), 3)
+    assert dm.to == ["asker"] and dm.channel is None
+    mention = await say(asker.client, stream, "@bot question 7")
+    assert answers(mention)(await next_from(stream, "bot", ("chat",), 3))
+    from_human = await say(human.client, watch, "question 8 from a person")
+    assert answers(from_human)(await next_from(watch, "bot", ("chat",), 3))
+    assert loop.time() - start < 3  # no 5-8 s CSMA delay for any of them
+    claims = await collect(watch, lambda e: e.kind.startswith("floor/"), quiet=0.2)
+    assert claims == []
+    assert [e.kind for e in bot.floor.events] == ["exempt"] * 3
+    assert [e.detail for e in bot.floor.events] == [
+        "a direct message",
+        "mentions me",
+        "from a human",
+    ]
+
+
+async def test_a_humans_channel_question_under_floor_control_when_not_exempt(
+    participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    bots = [
+        await agent(f"bot{i}", model=SlowAnswers(0.2), exempt_humans=False, **FAST)
+        for i in range(2)
+    ]
+    human = await participant("alice", kind="human")
+    stream = human.client.messages()
+    question = await say(human.client, stream, "question 9 for the room")
+    replies = await collect(stream, answers(question), quiet=0.8)
+    await settled(*bots)
+    assert len(replies) == 1
+
+
+async def test_schedule_callback_round_trip(participant: MakeParticipant, agent: MakeAgent) -> None:
+    bot = await agent("bot", model=SlowAnswers(0.01), **FAST)
+    other = await agent("other", model=SlowAnswers(0.01), **FAST)
+    fired: list[CallbackFired] = []
+    theirs: list[CallbackFired] = []
+    bot.on_callback(fired.append)
+    other.on_callback(theirs.append)
+    watcher = await participant("watcher", kind="human")
+    stream = watcher.client.messages()
+    await bot.schedule_callback(0.1, "ping")
+    await bot.wait_until(lambda: len(fired) == 1)
+    note = fired[0]
+    assert (note.payload, note.channel, note.origin) == ("ping", None, "bot")
+    assert note.envelope.from_ == SERVER_ID and note.cb_id
+    await bot.schedule_callback(0.05, '{"task": 1}', channel="#general")
+    await bot.wait_until(lambda: len(fired) == 2)
+    assert fired[1].channel == "#general" and fired[1].json() == {"task": 1}
+    # the channel saw the delivery, the marker chats themselves were never relayed
+    seen = await collect(stream, lambda e: e.kind == "chat", quiet=0.3)
+    assert [e.from_ for e in seen] == [SERVER_ID]
+    assert theirs == []  # another member's callback is not the other agent's
+    assert not any(e.from_ in ("bot", "other") for e in seen)  # no answer turn by itself
+
+
+async def test_a_callback_hook_may_ask_for_a_turn(
+    participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    bot = await agent("bot", model=SlowAnswers(0.01), **FAST)
+    bot.on_callback(lambda note: note.payload == "question time")
+    watcher = await participant("watcher", kind="human")
+    stream = watcher.client.messages()
+    await bot.schedule_callback(0.05, "question time")
+    reply = await next_from(stream, "bot", ("chat",), 3)
+    assert reply.channel == "#general" and reply.payload["text"] == "my answer to server"
+    assert reply.correlation_ids() == []
+
+
+async def test_sleep_then_wake_with_a_buffered_dm(
+    participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    bot = await agent("bot", model=SlowAnswers(0.01), **FAST)
+    woke: list[Wake] = []
+    bot.on_wake(woke.append)
+    asker = await participant("asker", kind="service")
+    await bot.wait_for_tools("asker")  # discovery sends tools/list, which would wake it
+    stream = asker.client.messages()
+    await bot.sleep(0.4, "buffer")
+    await asker.client.wait_for(
+        "system/presence",
+        lambda _e: asker.client.participants.get("bot", {}).get("presence") == "sleeping",
+        timeout=3,
+    )
+    assert bot.floor.asleep
+    await asker.client.send(Envelope(kind="chat", to=["bot"], payload={"text": "question 10"}))
+    reply = await next_from(stream, "bot", ("chat",), 3)
+    assert len(woke) == 1 and woke[0].buffered == 1 and not bot.floor.asleep
+    assert reply.to == ["asker"] and reply.payload["text"] == "my answer to asker"
+
+
+async def test_csma_through_a_server_callback_rereads_the_history(
+    participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    bot = await agent(
+        "bot", model=SlowAnswers(0.01), csma_timer="server", **{**FAST, "csma_max_ms": 100}
+    )
+    asker = await participant("asker", kind="service")
+    stream = asker.client.messages()
+    question = await say(asker.client, stream, "question 11")
+    assert len(await collect(stream, answers(question), quiet=0.8)) == 1
+    assert "callback" not in kinds(bot, question.id)  # the CSMA check was consumed
+    slow = await agent(
+        "slowbot",
+        model=SlowAnswers(0.01),
+        csma_timer="server",
+        **{**FAST, "csma_min_ms": 300, "csma_max_ms": 300},
+    )
+    slow.floor.observe = lambda env: None  # type: ignore[method-assign]  # misses live answers
+    helper = await participant("helper", kind="service")
+    await bot.stop()
+    second = await say(asker.client, stream, "question 12")
+    await helper.client.send(
+        Envelope(kind="chat", correlation_id=[second.id], payload={"text": "answered!"})
+    )
+    await settled(slow)
+    assert kinds(slow, second.id)[-1] == "skip"
+    assert [e.from_ for e in await collect(stream, answers(second))] == ["helper"]
+
+
+async def test_messages_within_the_settle_window_are_one_turn(
+    participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    bot = await agent(
+        "bot", model=SlowAnswers(0.01), **{**FAST, "csma_min_ms": 400, "csma_max_ms": 400}
+    )
+    asker = await participant("asker", kind="service")
+    stream = asker.client.messages()
+    first = await say(asker.client, stream, "question 13")
+    second = await say(asker.client, stream, "question 14")
+    replies = await collect(stream, lambda e: e.from_ == "bot" and e.kind == "chat", 0.8)
+    assert len(replies) == 1
+    assert replies[0].correlation_ids() == [first.id, second.id]
+    assert kinds(bot, second.id) == ["join"]
+
+
+async def test_an_idle_agent_nudges_itself(participant: MakeParticipant, agent: MakeAgent) -> None:
+    watcher = await participant("watcher", kind="human")
+    stream = watcher.client.messages()
+    bot = await agent("bot", model=SlowAnswers(0.01), idle_nudge_s=0.2, **FAST)
+    reply = await next_from(stream, "bot", ("chat",), 3)
+    assert reply.channel == "#general" and reply.correlation_ids() == []
+    assert "nudge" in [e.kind for e in bot.floor.events]
