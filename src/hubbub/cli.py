@@ -126,6 +126,7 @@ def serve(
     logging.getLogger("hubbub").info(
         "hubbub %s serving ws://%s:%d/ws (%s), history in %s", __version__, bind, port, mode, where
     )
+    logging.getLogger("hubbub").info("dashboard: http://%s:%d/dashboard", bind, port)
     web.run_app(
         build_app(router),
         host=bind,
