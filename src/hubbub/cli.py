@@ -196,13 +196,23 @@ def token_create(space_file: Path, pid: str, kind: str | None, role: str | None)
 @main.command()
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--once", is_flag=True, help="Exit after the scripted scene instead of serving on.")
-def demo(port: int, once: bool) -> None:
-    """Start a gateway and play a short scripted conversation across both dialects."""
+@click.option(
+    "--screenshot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Save a screenshot of the dashboard mid-scene to this PNG (needs Debian's chromium).",
+)
+def demo(port: int, once: bool, screenshot: Path | None) -> None:
+    """Start a gateway, four agents and a calculator, and play a scene for the dashboard.
+
+    The scene shows floor control (claims, a YIELD, one answer), a callback, sleep with
+    buffered DMs, a tool call through discovery and a proposal waiting for the operator.
+    Agents run on the offline model unless OPENAI_* or ANTHROPIC_API_KEY is set.
+    """
     from hubbub.demo import run_demo
 
     setup_logging("warning")
     try:
-        asyncio.run(run_demo(port, once=once))
+        asyncio.run(run_demo(port, once=once, screenshot=screenshot))
     except KeyboardInterrupt:
         click.echo("stopped")
     sys.exit(0)

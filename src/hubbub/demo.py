@@ -1,18 +1,47 @@
-"""``hubbub demo``: a gateway plus a scripted conversation between both wire dialects."""
+"""``hubbub demo``: a gateway, four agents and a calculator playing a scripted scene.
+
+The scene shows floor control (claims and a YIELD: one answer to a question all four agents
+want), a callback, sleep with buffered DMs and the wake-up, a tool call through discovery and
+a proposal waiting for the operator. The transcript is printed from the gateway's own
+activity feed (what the dashboard shows) plus the DMs the human receives.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import websockets
 from aiohttp import web
 
+from hubbub.demo_cast import (
+    CONTESTED,
+    SKILLS,
+    describe_activity,
+    describe_dm,
+    make_agent,
+    make_calculator,
+    offline_mode,
+    short,
+)
+from hubbub.protocol.envelope import Envelope
+from hubbub.sdk import Agent, Participant
+from hubbub.sdk.server_notes import CallbackFired, Wake
 from hubbub.server.app import build_app, make_router
+from hubbub.server.router import Router
+
+Moment = Callable[[], Awaitable[None]]
+QUESTIONS = (
+    f"Team poll: how should we {CONTESTED}?",
+    f"Second try, everyone: please {CONTESTED}!",
+    f"Last call: {CONTESTED}, anyone?",
+)
 
 
 def _free_port(preferred: int) -> int:
@@ -24,114 +53,283 @@ def _free_port(preferred: int) -> int:
         return int(s.getsockname()[1])
 
 
-def _show(who: str, frame: dict[str, Any]) -> None:
-    if "kind" in frame:
-        kind = frame["kind"]
-        p = frame.get("payload", {})
-        if kind == "chat":
-            where = frame.get("channel") or "DM to " + ",".join(frame.get("to", []))
-            print(f"  [{who} sees] {frame['from']} in {where}: {p.get('text')}")
-        elif kind == "system/presence":
-            people = p.get("participants") or [p.get("participant", {})]
-            names = ", ".join(x.get("id", "?") for x in people)
-            where = f" {p['channel']}" if "channel" in p else ""
-            print(f"  [{who} sees] presence {p.get('event')}{where}: {names}")
-        elif kind in ("system/welcome", "channel/joined", "system/error"):
-            print(f"  [{who} sees] {kind} {json.dumps(p)[:100]}")
-    else:
-        t = frame.get("type")
-        if t == "MSG":
-            print(f"  [{who} sees] {frame['from']} -> {frame['to']}: {frame['content']}")
-        else:
-            print(f"  [{who} sees] {t} {json.dumps(frame)[:100]}")
+def say(line: str) -> None:
+    """Print one transcript line at once."""
+    print(line, flush=True)
 
 
-async def _reader(who: str, ws: Any) -> None:
-    async for raw in ws:
-        _show(who, json.loads(raw))
+async def _until(predicate: Callable[[], bool], timeout: float, what: str) -> bool:  # noqa: ASYNC109
+    """Wait for ``predicate`` (checked every 50 ms); on timeout say so and return False."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        if loop.time() > end:
+            say(f"  (gave up waiting for {what} after {timeout:.0f} s)")
+            return False
+        await asyncio.sleep(0.05)
+    return True
 
 
-def _tidy(x: float) -> float:
-    """84.0 reads better as 84."""
-    return int(x) if float(x).is_integer() else x
+class Feed:
+    """Prints the gateway's activity feed as a transcript and remembers every event."""
+
+    def __init__(self, router: Router, dashboard: str) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.chats: list[Envelope] = []
+        """Channel chats the host saw (to count the answers to its questions)."""
+        self.dashboard = dashboard
+        self._queue = router.activity.subscribe()
+        self._router = router
+        self._task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            event = await self._queue.get()
+            self.events.append(event)
+            line = describe_activity(event, self.dashboard)
+            if line:
+                say(line)
+
+    def seen(self, event: str, **fields: Any) -> list[dict[str, Any]]:
+        """Events of kind ``event`` whose fields match."""
+        return [
+            e
+            for e in self.events
+            if e.get("event") == event and all(e.get(k) == v for k, v in fields.items())
+        ]
+
+    async def close(self) -> None:
+        """Stop printing (again is fine)."""
+        if self._task.done():
+            return
+        self._router.activity.unsubscribe(self._queue)
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
 
 
-async def _agent_scene(url: str, alice: Any) -> None:
-    """A calculator participant and an agent on the offline model answer alice."""
-    from hubbub.sdk import Agent, Participant
-
-    print("scene: a calculator participant offers tools; an agent (offline model) uses them\n")
-    calc = Participant(gateway=url, participant_id="calculator", kind="service")
-
-    @calc.tool
-    def multiply(a: float, b: float) -> float:
-        """Multiply two numbers."""
-        return _tidy(a * b)
-
-    @calc.tool
-    def add(a: float, b: float) -> float:
-        """Add two numbers."""
-        return _tidy(a + b)
-
-    async with calc, Agent(participant_id="assistant", gateway=url) as agent:
-        found = await agent.wait_for_tools("calculator", timeout=10)
-        print(f"  assistant discovered: {', '.join('calculator/' + t.name for t in found)}")
-        for text in ("@assistant what is 12*7?", "I had pasta for lunch."):
-            print(f"alice says {text!r}")
-            await alice.send(json.dumps({"kind": "chat", "payload": {"text": text}}))
-            await asyncio.sleep(2.0)
+async def _dialects(url: str) -> None:
+    """Prologue: bob speaks agentchat, the rest MEW; both meet in #general."""
+    async with websockets.connect(url) as bob:
+        await bob.send(json.dumps({"type": "IDENTIFY", "name": "bob"}))
+        await asyncio.sleep(0.2)
+        await bob.send(json.dumps({"type": "JOIN", "channel": "#general"}))
+        await asyncio.sleep(0.2)
+        await bob.send(
+            json.dumps({"type": "MSG", "to": "#general", "content": "bob here, on agentchat"})
+        )
+        await asyncio.sleep(0.3)
 
 
-async def run_demo(port: int, *, once: bool) -> None:
-    """Serve on ``port`` (or a free one), play the scene, then serve until Ctrl-C."""
+async def _contest(feed: Feed, host: Participant, agents: list[Agent]) -> None:
+    """a. All four agents want to answer; claims and a YIELD leave exactly one answer."""
+    say("\n== a. one question, four agents who all want to answer it (floor control) ==")
+    for text in QUESTIONS:
+        if await _one_question(feed, host, agents, text):
+            return
+        say("  (nobody had to yield this time: the others saw the claim first; asking again)")
+
+
+async def _one_question(feed: Feed, host: Participant, agents: list[Agent], text: str) -> bool:
+    """Ask one contested question; whether it got its answer and someone yielded."""
+    say("  (the question comes from 'host', a service: not exempt from floor control)")
+    await host.chat(text)
+
+    def posted() -> list[Envelope]:
+        return [e for e in feed.chats if e.from_ == "host" and e.payload.get("text") == text]
+
+    if not await _until(lambda: bool(posted()), 15, "the question"):
+        return False
+    qid = posted()[0].id
+    answered = await _until(lambda: bool(_answers(feed, qid)), 30, "an answer")
+    await _until(lambda: not any(a.busy() for a in agents), 30, "the agents to settle")
+    await asyncio.sleep(0.3)
+    for agent in agents:
+        kinds = [e.kind for e in agent.floor.events if e.msg_id == qid]
+        say(f"  [{agent.id:<8}] floor control: {' → '.join(kinds) or 'nothing'}")
+    count = len(_answers(feed, qid))
+    say(f"  => {count} answer{'s' if count != 1 else ''} to {short(qid)}")
+    return answered and bool(feed.seen("yield", msg_id=qid))
+
+
+def _answers(feed: Feed, qid: str) -> list[Envelope]:
+    return [e for e in feed.chats if qid in e.correlation_ids()]
+
+
+async def _tool_call(alice: Participant, replies: list[str], maths: Agent) -> None:
+    """b. A tool call through discovery: maths found calculator/multiply and uses it."""
+    say("\n== b. a tool call through discovery ==")
+    await maths.wait_for_tools("calculator", timeout=15)
+    found = ", ".join(sorted(t for t in maths.tools.qualified_names() if t.startswith("calc")))
+    say(f"  maths discovered: {found}")
+    say("  alice → maths: what is 12*7?")
+    await alice.chat("what is 12*7?", to=["maths"])
+    await _until(lambda: any("84" in r for r in replies), 30, "maths's answer")
+
+
+async def _proposal(feed: Feed, alice: Participant, coder: Agent) -> None:
+    """c. The coder may not call tools directly: its call becomes a proposal for the operator."""
+    say("\n== c. a proposal waiting for the operator ==")
+    say("  (coder's capabilities allow tools/list but not tools/call: it must propose)")
+    await coder.wait_for_tools("calculator", timeout=15)
+    say("  alice → coder: what is 1234+4321?")
+    await alice.chat("what is 1234+4321?", to=["coder"])
+    await _until(lambda: bool(feed.seen("proposal", participant="coder")), 30, "the proposal")
+
+
+async def _callback_and_sleep(
+    feed: Feed, alice: Participant, chef: Agent, travel: Agent, moment: Moment | None
+) -> None:
+    """d. chef schedules a callback; travel sleeps, gets DMs buffered, wakes with them."""
+    say("\n== d. a callback, and sleep with buffered DMs ==")
+    say("  chef: schedule_callback(3, 'check the oven')")
+    await chef.schedule_callback(3, "check the oven")
+    say("  travel: sleep(5)")
+    await travel.sleep(5)
+    await _until(lambda: bool(feed.seen("sleep", participant="travel")), 10, "travel's sleep")
+    for text in ("book me a train to Lyon", "and a hotel near the station"):
+        say(f"  alice → travel (asleep): {text}")
+        await alice.chat(text, to=["travel"])
+    await asyncio.sleep(0.5)
+    if moment is not None:
+        await moment()
+    await _until(lambda: bool(feed.seen("callback-fired", participant="chef")), 30, "callback")
+    await _until(lambda: bool(feed.seen("wake", participant="travel")), 30, "travel's wake-up")
+    await _until(lambda: not travel.busy() and not chef.busy(), 30, "the answers")
+    await asyncio.sleep(0.5)
+
+
+async def _watch(p: Participant, into: list[Envelope]) -> None:
+    async for env in p.client.messages():
+        if env.kind == "chat" and env.channel is not None:
+            into.append(env)
+
+
+async def _watch_dms(p: Participant, into: list[str]) -> None:
+    async for env in p.client.messages():
+        line = describe_dm(env, p.id)
+        if line:
+            into.append(line)
+            say(line)
+
+
+async def play(
+    url: str,
+    router: Router,
+    dashboard: str,
+    *,
+    moment: Moment | None = None,
+    serve: bool = False,
+) -> None:
+    """Start the cast and play scenes a–d; with ``serve``, keep everyone running until
+    cancelled (so that the operator can approve the proposal on the dashboard)."""
+    feed = Feed(router, dashboard)
+    replies: list[str] = []
+    try:
+        await _cast_and_scene(url, feed, replies, dashboard, moment, serve)
+    finally:
+        await feed.close()
+
+
+async def _cast_and_scene(
+    url: str,
+    feed: Feed,
+    replies: list[str],
+    dashboard: str,
+    moment: Moment | None,
+    serve: bool,
+) -> None:
+    async with contextlib.AsyncExitStack() as stack:
+        say("\n== prologue: bob speaks agentchat, everyone else MEW; all meet in #general ==")
+        await _dialects(url)
+        await stack.enter_async_context(make_calculator(url, say))
+        agents = [await stack.enter_async_context(make_agent(n, url, 0.4)) for n in SKILLS]
+        maths, travel, chef, coder = agents
+        cast = ", ".join(f"{a.id} ({SKILLS[a.id][0]})" for a in agents)
+        say(f"  agents: {cast}; model {maths.model.describe()}; plus a calculator service")
+
+        @chef.on_callback
+        def fired(note: CallbackFired) -> bool:
+            say(f"  [callback] chef's hook: callback {note.payload!r} arrived; answering it")
+            return True
+
+        @travel.on_wake
+        def woke(note: Wake) -> None:
+            say(f"  [wake]     travel's hook: awake, {note.buffered} buffered DMs follow")
+
+        host = await stack.enter_async_context(
+            Participant(gateway=url, participant_id="host", kind="service")
+        )
+        alice = await stack.enter_async_context(
+            Participant(gateway=url, participant_id="alice", kind="human")
+        )
+        for task in (_watch(host, feed.chats), _watch_dms(alice, replies)):
+            watcher = asyncio.create_task(task)
+            stack.callback(watcher.cancel)
+        stack.push_async_callback(feed.close)  # closes first: agents' goodbyes are not news
+        await _until(lambda: all(a.tools.participants() for a in agents), 15, "tool discovery")
+        await _contest(feed, host, agents)
+        await _tool_call(alice, replies, maths)
+        await _proposal(feed, alice, coder)
+        await _callback_and_sleep(feed, alice, chef, travel, moment)
+        say("\n== scene over ==")
+        if serve:
+            say(f"still serving: approve coder's proposal at {dashboard}; Ctrl-C to stop")
+            await asyncio.Event().wait()
+
+
+@contextlib.asynccontextmanager
+async def gateway(port: int) -> AsyncIterator[tuple[Router, int]]:
+    """An open-mode gateway on 127.0.0.1:``port`` (or a free port), stopped on exit."""
     port = _free_port(port)
-    data_dir = Path(tempfile.mkdtemp(prefix="hubbub-demo-"))
-    runner = web.AppRunner(build_app(make_router(data_dir=data_dir)), handle_signals=False)
+    router = make_router(data_dir=Path(tempfile.mkdtemp(prefix="hubbub-demo-")))
+    runner = web.AppRunner(build_app(router), handle_signals=False)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", port).start()
-    url = f"ws://127.0.0.1:{port}/ws"
-    print(f"hubbub gateway on {url} (open mode; HTTP API at http://127.0.0.1:{port}/participants)")
-    print("scene: alice speaks MEW, bob speaks agentchat; both share #general\n")
     try:
-        async with websockets.connect(url) as alice, websockets.connect(url) as bob:
-            await alice.send(
-                json.dumps({"type": "join", "participantId": "alice", "kind": "human"})
-            )
-            await bob.send(json.dumps({"type": "IDENTIFY", "name": "bob"}))
-            await bob.send(json.dumps({"type": "JOIN", "channel": "#general"}))
-            readers = [
-                asyncio.create_task(_reader("alice", alice)),
-                asyncio.create_task(_reader("bob", bob)),
-            ]
-            await asyncio.sleep(0.3)
-            steps: list[tuple[Any, dict[str, Any], str]] = [
-                (alice, {"kind": "chat", "payload": {"text": "hi bob, can you hear me?"}}, "alice"),
-                (bob, {"type": "MSG", "to": "#general", "content": "loud and clear, alice"}, "bob"),
-                (
-                    bob,
-                    {"type": "MSG", "to": "@alice", "content": "(a private note for you)"},
-                    "bob",
-                ),
-                (
-                    alice,
-                    {"kind": "chat", "to": ["bob"], "payload": {"text": "thanks, DM back"}},
-                    "alice",
-                ),
-                (alice, {"kind": "mcp/request", "to": ["bob"], "payload": {}}, "alice"),
-            ]
-            for ws, frame, who in steps:
-                print(f"{who} sends {json.dumps(frame)}")
-                await ws.send(json.dumps(frame))
-                await asyncio.sleep(0.3)
-            print("\n(the last request is MEW-only, so bob's agentchat client never sees it)\n")
-            await _agent_scene(url, alice)
-            print(
-                "\nfloor control, callbacks and sleep/wake arrive with the coordination engines.\n"
-            )
-            for r in readers:
-                r.cancel()
-        if not once:
-            print(f"gateway still serving on {url}; Ctrl-C to stop")
-            await asyncio.Event().wait()
+        yield router, port
     finally:
         await runner.cleanup()
+
+
+def _banner(port: int) -> str:
+    dashboard = f"http://127.0.0.1:{port}/dashboard"
+    model = "the offline scripted model" if offline_mode() else "the model your env selects"
+    rule = "=" * 64
+    say(rule)
+    say(f"  hubbub demo — open the dashboard:  {dashboard}")
+    say(f"  gateway ws://127.0.0.1:{port}/ws (open mode); agents on {model}")
+    say(rule)
+    return dashboard
+
+
+async def run_demo(port: int, *, once: bool, screenshot: Path | None = None) -> None:
+    """Serve on ``port`` (or a free one), play the scene, then serve until Ctrl-C (or, with
+    ``once``, stop); with ``screenshot``, save the dashboard mid-scene to that file."""
+    async with gateway(port) as (router, real_port):
+        dashboard = _banner(real_port)
+        url = f"ws://127.0.0.1:{real_port}/ws"
+        if screenshot is None:
+            await play(url, router, dashboard, serve=not once)
+            return
+        from hubbub.demo_shot import dashboard_page
+
+        async with dashboard_page(dashboard) as snap:
+            await play(url, router, dashboard, moment=lambda: snap(screenshot), serve=not once)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m hubbub.demo [--port N] [--once] [--screenshot docs/dashboard.png]``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m hubbub.demo", description=__doc__)
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--once", action="store_true", help="exit after the scene")
+    parser.add_argument("--screenshot", type=Path, help="save the dashboard mid-scene here")
+    args = parser.parse_args(argv)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run_demo(args.port, once=args.once, screenshot=args.screenshot))
+
+
+if __name__ == "__main__":
+    main()

@@ -95,7 +95,15 @@ async def test_history_is_shown_after_join(sdk: Any, start_chat: StartChat) -> N
     for text in ("first words", "second words", "third words"):
         await say(bob, text)
     term = await start_chat("alice")
-    screen = await term.wait_for("third words")
+    # The screen is redrawn in pieces: wait for the whole frame (history, status, prompt).
+    screen = await term.wait_until(
+        lambda s: (
+            "third words" in s
+            and "#general · online: alice, bob" in s
+            and term.screen.lines()[-1].startswith("#general>")
+        ),
+        "the history, the status line and the prompt",
+    )
     rows = [r for r in screen.splitlines() if "words" in r or "joined" in r]
     assert [re.sub(r"^\d\d:\d\d ", "", r) for r in rows] == [
         "bob: first words",
@@ -236,9 +244,14 @@ async def test_channels_switch_join_and_leave(sdk: Any, start_chat: StartChat) -
     await say(bob, "in dev", channel="#dev")
     await term.wait_for("[#general] #dev(1)")
     term.type(CTRL_N)
-    await term.wait_for("bob: in dev")
-    assert term.screen.lines()[-1].startswith("#dev>")
-    assert "#general [#dev]" in term.screen.text()
+    await term.wait_until(
+        lambda s: (
+            "bob: in dev" in s
+            and "#general [#dev]" in s
+            and term.screen.lines()[-1].startswith("#dev>")
+        ),
+        "#dev with bob's message, selected, with its prompt",
+    )
     term.type("/leave\r")
     await term.wait_for("— you left #dev —")
     await term.wait_until(lambda s: s.splitlines()[-1].startswith("#general>"), "#general prompt")
@@ -279,16 +292,19 @@ async def test_page_up_scrolls_back_and_loads_older_messages(
             lambda s, before=seen: 0 < oldest(s) < before or "note 01" in s, "older notes"
         )
         seen = oldest(screen)
-    screen = term.screen.text()
-    assert "— the beginning of #general —" in screen and "scrolled back" in screen
+    await term.wait_until(
+        lambda s: "— the beginning of #general —" in s and "scrolled back" in s,
+        "the beginning of the channel, scrolled back",
+    )
     for _ in range(10):
         if "scrolled back" not in term.screen.text():
             break
         top = oldest(term.screen.text())
         term.type(PAGE_DOWN)
         await term.wait_until(lambda s, top=top: oldest(s) > top, "newer notes")
-    screen = await term.wait_for("bob: note 80")
-    assert "scrolled back" not in screen
+    await term.wait_until(
+        lambda s: "bob: note 80" in s and "scrolled back" not in s, "the newest note, live again"
+    )
 
 
 async def test_a_restarted_gateway_is_rejoined_without_losing_messages(tmp_path: Path) -> None:
@@ -304,7 +320,10 @@ async def test_a_restarted_gateway_is_rejoined_without_losing_messages(tmp_path:
             await say(bob, "said while alice was away")
             await term.wait_for("— rejoined #general", 2 * START_TIMEOUT)
             await term.wait_for("bob: said while alice was away")
-            screen = await term.wait_until(lambda s: "reconnecting" not in s, "no reconnecting")
+            screen = await term.wait_until(
+                lambda s: "reconnecting" not in s and "said while alice was away" in s,
+                "the message, no longer reconnecting",
+            )
             assert screen.count("said while alice was away") == 1
     finally:
         term.close()
