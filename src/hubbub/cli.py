@@ -13,6 +13,7 @@ from aiohttp import web
 
 from hubbub import __version__
 from hubbub.cli_support import setup_logging
+from hubbub.defaults import DEFAULT_PORT, LOOPBACK
 from hubbub.server.config import (
     ConfigError,
     Limits,
@@ -25,8 +26,6 @@ from hubbub.server.config import (
     new_token,
     save_space,
 )
-
-LOOPBACK = "127.0.0.1"
 
 
 def _raise_fd_limit() -> None:
@@ -43,7 +42,7 @@ def main() -> None:
 
 @main.command()
 @click.option("--host", default=None, help="Interface to bind [default: 127.0.0.1].")
-@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535))
 @click.option(
     "--space-config",
     "space_configs",
@@ -194,7 +193,7 @@ def token_create(space_file: Path, pid: str, kind: str | None, role: str | None)
 
 
 @main.command()
-@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--once", is_flag=True, help="Exit after the scripted scene instead of serving on.")
 @click.option(
     "--screenshot",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from hubbub.cli_support import run_until_signal, setup_logging
-from hubbub.sdk.options import DEFAULT_GATEWAY
+from hubbub.defaults import DEFAULT_GATEWAY
 
 
 @click.command(

@@ -9,8 +9,8 @@ import sys
 
 import click
 
+from hubbub.defaults import DEFAULT_GATEWAY
 from hubbub.protocol.ids import is_channel, is_participant_id, normalize_channel
-from hubbub.sdk.options import DEFAULT_GATEWAY
 
 _FIXES = {
     "auth_failed": "pass the right token with --token or HUBBUB_TOKEN "

@@ -8,10 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hubbub.defaults import DEFAULT_GATEWAY as DEFAULT_GATEWAY
 from hubbub.protocol.capabilities import CapabilityError, validate_capabilities
 from hubbub.protocol.ids import is_channel, is_participant_id
-
-DEFAULT_GATEWAY = "ws://127.0.0.1:8080/ws"
 
 
 @dataclass(frozen=True, kw_only=True)

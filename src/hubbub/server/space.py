@@ -43,17 +43,18 @@ class Session:
     """A connected, authenticated participant."""
 
     __slots__ = (
+        "_presence",
+        "_summary",
+        "_wake_at",
         "caps",
         "channels",
         "conn",
         "connected_at",
         "id",
         "kind",
-        "presence",
         "rate",
         "role",
         "space",
-        "wake_at",
     )
 
     def __init__(
@@ -74,17 +75,41 @@ class Session:
         self.caps = caps
         self.rate = rate
         self.channels: set[str] = set()
-        self.presence = "online"
+        self._presence = "online"
+        self._wake_at: int | None = None
+        self._summary: dict[str, Any] | None = None
         self.connected_at = time.time()
-        self.wake_at: int | None = None
+
+    @property
+    def presence(self) -> str:
+        """online, away, busy, sleeping, … (offline once detached)."""
+        return self._presence
+
+    @presence.setter
+    def presence(self, value: str) -> None:
+        self._presence, self._summary = value, None
+
+    @property
+    def wake_at(self) -> int | None:
         """Unix ms at which a sleeping participant wakes; None while awake."""
+        return self._wake_at
+
+    @wake_at.setter
+    def wake_at(self, value: int | None) -> None:
+        self._wake_at, self._summary = value, None
 
     def summary(self) -> dict[str, Any]:
-        """Short public description, as in welcome and presence frames."""
-        out: dict[str, Any] = {"id": self.id, "kind": self.kind, "presence": self.presence}
-        if self.wake_at is not None:
-            out["wake_at"] = _ISO.iso(self.wake_at)
-        return out
+        """Short public description, as in welcome and presence frames (do not mutate it).
+
+        Every welcome lists every participant, so the dict is built once per change and
+        shared: 5,000 joins would otherwise build 12.5 million of them.
+        """
+        if self._summary is None:
+            out: dict[str, Any] = {"id": self.id, "kind": self.kind, "presence": self._presence}
+            if self._wake_at is not None:
+                out["wake_at"] = _ISO.iso(self._wake_at)
+            self._summary = out
+        return self._summary
 
 
 class Channel:
