@@ -203,6 +203,28 @@ async def test_claims_and_yields_appear_in_the_feed(
     await expect(feed.locator('li[data-event="yield"]')).to_have_count(1)
 
 
+async def test_reasoning_traffic_is_shown_only_on_request(
+    dgw: EngineGateway, watched: WatchedPage
+) -> None:
+    thinker = await dgw.mew("thinker")
+    await dgw.mew("helper")
+    page = await _open(watched, dgw)
+    await thinker.send({"kind": "reasoning/start", "channel": "#general", "payload": {}})
+    await thinker.send({"kind": "reasoning/thought", "to": ["helper"], "payload": {"text": "hm"}})
+    await thinker.send(_chat("thought it through"))
+    feed = page.locator("#feed")
+    await expect(feed.locator('li[data-event="message"]')).to_have_count(1)
+    await expect(feed.locator('li[data-event="message"]')).to_contain_text("thought it through")
+    await page.check("#filter-traffic")
+    await expect(feed.locator('li[data-group="traffic"]')).to_have_count(2)
+    await expect(feed.locator('li[data-group="traffic"]').first).to_contain_text(
+        "thinker → helper (direct reasoning/thought)"
+    )
+    await expect(feed.locator('li[data-group="traffic"]').last).to_contain_text(
+        "thinker in #general: reasoning/start"
+    )
+
+
 async def test_the_operator_approves_a_proposal_and_sees_the_result(
     dgw: EngineGateway, watched: WatchedPage, sdk: Any
 ) -> None:

@@ -132,9 +132,10 @@ async def test_claims_and_yields_are_in_the_feed(dgw: EngineGateway) -> None:
         await second.send({"kind": "floor/responding-to", "channel": "#general", "payload": late})
         await events.activity("claim", participant="second")
         await first.send({"kind": "floor/responding-to", "channel": "#general", "payload": early})
+        # the new holder first, then the yield it causes (the order a reader expects)
+        await events.activity("claim", participant="first")
         yielded = await events.activity("yield", participant="second")
         assert yielded["winner"] == "first" and yielded["msg_id"] == question["id"]
-        await events.activity("claim", participant="first")
         state = await events.next("state", lambda s: [c["holder"] for c in s["floor"]] == ["first"])
         assert state["floor"][0]["msg_id"] == question["id"]
         await first.send({**_chat("here is the answer"), "correlation_id": [question["id"]]})

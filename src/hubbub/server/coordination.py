@@ -213,6 +213,17 @@ class Coordination:
         except ClaimRejected as exc:
             raise ProtocolError(ErrorCode.INVALID_CLAIM, str(exc)) from None
         space = sender.space
+        if out.changed:  # the feed tells the new holder before the yields it causes
+            h = out.holder
+            r.activity.publish(
+                "claim",
+                space.id,
+                channel=ch.name,
+                msg_id=msg_id,
+                participant=h.holder,
+                started_at=h.started_at,
+                expires_at=int(h.expires_at),
+            )
         if out.relay:
             self._relay(ch, env, burst)
         for loser in out.yielded:
@@ -236,7 +247,6 @@ class Coordination:
                 winner=out.winner,
             )
         if out.changed:
-            h = out.holder
             self._relay(
                 ch,
                 r._server_env(
@@ -250,15 +260,6 @@ class Coordination:
                     channel=ch.name,
                 ),
                 burst,
-            )
-            r.activity.publish(
-                "claim",
-                space.id,
-                channel=ch.name,
-                msg_id=msg_id,
-                participant=h.holder,
-                started_at=h.started_at,
-                expires_at=int(h.expires_at),
             )
         self._rearm()
 

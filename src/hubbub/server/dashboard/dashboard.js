@@ -443,8 +443,12 @@
     const inCh = ch ? ` in ${ch}` : "";
     switch (ev.event) {
       case "message":
+        if (ev.kind !== "chat") {
+          // reasoning/* and mcp/* traffic: its own check box, off by default
+          if (ev.dm) return ["traffic", "dm", `${p} → ${(ev.to || []).join(", ")} (direct ${ev.kind})`];
+          return ["traffic", ev.kind, `${p}${inCh}: ${ev.kind}${ev.method ? " " + ev.method : ""}`];
+        }
         if (ev.dm) return ["message", "dm", `${p} → ${(ev.to || []).join(", ")} (direct ${ev.kind})`];
-        if (ev.kind !== "chat") return ["message", ev.kind, `${p}${inCh}: ${ev.kind}${ev.method ? " " + ev.method : ""}`];
         return ["message", "msg", `${ch} ${p}: ${ev.text}`];
       case "connect":
         return ["presence", "online", `${p} connected (${ev.kind})`];
@@ -513,6 +517,7 @@
     const who = $("filter-agent").value;
     if (group === "message" && !$("filter-messages").checked) return false;
     if (group === "presence" && !$("filter-presence").checked) return false;
+    if (group === "traffic" && !$("filter-traffic").checked) return false;
     if (chan && ev.channel !== chan && !(ev.channels || []).includes(chan)) return false;
     if (who && ev.participant !== who && ev.winner !== who && !(ev.to || []).includes(who)) return false;
     return true;
@@ -575,7 +580,7 @@
     fill($("filter-agent"), [...st.participants.keys()].sort());
   }
 
-  for (const id of ["filter-channel", "filter-agent", "filter-messages", "filter-presence"]) {
+  for (const id of ["filter-channel", "filter-agent", "filter-messages", "filter-presence", "filter-traffic"]) {
     $(id).addEventListener("change", refilter);
   }
 
