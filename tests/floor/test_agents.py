@@ -122,6 +122,55 @@ async def test_a_yield_cancels_the_running_inference_and_nothing_is_sent(
     assert len(await collect(stream, answers(again), quiet=0.6)) == 1
 
 
+async def test_a_dm_that_interrupts_a_claimed_answer_leaves_no_question_unanswered(
+    participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    model = SlowAnswers(0.6)
+    bot = await agent("bot", model=model, coordination="claims", **FAST)
+    asker = await participant("asker", kind="service")
+    human = await participant("alice", kind="human")
+    watch = human.client.messages()
+    stream = asker.client.messages()
+    question = await say(asker.client, stream, "question 5: who takes this one?")
+    claim = await next_from(watch, "bot", ("floor/responding-to",))
+    await bot.wait_until(lambda: model.started == 1)
+    dm = Envelope(kind="chat", to=["bot"], payload={"text": "question 5b: quick one"})
+    await human.client.send(dm)  # a person's DM interrupts the claimed answer
+    first = await next_from(watch, "bot", ("chat",), 5)
+    assert first.to == ["alice"] and first.payload["text"] == "my answer to alice"
+    channel = await next_from(stream, "bot", ("chat",), 5)
+    assert channel.channel == "#general" and channel.correlation_ids() == [question.id]
+    assert channel.payload["text"] == "my answer to asker"
+    assert kinds(bot, question.id) == ["wait", "claim", "suspend", "claim"]
+    (first_claim, second_claim) = [e for e in bot.floor.events if e.kind == "claim"]
+    assert first_claim.detail == second_claim.detail == f"started_at {claim.payload['started_at']}"
+    await settled(bot)
+    assert await collect(stream, lambda e: e.from_ == "bot" and e.kind == "chat") == []
+
+
+async def test_a_channel_question_that_interrupts_a_dm_answer_leaves_the_dm_answered(
+    participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    model = SlowAnswers(0.6)
+    bot = await agent("bot", model=model, coordination="claims", **FAST)
+    asker = await participant("asker", kind="service")
+    human = await participant("alice", kind="human")
+    watch = human.client.messages()
+    stream = asker.client.messages()
+    await human.client.send(
+        Envelope(kind="chat", to=["bot"], payload={"text": "question 5c: a long one"})
+    )
+    await bot.wait_until(lambda: model.started == 1)
+    question = await say(asker.client, stream, "question 5d: for the channel")
+    channel = await next_from(stream, "bot", ("chat",), 5)
+    assert channel.correlation_ids() == [question.id]
+    seen = [await next_from(watch, "bot", ("chat",), 5) for _ in range(2)]  # channel, DM
+    assert [(e.channel, e.to) for e in seen] == [("#general", None), (None, ["alice"])]
+    assert seen[1].payload["text"] == "my answer to alice"
+    await settled(bot)
+    assert model.cancelled == 1 and model.finished == 2
+
+
 async def test_csma_only_discards_a_draft_that_someone_else_answered_meanwhile(
     participant: MakeParticipant, agent: MakeAgent
 ) -> None:

@@ -523,19 +523,53 @@ class Agent:
         """A message became the latest content: a new turn (the one it supersedes is
         cancelled with ``reasoning/cancel``, reason ``interrupted``)."""
         previous = self.current
-        if previous is not None:
-            self.floor.finished(previous)
-            note = f"interrupted by message {message.id}"
-            await self._cancel_reasoning(previous, "interrupted", note)
         trigger = self._triggers.pop(message.id, None) or Envelope(kind="chat", id=message.id)
         turn = Turn(trigger, message.content, answers=self._answers.pop(message.id, None))
         turn.floor_key = self._floor_keys.pop(message.id, None)
+        if previous is not None:
+            self._carry_over(previous, turn)
+            note = f"interrupted by message {message.id}"
+            await self._cancel_reasoning(previous, "interrupted", note)
         self.current = turn
         self._trim()
         if turn.floor_key is not None and not await self.floor.begin(turn):
             return  # covered by someone else, or the floor was lost: the runtime aborts it
         if self.config.reasoning_enabled:
             turn.reasoning_id = await self._start_reasoning(turn)
+
+    def _carry_over(self, previous: Turn, turn: Turn) -> None:
+        """Leave no message unanswered when ``turn`` interrupts ``previous``: an answer to the
+        same place answers both (it correlates to both); for another place, the interrupted
+        message is answered again after the new one (with its floor claim kept)."""
+        if previous.floor_outcome is not None or not previous.trigger.from_:
+            self.floor.finished(previous)  # stopped by floor control, or an idle nudge
+            return
+        if self._route(previous.trigger) == self._route(turn.trigger):
+            turn.answers = list(dict.fromkeys(previous.correlation() + turn.correlation()))
+            self.floor.finished(previous)
+            return
+        if not self.floor.suspend(previous, turn.trigger.id) or not self._answer_later(previous):
+            self.floor.finished(previous)
+
+    def _answer_later(self, turn: Turn) -> bool:
+        """Queue ``turn``'s message again behind the current one; ``False`` if the inbox is
+        full."""
+        again = AgentMessage(self.id, turn.input, sender=turn.trigger.from_)
+        self._triggers[again.id] = turn.trigger
+        self._answers[again.id] = turn.correlation()
+        if turn.floor_key is not None:
+            self._floor_keys[again.id] = turn.floor_key
+        try:
+            self.runtime.send(again)  # queued: a turn that is starting cannot be interrupted
+        except QueueFull:
+            self._triggers.pop(again.id, None)
+            self._answers.pop(again.id, None)
+            self._floor_keys.pop(again.id, None)
+            log.warning("%s: inbox full; %s stays unanswered", self.id, turn.trigger.id)
+            return False
+        log.info("%s: will answer %s after the message that interrupted it", self.id,
+                 turn.trigger.id)  # fmt: skip
+        return True
 
     def _trim(self) -> None:
         """Keep at most ``history_limit`` messages, starting at a user message."""

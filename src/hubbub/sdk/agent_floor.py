@@ -41,7 +41,17 @@ if TYPE_CHECKING:
 log = logging.getLogger("hubbub.agent")
 
 EventKind = Literal[
-    "exempt", "wait", "join", "skip", "claim", "yield", "discard", "callback", "wake", "nudge"
+    "exempt",
+    "wait",
+    "join",
+    "skip",
+    "claim",
+    "yield",
+    "discard",
+    "suspend",
+    "callback",
+    "wake",
+    "nudge",
 ]
 NoteHook = Callable[[Any], Any]
 
@@ -275,6 +285,18 @@ class AgentFloor:
         self._event("discard", key, reason)
         log.info("%s: discards its answer to %s: %s", self.id, turn.trigger.id, reason)
         return False
+
+    def suspend(self, turn: Turn, by: str) -> bool:
+        """``turn`` was interrupted by message ``by`` for another place: keep its batch (and
+        claim) to answer it later. ``False``: nothing to keep (finish it instead)."""
+        key = turn.floor_key
+        if key is None or turn.floor_outcome is not None:
+            return key is None and turn.floor_outcome is None
+        if not self.coordinator.suspend(key):
+            return False
+        self._event("suspend", key, f"interrupted by {by}; answered after it")
+        log.info("%s: %s waits until %s is answered", self.id, key, by)
+        return True
 
     def finished(self, turn: Turn) -> None:
         """``turn`` ended (answered, abandoned, superseded)."""

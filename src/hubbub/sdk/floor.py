@@ -285,10 +285,11 @@ class FloorCoordinator:
             batch.stage = Stage.READY
         if batch.stage is not Stage.READY:
             return Step("skip", batch, reason=batch.reason or f"batch is {batch.stage.value}")
-        covered = self._covered(batch.messages, batch.senders)
+        covered = self._covered(batch.messages, batch.senders, batch.started_at)
         if covered:
             return self._skip(batch, covered)
-        batch.started_at = int(self.clock())
+        if batch.started_at is None:  # a suspended batch keeps its claim's started_at
+            batch.started_at = int(self.clock())
         batch.stage = Stage.CLAIMED
         action: Action = "claim" if uses_claims(self.mode) else "proceed"
         return Step(action, batch, started_at=batch.started_at)
@@ -306,6 +307,15 @@ class FloorCoordinator:
             if who:
                 batch.reason = f"{', '.join(sorted(who))} answered meanwhile"
                 return False
+        return True
+
+    def suspend(self, key: str) -> bool:
+        """A new message for another place interrupted the batch's turn: keep the batch (and
+        its claim's ``started_at``) to begin again later. ``False`` if it was not running."""
+        batch = self._batches.get(key)
+        if batch is None or batch.stage is not Stage.CLAIMED:
+            return False
+        batch.stage = Stage.READY
         return True
 
     def finish(self, key: str) -> Batch | None:
@@ -385,8 +395,11 @@ class FloorCoordinator:
                 out |= seen.replies - {senders.get(msg_id, "")}
         return out
 
-    def _covered(self, messages: Sequence[str], senders: dict[str, str]) -> str:
-        """Why someone else covers these messages (``""`` when nobody does)."""
+    def _covered(
+        self, messages: Sequence[str], senders: dict[str, str], started_at: int | None = None
+    ) -> str:
+        """Why someone else covers these messages (``""`` when nobody does); with our own
+        claim's ``started_at``, only a claim that outranks it covers them."""
         if self.mode == "none":
             return ""
         for msg_id in messages:
@@ -394,7 +407,9 @@ class FloorCoordinator:
             if seen is not None and seen.claims:
                 claims = seen.claims
                 who = min(claims, key=lambda w: (not claims[w][1], claims[w], w))
-                return f"{who} claimed {msg_id}"
+                theirs, human = claims[who]
+                if started_at is None or human or (theirs, who) < (started_at, self.agent_id):
+                    return f"{who} claimed {msg_id}"
         if uses_csma(self.mode):
             repliers = self._repliers(messages, senders)
             if repliers:
