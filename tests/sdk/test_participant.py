@@ -168,6 +168,31 @@ async def test_many_requests_in_flight_each_get_their_own_answer(
     assert await asyncio.gather(*(one(i) for i in range(64))) == [f"#{i}" for i in range(64)]
 
 
+async def test_a_cancelled_call_stops_the_tool_at_its_provider(
+    participant: MakeParticipant,
+) -> None:
+    calc = await participant("calc", connect=False, kind="service")
+    entered, stopped = asyncio.Event(), asyncio.Event()
+
+    @calc.tool
+    async def ponder(topic: str) -> str:
+        """Think about a topic for a long time."""
+        entered.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            stopped.set()
+        return topic
+
+    await calc.connect()
+    agent = await participant("agent")
+    call = asyncio.create_task(agent.call_tool("calc", "ponder", {"topic": "life"}, timeout=30))
+    await asyncio.wait_for(entered.wait(), 5)
+    call.cancel()
+    await asyncio.wait_for(stopped.wait(), 5)  # MCP notifications/cancelled reached calc
+    assert calc._serving == {} and agent._pending == {}
+
+
 async def test_requests_time_out_and_unknown_targets_fail_fast(
     participant: MakeParticipant, client: MakeClient
 ) -> None:

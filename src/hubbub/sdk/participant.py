@@ -40,6 +40,7 @@ from mcp import MCPError
 
 from hubbub.errors import (
     CapabilityDenied,
+    HubbubError,
     InvalidArguments,
     NotConnected,
     ProposalRejected,
@@ -71,6 +72,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 Hook = Callable[[], Awaitable[None] | None]
 
 JSONRPC: Final = "2.0"
+CANCELLED: Final = "notifications/cancelled"
 _LIST_PAGES_MAX: Final = 100
 
 
@@ -122,6 +124,8 @@ class Participant:
         self._callback_hooks: list[Callable[[Any], Any]] = []
         self._wake_hooks: list[Callable[[Any], Any]] = []
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._serving: dict[tuple[str, str], asyncio.Task[Any]] = {}
+        """Requests being answered, by (sender, JSON-RPC id): ``notifications/cancelled``."""
         self.client.on("message", self._on_envelope)
 
     # ------------------------------------------------------------------ identity, lifecycle
@@ -207,10 +211,11 @@ class Participant:
         self.client.on("mcp/proposal", handler)
         return handler
 
-    def _spawn(self, coro: Any) -> None:
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     # ------------------------------------------------------------------ tools and resources
 
@@ -499,9 +504,10 @@ class Participant:
                 await self._withdraw(pending, "timeout")
             raise
         except asyncio.CancelledError:
-            if kind == "proposal":  # nobody waits for it any more: do not leave it to approve
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(asyncio.shield(self._withdraw(pending, "cancelled")), 1)
+            # nobody waits for it any more: withdraw a proposal, stop a running request
+            stop = self._withdraw if kind == "proposal" else self._cancel_request
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(stop(pending, "cancelled")), 1)
             raise
 
     def _track(
@@ -728,8 +734,43 @@ class Participant:
     def _on_request(self, env: Envelope) -> None:
         for cid in env.correlation_ids():
             self.proposals.settle(cid, "fulfilled")
-        if self.id in (env.to or ()):
-            self._spawn(self._serve(env))
+        if self.id not in (env.to or ()):
+            return
+        payload = env.payload
+        if payload.get("method") == CANCELLED:
+            self._on_cancelled(env)
+            return
+        task = self._spawn(self._serve(env))
+        if "id" in payload:
+            key = (env.from_, str(payload["id"]))
+            self._serving[key] = task
+            task.add_done_callback(lambda t: self._serving.pop(key, None))
+
+    def _on_cancelled(self, env: Envelope) -> None:
+        """``notifications/cancelled`` from a requester: stop answering that request (MCP: no
+        response is sent for it)."""
+        params = env.payload.get("params")
+        request_id = params.get("requestId") if isinstance(params, dict) else None
+        task = self._serving.get((env.from_, str(request_id)))
+        if task is None:
+            return  # already answered, or never ours: nothing to do
+        reason = params.get("reason") if isinstance(params, dict) else None
+        log.info("%s: %s cancelled request %s (%s)", self.id, env.from_, request_id, reason)
+        task.cancel()
+
+    async def _cancel_request(self, pending: _Pending, reason: str) -> None:
+        """Tell the targets of our abandoned request to stop (MCP ``notifications/cancelled``)."""
+        body = {
+            "jsonrpc": JSONRPC,
+            "method": CANCELLED,
+            "params": {"requestId": pending.token, "reason": reason},
+        }
+        env = Envelope(kind="mcp/request", to=pending.targets, payload=body)
+        if not self.can_send(env):
+            log.debug("%s may not send %s; %s runs on", self.id, CANCELLED, pending.token)
+            return
+        with contextlib.suppress(HubbubError):
+            await self.client.send(env)
 
     def _on_response(self, env: Envelope) -> None:
         pending: _Pending | None = None
