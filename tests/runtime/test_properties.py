@@ -115,8 +115,7 @@ priors = st.lists(st.integers(0, 3), max_size=6)
 def test_property_1_single_active_processing_per_agent(
     steps: list[tuple[str, int, int]], agents: int
 ) -> None:
-    """Feature: agent-concurrent-request-management, Property 1: Single Active Processing Per
-    Agent."""
+    """Feature: agent-concurrent-request-management, Property 1: Single Active Processing Per Agent."""
 
     async def scenario() -> None:
         runtime, _fakes, sent = await random_scenario(steps, agents)
@@ -132,8 +131,7 @@ def test_property_1_single_active_processing_per_agent(
 def test_property_2_message_interruption_cancels_tool_calls(
     shape: tuple[int, int, int], aid: str, prior: list[int]
 ) -> None:
-    """Feature: agent-concurrent-request-management, Property 2: Message Interruption Cancels
-    Tool Calls."""
+    """Feature: agent-concurrent-request-management, Property 2: Message Interruption Cancels Tool Calls."""
 
     async def scenario() -> None:
         runtime = AgentRuntime()
@@ -155,8 +153,7 @@ def test_property_2_message_interruption_cancels_tool_calls(
 def test_property_3_canceled_tool_calls_removed_from_history(
     shape: tuple[int, int, int], aid: str, prior: list[int]
 ) -> None:
-    """Feature: agent-concurrent-request-management, Property 3: Canceled Tool Calls Removed
-    from History."""
+    """Feature: agent-concurrent-request-management, Property 3: Canceled Tool Calls Removed from History."""
 
     async def scenario() -> None:
         runtime = AgentRuntime()
@@ -179,8 +176,7 @@ def test_property_3_canceled_tool_calls_removed_from_history(
 def test_property_4_new_message_becomes_latest_content(
     shape: tuple[int, int, int], in_model: bool, aid: str, prior: list[int]
 ) -> None:
-    """Feature: agent-concurrent-request-management, Property 4: New Message Becomes Latest
-    Content."""
+    """Feature: agent-concurrent-request-management, Property 4: New Message Becomes Latest Content."""
 
     async def scenario() -> None:
         runtime = AgentRuntime()
@@ -235,8 +231,7 @@ def test_property_5_chat_history_preservation(
 def test_property_6_message_queuing_for_active_agents(
     count: int, interrupts: bool, calls: int, aid: str, prior: list[int]
 ) -> None:
-    """Feature: agent-concurrent-request-management, Property 6: Message Queuing for Active
-    Agents."""
+    """Feature: agent-concurrent-request-management, Property 6: Message Queuing for Active Agents."""
 
     async def scenario() -> None:
         runtime = AgentRuntime(interrupts=interrupts)
@@ -263,8 +258,7 @@ def test_property_6_message_queuing_for_active_agents(
 @PROPERTY
 @given(count=st.integers(1, 10), tools=st.lists(st.integers(0, 2), min_size=10, max_size=10))
 def test_property_7_fifo_message_queue_processing(count: int, tools: list[int]) -> None:
-    """Feature: agent-concurrent-request-management, Property 7: FIFO Message Queue
-    Processing."""
+    """Feature: agent-concurrent-request-management, Property 7: FIFO Message Queue Processing."""
 
     async def scenario() -> None:
         runtime = AgentRuntime(interrupts=False)
@@ -297,8 +291,7 @@ def test_property_7_fifo_message_queue_processing(count: int, tools: list[int]) 
 def test_property_8_queue_replacement_on_new_message(
     count: int, calls: int, aid: str, prior: list[int]
 ) -> None:
-    """Feature: agent-concurrent-request-management, Property 8: Queue Replacement on New
-    Message."""
+    """Feature: agent-concurrent-request-management, Property 8: Queue Replacement on New Message."""
 
     async def scenario() -> None:
         runtime = AgentRuntime()
@@ -404,8 +397,7 @@ def test_property_10_backward_compatibility(agents: list[tuple[str, int]]) -> No
 def test_property_11_tool_call_identification_and_cancellation(
     shape: tuple[int, int, int], aid: str, prior: list[int]
 ) -> None:
-    """Feature: agent-concurrent-request-management, Property 11: Tool Call Identification and
-    Cancellation."""
+    """Feature: agent-concurrent-request-management, Property 11: Tool Call Identification and Cancellation."""
 
     async def scenario() -> None:
         runtime = AgentRuntime()
@@ -430,8 +422,7 @@ def test_property_11_tool_call_identification_and_cancellation(
 def test_property_12_fallback_queuing_for_completed_tool_calls(
     shape: tuple[int, int, int], while_recording: bool, extra: int
 ) -> None:
-    """Feature: agent-concurrent-request-management, Property 12: Fallback Queuing for
-    Completed Tool Calls."""
+    """Feature: agent-concurrent-request-management, Property 12: Fallback Queuing for Completed Tool Calls."""
 
     async def scenario() -> None:
         runtime = AgentRuntime()
@@ -462,8 +453,7 @@ def test_property_12_fallback_queuing_for_completed_tool_calls(
 def test_property_13_state_consistency_after_interruption(
     steps: list[tuple[str, int, int]], agents: int
 ) -> None:
-    """Feature: agent-concurrent-request-management, Property 13: State Consistency After
-    Interruption."""
+    """Feature: agent-concurrent-request-management, Property 13: State Consistency After Interruption."""
 
     async def scenario() -> None:
         runtime, fakes, sent = await random_scenario(steps, agents)
@@ -492,8 +482,7 @@ class _Errors(logging.Handler):
 def test_property_14_error_detection_and_recovery(
     corruption: str, steps: list[tuple[str, int, int]], via_send: bool
 ) -> None:
-    """Feature: agent-concurrent-request-management, Property 14: Error Detection and
-    Recovery."""
+    """Feature: agent-concurrent-request-management, Property 14: Error Detection and Recovery."""
 
     async def scenario() -> None:
         runtime, fakes, sent = await random_scenario(steps, 1)
