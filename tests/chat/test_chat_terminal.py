@@ -196,6 +196,42 @@ async def test_who_is_responding_shows_until_the_claimant_answers(
     )
 
 
+async def reasoning(client: Client, kind: str, **where: Any) -> None:
+    """Send a ``reasoning/*`` event as an agent's runtime does (to #general by default)."""
+    if "to" not in where:
+        where.setdefault("channel", "#general")
+    await client.send({"kind": f"reasoning/{kind}", "payload": {"message": "…"}, **where})
+
+
+async def test_typing_shows_until_the_answer_arrives(sdk: Any, start_chat: StartChat) -> None:
+    maths = await sdk("maths")
+    term = await start_chat("alice")
+    await reasoning(maths, "start")
+    await term.wait_until(
+        lambda s: "[#general] · maths is typing…" in s, "maths typing on the status line"
+    )
+    await say(maths, "6*7 = 42")
+    await term.wait_until(
+        lambda s: "maths: 6*7 = 42" in s and "typing" not in s, "the answer without typing"
+    )
+
+
+async def test_typing_in_a_dm_and_in_the_channel(sdk: Any, start_chat: StartChat) -> None:
+    maths = await sdk("maths")
+    chef = await sdk("chef")
+    term = await start_chat("alice")
+    await reasoning(maths, "start", to=["alice"])
+    await reasoning(chef, "start")
+    await term.wait_for("chef and maths are typing…")
+    await maths.send({"kind": "chat", "to": ["alice"], "payload": {"text": "psst, 42"}})
+    await term.wait_until(
+        lambda s: "[DM] maths → alice: psst, 42" in s and "· chef is typing…" in s,
+        "maths's DM, only chef typing",
+    )
+    await reasoning(chef, "cancel")
+    await term.wait_until(lambda s: "typing" not in s, "nobody typing")
+
+
 # ---------------------------------------------------------------------- proposals
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from hubbub.chat.activity import TYPING_SECONDS, typing_text
 from hubbub.chat.format import (
     clock,
     duration,
@@ -372,6 +373,129 @@ def test_floor_claimed_names_the_holder_and_claims_are_per_channel() -> None:
     assert "carol, dave are responding…" in status_text(v.status_fragments(NOW))
     v.switch("#dev")
     assert "erin is responding…" in status_text(v.status_fragments(NOW))
+
+
+# ---------------------------------------------------------------------- typing
+
+
+def reasoning(kind: str = "start", who: str = "maths", **fields: Any) -> Envelope:
+    """A ``reasoning/*`` event, to #general unless ``to``/``channel`` say otherwise."""
+    if "to" not in fields:
+        fields.setdefault("channel", "#general")
+    if kind == "start":
+        fields.setdefault("payload", {"message": "Working on alice's message"})
+    return env(f"reasoning/{kind}", who, **fields)
+
+
+def status(v: ChatView, now: float = NOW) -> str:
+    return status_text(v.status_fragments(now))
+
+
+@pytest.mark.parametrize(
+    ("ids", "text"),
+    [
+        ([], ""),
+        (["maths"], "maths is typing…"),
+        (["chef", "maths"], "chef and maths are typing…"),
+        (["a", "b", "c"], "a, b and c are typing…"),
+        (["a", "b", "c", "d"], "4 people are typing…"),
+    ],
+)
+def test_typing_text(ids: list[str], text: str) -> None:
+    assert typing_text(ids) == text
+
+
+def test_typing_shows_until_the_answer_arrives() -> None:
+    v = view_in()
+    v.handle(reasoning(), NOW)
+    assert "· maths is typing… " in status(v)
+    assert plain(v)[-1].startswith("—")  # reasoning adds no message line
+    v.handle(reasoning("thought", payload={"reasoning": "adding"}), NOW + 1)
+    v.handle(chat("carol says", sender="carol", seq=1), NOW + 2)
+    assert v.typists("#general", NOW + 2) == ["maths"]
+    v.handle(chat("5", sender="maths", seq=2), NOW + 3)
+    assert v.typists("#general", NOW + 3) == []
+    assert "typing" not in status(v, NOW + 3)
+
+
+@pytest.mark.parametrize("end", ["conclusion", "cancel"])
+def test_typing_ends_with_the_turn(end: str) -> None:
+    v = view_in()
+    v.handle(reasoning(), NOW)
+    v.handle(reasoning(end, who="chef"), NOW)  # someone else's end changes nothing
+    assert v.typists("#general", NOW) == ["maths"]
+    v.handle(reasoning(end), NOW + 1)
+    assert v.typists("#general", NOW + 1) == []
+
+
+def test_typing_lapses_without_news_and_thoughts_are_news() -> None:
+    v = view_in()
+    v.handle(reasoning(), NOW)
+    assert v.typists("#general", NOW + TYPING_SECONDS - 1) == ["maths"]
+    v.handle(reasoning("thought"), NOW + TYPING_SECONDS - 1)
+    assert v.typists("#general", NOW + TYPING_SECONDS + 1) == ["maths"]
+    assert v.typists("#general", NOW + 2 * TYPING_SECONDS - 1) == []
+
+
+def test_the_typing_timeout_is_an_option() -> None:
+    v = ChatView("alice", typing_seconds=5)
+    v.handle(joined(), NOW)
+    v.handle(reasoning(), NOW)
+    assert v.typists("#general", NOW + 4) == ["maths"]
+    assert v.typists("#general", NOW + 5) == []
+
+
+def test_typing_is_per_channel_and_a_dm_shows_everywhere() -> None:
+    v = view_in("#general", "#dev")
+    v.handle(reasoning(who="chef", channel="#dev"), NOW)
+    v.handle(reasoning(who="maths", to=["alice"]), NOW)
+    v.handle(reasoning(who="zed", to=["bob"]), NOW)  # a DM to someone else (not delivered)
+    assert "· maths is typing… " in status(v)
+    v.switch("#dev")
+    assert "· chef and maths are typing… " in status(v)
+    v.handle(chat("in dev", sender="maths", channel="#dev", seq=1), NOW)
+    assert v.typists("#dev", NOW) == ["chef", "maths"]  # maths types a DM, not in #dev
+    v.handle(chat("psst", sender="maths", channel=None, to=["alice"]), NOW)
+    assert v.typists("#dev", NOW) == ["chef"]
+
+
+def test_more_than_three_typists_are_counted() -> None:
+    v = view_in()
+    for who in ("a", "b", "c", "d"):
+        v.handle(reasoning(who=who), NOW)
+    assert "· 4 people are typing… " in status(v)
+
+
+def test_my_own_reasoning_and_the_servers_are_not_typing() -> None:
+    v = view_in()
+    v.handle(reasoning(who="alice"), NOW)
+    v.handle(reasoning(who="system:gateway"), NOW)
+    v.handle(reasoning(who="alice", channel=None, to=["maths"]), NOW)
+    assert v.typists("#general", NOW) == []
+
+
+def test_a_claim_takes_precedence_over_typing() -> None:
+    v = view_in()
+    v.handle(reasoning(who="bob"), NOW)
+    v.handle(reasoning(who="maths"), NOW)
+    v.handle(claim("bob"), NOW)
+    assert "· bob is responding… · maths is typing… " in status(v)
+    assert status(v).count("bob") == 1
+
+
+def test_typing_ends_when_the_typist_leaves_or_goes_offline() -> None:
+    v = view_in("#general", "#dev")
+    v.handle(presence("join", "carol", channel="#general"), NOW)
+    v.handle(presence("join", "carol", channel="#dev"), NOW)
+    v.handle(reasoning(who="carol"), NOW)
+    v.handle(reasoning(who="carol", channel="#dev"), NOW)
+    v.handle(reasoning(who="maths", to=["alice"]), NOW)
+    v.handle(presence("leave", "carol", channel="#general"), NOW)
+    assert v.typists("#general", NOW) == ["maths"]
+    assert v.typists("#dev", NOW) == ["carol", "maths"]
+    v.handle(presence("leave", "carol", kind="agent", presence="offline"), NOW)
+    v.handle(presence("leave", "maths", kind="agent", presence="offline"), NOW)
+    assert v.typists("#dev", NOW) == []
 
 
 # ---------------------------------------------------------------------- proposals

@@ -1,9 +1,9 @@
 """The full-screen prompt_toolkit application of ``hubbub chat``.
 
 A message pane (scrolls with PageUp/PageDown, loads older messages at the top), a status
-line (channels, connection, who is responding, pending proposals), a presence line and an
-input line. All state lives in :class:`~hubbub.chat.view.ChatView`; this module wires it to a
-connected :class:`~hubbub.sdk.Participant` and to the terminal.
+line (channels, connection, who is responding or typing, pending proposals), a presence line
+and an input line. All state lives in :class:`~hubbub.chat.view.ChatView`; this module wires
+it to a connected :class:`~hubbub.sdk.Participant` and to the terminal.
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ STYLE: Final = Style.from_dict(
         "status.current": "reverse bold",
         "status.warn": "reverse bold #ff5f5f",
         "status.claim": "reverse bold #ffaf00",
+        "status.typing": "reverse #5faf5f",
         "status.proposal": "reverse #ffaf00",
         "presence-line": "#5f8787",
         "prompt": "bold",

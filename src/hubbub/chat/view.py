@@ -1,5 +1,5 @@
 """The state of ``hubbub chat`` without a terminal: what each channel pane shows, who is
-there, who is responding, and which proposals wait for an answer.
+there, who is responding or typing, and which proposals wait for an answer.
 
 :meth:`ChatView.handle` takes every envelope the participant receives (and the current time,
 so tests never sleep); the application only draws what the view says.
@@ -12,6 +12,13 @@ from typing import Any, Final
 
 import msgspec
 
+from hubbub.chat.activity import (
+    TYPING_KINDS,
+    TYPING_SECONDS,
+    Typing,
+    responding_text,
+    typing_text,
+)
 from hubbub.chat.format import (
     Fragment,
     Line,
@@ -117,7 +124,7 @@ def _history(items: object) -> list[Envelope]:
 class ChatView:
     """Everything ``hubbub chat`` shows, updated by envelopes and local events."""
 
-    def __init__(self, me: str) -> None:
+    def __init__(self, me: str, *, typing_seconds: float = TYPING_SECONDS) -> None:
         self.me = me
         self.channels: list[str] = []
         """Joined channels, in the order they were joined."""
@@ -130,6 +137,8 @@ class ChatView:
         """Participants online in the space: id → {kind, presence, wake_at?}."""
         self.claims: dict[tuple[str, str], float] = {}
         """(channel, participant) → when the "is responding" claim lapses."""
+        self.typing = Typing(typing_seconds)
+        """Who is composing an answer (``reasoning/*``), in a channel or to me directly."""
         self.proposals: list[ProposalEntry] = []
         self.unread: dict[str, int] = {}
         self.known_channels: set[str] = set()
@@ -187,6 +196,8 @@ class ChatView:
     def handle(self, env: Envelope, now: float) -> None:
         """Apply one received envelope (live) to the view."""
         kind = env.kind
+        if kind in TYPING_KINDS:
+            self.typing.observe(env, self.me, now)
         if kind == "channel/joined":
             self._joined(env)
         elif kind == "channel/left":
@@ -277,6 +288,7 @@ class ChatView:
         self.members.pop(channel, None)
         self.unread.pop(channel, None)
         self.logs.pop(channel, None)
+        self.typing.forget(channel)
         if self.current == channel:
             self.current = self.channels[0] if self.channels else None
         self.notice(f"— you left {channel} —")
@@ -318,6 +330,8 @@ class ChatView:
         channel = payload.get("channel")
         for entry in _entries(payload):
             pid = entry["id"]
+            if event == "leave":
+                self.typing.gone(pid, channel if isinstance(channel, str) else None)
             if isinstance(channel, str):
                 self._membership(pid, str(event), channel)
             elif event == "join":
@@ -481,8 +495,14 @@ class ChatView:
         parts = [f"{key}: {', '.join(groups[key])}" for key in keys]
         return [("class:presence", f"{channel} · " + " · ".join(parts))]
 
+    def typists(self, channel: str | None, now: float) -> list[str]:
+        """Who types in ``channel`` or to me, less those responding there (claims win)."""
+        claimants = set(self.responding(channel, now))
+        return [pid for pid in self.typing.who(channel, now) if pid not in claimants]
+
     def status_fragments(self, now: float, scrolled: bool = False) -> list[Fragment]:
-        """The status line: channels (unread counts), connection, claims, proposals."""
+        """The status line: channels (unread counts), connection, who is responding or
+        typing, proposals."""
         frags: list[Fragment] = []
         for name in self.channels:
             if name == self.current:
@@ -497,9 +517,10 @@ class ChatView:
             frags.append(("class:status.warn", f"· {self.connection} "))
         claimants = self.responding(self.current, now)
         if claimants:
-            verb = "is" if len(claimants) == 1 else "are"
-            text = f"· {', '.join(claimants)} {verb} responding… "
-            frags.append(("class:status.claim", text))
+            frags.append(("class:status.claim", f"· {responding_text(claimants)} "))
+        typists = self.typists(self.current, now)
+        if typists:
+            frags.append(("class:status.typing", f"· {typing_text(typists)} "))
         pending = self.pending_proposals()
         if pending:
             plural = "s" if pending > 1 else ""
