@@ -71,24 +71,31 @@ def test_json_payload_is_kept_verbatim() -> None:
 # ---------------------------------------------------------------------------- payload bounds
 
 
-def test_payload_ends_at_end_of_line() -> None:
-    p = parse_markers("first @@cb:5s@@ remind me  \nsecond line")
-    assert p.callbacks == (CallbackMarker(5.0, "remind me"),)
-    assert p.text == "first\nsecond line"
+def test_payload_runs_to_the_end_of_the_message_newlines_and_all() -> None:
+    # the audit's probe: the second line of a payload used to be relayed to everyone
+    p = parse_markers("@@cb:5s@@secret line1\nsecret line2")
+    assert p.callbacks == (CallbackMarker(5.0, "secret line1\nsecret line2"),)
+    assert p.text == ""
+    assert not p.relayed
+
+
+def test_payload_is_verbatim_blanks_included() -> None:
+    p = parse_markers("first @@cb:5s@@ remind me  \nsecond line\n")
+    assert p.callbacks == (CallbackMarker(5.0, " remind me  \nsecond line\n"),)
+    assert p.text == "first"
 
 
 def test_payload_ends_at_next_marker() -> None:
     p = parse_markers("@@cb:1s@@ one @@cb:2s#ops@@ two\t@@sleep:3s@@ tail")
-    assert p.callbacks == (CallbackMarker(1.0, "one"), CallbackMarker(2.0, "two", "#ops"))
+    assert p.callbacks == (CallbackMarker(1.0, " one "), CallbackMarker(2.0, " two\t", "#ops"))
     assert p.sleeps == (SleepMarker(3.0),)
     # a sleep marker carries no payload: what follows it is text
     assert p.text == "tail"
 
 
-def test_payload_blanks_trimmed_and_may_be_empty() -> None:
-    p = parse_markers("@@cb:1s@@   \t  \nrest")
-    assert p.callbacks == (CallbackMarker(1.0, ""),)
-    assert p.text == "rest"
+def test_payload_of_only_blanks_is_kept_and_may_be_empty() -> None:
+    assert parse_markers("@@cb:1s@@   \t  \n").callbacks == (CallbackMarker(1.0, "   \t  \n"),)
+    assert parse_markers("text @@cb:1s@@").callbacks == (CallbackMarker(1.0, ""),)
 
 
 def test_adjacent_markers_give_empty_payload() -> None:
@@ -101,18 +108,23 @@ def test_payload_may_contain_single_at_signs_and_hashes() -> None:
     assert p.callbacks == (CallbackMarker(1.0, "@alice #ops x@y"),)
 
 
+def test_malformed_marker_inside_a_payload_is_payload() -> None:
+    p = parse_markers("@@cb:1s@@see @@cb:5m@@ later")
+    assert p.callbacks == (CallbackMarker(1.0, "see @@cb:5m@@ later"),)
+
+
 def test_several_markers_in_one_message() -> None:
     text = (
         "Plan for today.\n"
-        "@@cb:10s@@first check\n"
         "Middle paragraph @@sleep:30s:buffer@@ continues.\n"
-        "@@cb:1.25s#general@@ channel ping\n"
-        "End."
+        "End.\n"
+        "@@cb:10s@@first check\n"
+        "@@cb:1.25s#general@@ channel ping\nsecond line"
     )
     p = parse_markers(text)
     assert p.callbacks == (
-        CallbackMarker(10.0, "first check"),
-        CallbackMarker(1.25, "channel ping", "#general"),
+        CallbackMarker(10.0, "first check\n"),
+        CallbackMarker(1.25, " channel ping\nsecond line", "#general"),
     )
     assert p.sleeps == (SleepMarker(30.0, "buffer"),)
     assert p.text == "Plan for today.\nMiddle paragraph continues.\nEnd."
@@ -190,6 +202,7 @@ def test_longest_valid_channel_name() -> None:
         "  @@sleep:5s:drop@@\n",
         "@@cb:5s@@ payload only",
         "@@sleep:1s@@ @@cb:2s@@ hi\n@@cb:3s#ops@@ there",
+        "@@cb:2s@@ line one\nline two\n",
     ],
 )
 def test_message_of_only_markers_is_not_relayed(text: str) -> None:
@@ -208,10 +221,12 @@ def test_message_of_only_markers_is_not_relayed(text: str) -> None:
         ("a@@sleep:1s@@b", "ab"),
         ("a  @@sleep:1s@@  b", "a  b"),  # blanks already doubled on each side: not more
         ("line1\n@@sleep:1s@@\nline3", "line1\nline3"),
-        ("line1\n@@cb:3s@@ pay\nline3", "line1\nline3"),
+        ("line1\n@@cb:3s@@ pay\nline3", "line1"),
         ("para1\n\n@@sleep:1s@@\n\npara2", "para1\n\npara2"),
-        ("para1\n\n@@cb:1s@@ x\n\npara2", "para1\n\npara2"),
-        ("x @@cb:1s@@\n\ny", "x\n\ny"),
+        ("para1\n\n@@cb:1s@@ x\n\npara2", "para1"),
+        ("x @@cb:1s@@\n\ny", "x"),
+        ("para1\n\n@@cb:1s@@ x\n@@sleep:1s@@\n\npara2", "para1\n\npara2"),
+        ("  indented start @@cb:1s@@ x", "indented start"),
         ("a \n@@sleep:1s@@\n  indented", "a\n  indented"),
         ("a\n@@sleep:1s@@ @@sleep:2s@@\nb", "a\nb"),
         ("a\r\n@@sleep:1s@@\r\nb", "a\r\nb"),
@@ -244,7 +259,7 @@ def test_format_examples() -> None:
     assert sleep_marker(30, "drop") == "@@sleep:30s:drop@@"
 
 
-@pytest.mark.parametrize("payload", ["two\nlines", "has @@ inside", "@@"])
+@pytest.mark.parametrize("payload", ["has @@ inside", "@@", "a@@\nb"])
 def test_format_refuses_unparseable_payload(payload: str) -> None:
     with pytest.raises(ValueError, match="payload"):
         callback_marker(1, payload)
@@ -272,11 +287,10 @@ def test_format_refuses_unknown_sleep_mode() -> None:
 # ---------------------------------------------------------------------------- round trips
 
 _millis = st.integers(min_value=0, max_value=10**10).map(lambda n: n / 1000)
-_payloads = (
-    st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
-    .map(str.strip)
-    .filter(lambda s: "\n" not in s and "@@" not in s)
-)
+# any text without "@@": blanks, newlines, "\r", single "@" and "#" included, nothing trimmed
+_payloads = st.text(
+    st.characters(exclude_categories=("Cs",)) | st.sampled_from(" \t\r\n@#"), max_size=40
+).filter(lambda s: "@@" not in s)
 _channels = st.none() | st.from_regex(r"#[A-Za-z0-9_-]{1,31}", fullmatch=True)
 
 
@@ -295,6 +309,7 @@ def test_callback_marker_round_trips(seconds: float, payload: str, channel: str 
 def test_callback_marker_round_trips_any_finite_float(seconds: float, payload: str) -> None:
     (cb,) = parse_markers(callback_marker(seconds, payload)).callbacks
     assert cb.seconds == seconds
+    assert cb.payload == payload
 
 
 @given(seconds=_millis, mode=st.sampled_from(SLEEP_MODES))
@@ -305,16 +320,30 @@ def test_sleep_marker_round_trips(seconds: float, mode: str) -> None:
 
 @given(
     before=st.from_regex(r"[a-z]{1,8}( [a-z]{1,8}){0,3}", fullmatch=True),
+    sep=st.sampled_from([" ", "\n", "\n\n", ""]),
     seconds=_millis,
     payload=_payloads,
     channel=_channels,
 )
-def test_callback_marker_inside_text(
-    before: str, seconds: float, payload: str, channel: str | None
+def test_callback_marker_ending_a_text(
+    before: str, sep: str, seconds: float, payload: str, channel: str | None
 ) -> None:
-    p = parse_markers(f"{before} {callback_marker(seconds, payload, channel)}\nafter")
+    p = parse_markers(f"{before}{sep}{callback_marker(seconds, payload, channel)}")
     assert p.callbacks == (CallbackMarker(seconds, payload, channel),)
-    assert p.text == f"{before}\nafter"
+    assert p.text == before
+
+
+@given(first=_payloads, second=_payloads, mode=st.sampled_from(SLEEP_MODES))
+def test_each_payload_ends_exactly_at_the_next_marker(first: str, second: str, mode: str) -> None:
+    text = (
+        callback_marker(1, first)
+        + callback_marker(2, second, "#ops")
+        + sleep_marker(3, mode)  # type: ignore[arg-type]
+        + " tail"
+    )
+    p = parse_markers(text)
+    assert p.callbacks == (CallbackMarker(1.0, first), CallbackMarker(2.0, second, "#ops"))
+    assert p.text == "tail"
 
 
 # ---------------------------------------------------------------------------- seam property
@@ -324,14 +353,13 @@ _words = st.from_regex(r"[a-z]{1,6}", fullmatch=True)
 
 @st.composite
 def _marked_texts(draw: st.DrawFn) -> tuple[str, list[str], list[str], int]:
-    """A text of lines of words with sleep markers between words and callbacks ending lines.
+    """A text of lines of words with sleep markers between words, then callbacks at its end.
 
     Returns the text, the words that must survive, the callback payloads and the number of
     sleep markers.
     """
     lines: list[str] = []
     kept: list[str] = []
-    payloads: list[str] = []
     sleeps = 0
     for _ in range(draw(st.integers(1, 5))):
         items: list[str] = []
@@ -344,15 +372,15 @@ def _marked_texts(draw: st.DrawFn) -> tuple[str, list[str], list[str], int]:
                 mode = draw(st.sampled_from(SLEEP_MODES))
                 items.append(sleep_marker(draw(st.integers(0, 99)), mode))
                 sleeps += 1
-        if draw(st.booleans()):
-            payload = " ".join(draw(st.lists(_words, max_size=3)))
-            items.append(callback_marker(draw(st.integers(0, 99)), payload))
-            payloads.append(payload)
         lines.append(" ".join(items))
     seps = draw(
         st.lists(st.sampled_from(["\n", "\n\n"]), min_size=len(lines) - 1, max_size=len(lines) - 1)
     )
     text = lines[0] + "".join(sep + line for sep, line in zip(seps, lines[1:], strict=True))
+    payloads = draw(st.lists(_payloads, max_size=3))
+    if payloads:
+        text += draw(st.sampled_from(["", " ", "\n"]))
+        text += "".join(callback_marker(draw(st.integers(0, 99)), x) for x in payloads)
     return text, kept, payloads, sleeps
 
 

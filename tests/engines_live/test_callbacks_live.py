@@ -50,7 +50,7 @@ async def test_channel_callback_goes_to_channel_while_origin_is_member(
     egw.tick(31)
     got = await b.next_where(lambda f: f.get("kind") == "chat")
     assert got["from"] == "system:gateway" and got["channel"] == "#general"
-    assert got["payload"]["text"] == "@@cb-fire@@standup time"
+    assert got["payload"]["text"] == "@@cb-fire@@standup time "  # verbatim, to the next marker
     assert got["payload"]["cb_origin"] == "agent-a" and isinstance(got["seq"], int)
     await a.send({"kind": "channel/leave", "payload": {"channel": "#general"}})
     await a.expect("channel/left")
@@ -71,7 +71,8 @@ async def test_agentchat_callback_frame_matches_the_document(egw: EngineGateway)
     fire = await bot.expect_type("MSG")
     assert fire["from"] == "@server" and fire["to"] == "@bot"
     assert fire["content"] == "@@cb-fire@@nudge"
-    assert fire["cb_origin"] == "bot" and fire["cb_id"]
+    # document 001: cb_origin is the original sender, written as ids are on this dialect
+    assert fire["cb_origin"] == "@bot" and fire["cb_id"]
 
 
 async def test_limits_refuse_with_clear_errors_and_still_relay(tmp_path: Path) -> None:
@@ -164,3 +165,77 @@ async def test_pending_callbacks_survive_a_restart(tmp_path: Path) -> None:
         assert fire["payload"]["text"] == "@@cb-fire@@after restart"
     finally:
         await stop_gateway(gw)
+
+
+async def test_multiline_payload_is_verbatim_and_never_relayed(egw: EngineGateway) -> None:
+    a = await egw.mew("agent-a")
+    b = await egw.mew("agent-b")
+    await a.send(_chat("status: fine\n@@cb:5s@@ secret line1\nsecret line2\n"))
+    assert (await b.expect("chat"))["payload"]["text"] == "status: fine"
+    await egw.synced(a)
+    egw.tick(6)
+    fire = await a.next_where(lambda f: f.get("kind") == "chat" and "cb_id" in f["payload"])
+    assert fire["payload"]["text"] == "@@cb-fire@@ secret line1\nsecret line2\n"
+    await b.silent(lambda f: "secret" in str(f))
+
+
+async def test_agentchat_channel_callback_frame(egw: EngineGateway) -> None:
+    bot = await egw.agentchat("bot")
+    watcher = await egw.agentchat("watcher")
+    human = await egw.mew("human")
+    await bot.send({"type": "MSG", "to": "#general", "content": "@@cb:30s#general@@standup"})
+    await bot.send({"type": "LIST_CHANNELS"})
+    await bot.expect_type("CHANNELS")
+    egw.tick(31)
+    fire = await watcher.expect_type("MSG")
+    assert fire == {
+        "type": "MSG",
+        "from": "@server",
+        "to": "#general",
+        "content": "@@cb-fire@@standup",
+        "msg_id": fire["msg_id"],
+        "ts": fire["ts"],
+        "seq": fire["seq"],
+        "cb_id": fire["cb_id"],
+        "cb_origin": "@bot",
+    }
+    assert fire["cb_id"] and isinstance(fire["seq"], int)
+    assert (await bot.expect_type("MSG"))["cb_origin"] == "@bot"
+    mew_view = await human.next_where(lambda f: f.get("kind") == "chat")
+    assert mew_view["payload"]["cb_origin"] == "bot"  # MEW ids are bare
+    assert mew_view["payload"]["cb_id"] == fire["cb_id"]
+
+
+async def test_agentchat_callback_rejected_error_code(tmp_path: Path) -> None:
+    gw = await start_engine_gateway(tmp_path, cb_max_payload=10)
+    try:
+        bot = await gw.agentchat("bot")
+        other = await gw.agentchat("other")
+        await bot.send({"type": "MSG", "to": "#general", "content": "hi @@cb:30s@@far too long"})
+        err = await bot.expect_type("ERROR")
+        assert err["code"] == "CALLBACK_REJECTED"
+        assert "AGENTCHAT_CB_MAX_PAYLOAD" in err["message"]
+        assert (await other.expect_type("MSG"))["content"] == "hi"
+        assert gw.router.coordination.spaces["default"].callbacks.count("bot") == 0
+    finally:
+        await stop_gateway(gw)
+
+
+async def test_marker_message_to_a_wrong_destination_schedules_nothing(
+    egw: EngineGateway,
+) -> None:
+    a = await egw.mew("agent-a")
+    engine = egw.router.coordination.spaces["default"].callbacks
+    cases = [
+        (_chat("@@cb:30s@@x", "#nowhere"), "unknown_channel"),
+        (
+            {"kind": "chat", "to": ["nobody"], "payload": {"text": "hi @@cb:30s@@x"}},
+            "unknown_participant",
+        ),
+    ]
+    for frame, code in cases:
+        await a.send(frame)
+        err = await a.expect("system/error")
+        assert err["payload"]["error"] == code, err
+    assert engine.count("agent-a") == 0
+    assert not any(e["event"] == "callback-scheduled" for e in egw.router.activity.recent)

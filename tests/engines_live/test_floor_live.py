@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from hubbub.protocol.ids import ulid_time_ms
-from tests.conftest import WsClient
-from tests.engines_live.conftest import EngineGateway
+from tests.conftest import WsClient, stop_gateway
+from tests.engines_live.conftest import EngineGateway, ManualClock, start_engine_gateway
 
 
 async def _question(asker: WsClient, *others: WsClient) -> dict[str, Any]:
@@ -186,7 +187,8 @@ async def test_claims_in_a_dm_are_refused_on_agentchat(egw: EngineGateway) -> No
     bob = await egw.agentchat("bob")
     await bob.send({"type": "RESPONDING_TO", "msg_id": "x", "started_at": 1, "channel": "@eve"})
     err = await bob.expect_type("ERROR")
-    assert err["code"] in ("INVALID_CLAIM", "INVALID_CHANNEL")
+    assert err["code"] == "INVALID_CLAIM", err
+    assert "channel messages only" in err["message"]
 
 
 async def test_agentchat_frames_match_the_document(egw: EngineGateway) -> None:
@@ -247,5 +249,38 @@ async def test_disabled_floor_relays_without_tracking(tmp_path: Any) -> None:
         assert (await human.expect("floor/responding-to"))["from"] == "agent-a"
         assert (await human.expect("floor/responding-to"))["from"] == "agent-b"
         await a.silent(lambda f: f.get("kind") in ("floor/yield", "floor/claimed"))
+    finally:
+        await stop_gateway(gw)
+
+
+async def test_claim_on_a_message_sent_before_a_restart(tmp_path: Path) -> None:
+    clock = ManualClock()
+    gw = await start_engine_gateway(tmp_path, clock)
+    human = await gw.mew("human")
+    q = await _question(human)
+    await stop_gateway(gw)
+    gw = await start_engine_gateway(tmp_path, clock)  # the same SQLite file
+    try:
+        human = await gw.mew("human")
+        a = await gw.mew("agent-a")
+        await a.send(_claim(q["id"], ulid_time_ms(q["id"]) + 5))
+        got = await a.next_where(lambda f: f.get("kind") in ("floor/claimed", "system/error"))
+        assert got["kind"] == "floor/claimed", got
+        assert got["payload"]["holder"] == "agent-a" and got["payload"]["msg_id"] == q["id"]
+        assert (await human.expect("floor/claimed"))["payload"]["holder"] == "agent-a"
+    finally:
+        await stop_gateway(gw)
+
+
+async def test_restart_recalls_the_recent_message_ids(tmp_path: Path) -> None:
+    gw = await start_engine_gateway(tmp_path)
+    human = await gw.mew("human")
+    ids = [(await _question(human))["id"] for _ in range(3)]
+    await stop_gateway(gw)
+    gw = await start_engine_gateway(tmp_path)
+    try:
+        ch = gw.router.spaces["default"].channels["#general"]
+        assert list(ch.recent_ids) == ids and ch.recent_id_set == set(ids)
+        assert ch.recent_ids.maxlen == 4096
     finally:
         await stop_gateway(gw)

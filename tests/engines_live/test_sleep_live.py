@@ -190,3 +190,77 @@ async def test_agentchat_presence_and_wake_frames(egw: EngineGateway) -> None:
     assert (await bot.expect_type("MSG"))["content"] == "buffered one"
     back = await watcher.next_where(lambda f: f.get("type") == "PRESENCE" and f["agent"] == "@bot")
     assert back["presence"] == "online"
+
+
+def _feed(egw: EngineGateway, event: str) -> list[dict[str, Any]]:
+    return [e for e in egw.router.activity.recent if e["event"] == event]
+
+
+def _is_fire(f: dict[str, Any]) -> bool:
+    return f.get("kind") == "chat" and "cb_id" in f.get("payload", {})
+
+
+async def test_dm_callback_fired_while_asleep_is_buffered_until_wake(egw: EngineGateway) -> None:
+    sleeper = await egw.mew("sleeper")
+    other = await egw.mew("other")
+    await sleeper.send(_chat("@@cb:10s@@check"))
+    await _asleep(egw, sleeper, other, "@@sleep:60s@@")
+    egw.tick(11)
+    await sleeper.silent(lambda f: f.get("kind") == "chat", 0.2)
+    (fired,) = _feed(egw, "callback-fired")
+    assert fired["asleep"] == "buffered" and not _feed(egw, "callback-dropped")
+    egw.tick(50)
+    wake = await sleeper.next_where(lambda f: f.get("kind") == "chat")
+    assert wake["payload"] == {"text": "@@wake@@", "buffered": 1}
+    fire = await sleeper.next_where(lambda f: f.get("kind") == "chat")
+    assert _is_fire(fire) and fire["payload"]["text"] == "@@cb-fire@@check"
+    assert fire["payload"]["cb_id"] == fired["cb_id"]
+
+
+async def test_dm_callback_fired_in_drop_mode_is_reported_dropped(egw: EngineGateway) -> None:
+    sleeper = await egw.mew("sleeper")
+    other = await egw.mew("other")
+    await sleeper.send(_chat("@@cb:10s@@check"))
+    await _asleep(egw, sleeper, other, "@@sleep:60s:drop@@")
+    egw.tick(11)
+    assert not _feed(egw, "callback-fired")
+    (dropped,) = _feed(egw, "callback-dropped")
+    assert dropped["participant"] == "sleeper" and dropped["reason"] == "asleep (drop mode)"
+    egw.tick(50)
+    wake = await sleeper.next_where(lambda f: f.get("kind") == "chat")
+    assert wake["payload"] == {"text": "@@wake@@", "buffered": 0}
+    await sleeper.silent(_is_fire, 0.2)
+    assert egw.router.coordination.spaces["default"].callbacks.count("sleeper") == 0
+
+
+async def test_channel_callback_while_asleep_reaches_the_channel_and_its_origin_at_wake(
+    egw: EngineGateway,
+) -> None:
+    sleeper = await egw.mew("sleeper")
+    other = await egw.mew("other")
+    await sleeper.send(_chat("@@cb:10s#general@@standup"))
+    await _asleep(egw, sleeper, other, "@@sleep:60s@@")  # default mode: drops channel chatter
+    egw.tick(11)
+    seen = await other.next_where(_is_fire)
+    assert seen["channel"] == "#general" and seen["payload"]["cb_origin"] == "sleeper"
+    assert _feed(egw, "callback-fired")[0]["asleep"] == "buffered"
+    egw.tick(50)
+    wake = await sleeper.next_where(lambda f: f.get("kind") == "chat")
+    assert wake["payload"]["buffered"] == 1
+    mine = await sleeper.next_where(lambda f: f.get("kind") == "chat")
+    assert mine["id"] == seen["id"]
+
+
+async def test_channel_callback_in_drop_mode_reaches_the_channel_only(egw: EngineGateway) -> None:
+    sleeper = await egw.mew("sleeper")
+    other = await egw.mew("other")
+    await sleeper.send(_chat("@@cb:10s#general@@standup"))
+    await _asleep(egw, sleeper, other, "@@sleep:60s:drop@@")
+    egw.tick(11)
+    assert (await other.next_where(_is_fire))["payload"]["text"] == "@@cb-fire@@standup"
+    (fired,) = _feed(egw, "callback-fired")
+    assert fired["asleep"] == "dropped (drop mode)" and fired["channel"] == "#general"
+    egw.tick(50)
+    wake = await sleeper.next_where(lambda f: f.get("kind") == "chat")
+    assert wake["payload"]["buffered"] == 0
+    await sleeper.silent(_is_fire, 0.2)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import aiohttp
 
-from hubbub.server.config import ParticipantConfig, SpaceConfig, hash_token
+from hubbub.server.config import EngineSettings, ParticipantConfig, SpaceConfig, hash_token
 from tests.conftest import RunningGateway, start_gateway, stop_gateway
 
 
@@ -123,3 +123,49 @@ async def test_http_posts_are_rate_limited_too(gateway: RunningGateway) -> None:
                     assert (await resp.json())["error"] == "rate_limited"
     assert statuses.count(202) >= 40 and statuses.count(429) >= 1
     assert statuses.count(202) + statuses.count(429) == 60
+
+
+async def test_post_reports_refused_callbacks_and_still_relays(tmp_path: Path) -> None:
+    gw = await start_gateway(
+        tmp_path, engines=EngineSettings(cb_max_payload=10, cb_max_per_agent=1)
+    )
+    url = f"{gw.http}/participants/cron/messages"
+    try:
+        bob = await gw.mew("bob")
+        async with aiohttp.ClientSession() as http:
+            text = "nightly done @@cb:300s@@ok @@cb:300s@@second @@cb:300s@@far too long"
+            chat = {"kind": "chat", "channel": "#general", "payload": {"text": text}}
+            async with http.post(url, json=chat) as resp:
+                assert resp.status == 202
+                body = await resp.json()
+            plain = {"kind": "chat", "channel": "#general", "payload": {"text": "plain"}}
+            async with http.post(url, json=plain) as resp:
+                assert resp.status == 202
+                assert "errors" not in await resp.json()
+        assert body["status"] == "accepted" and isinstance(body["seq"], int)
+        errors = body["errors"]
+        assert [e["error"] for e in errors] == ["callback_rejected", "callback_rejected"]
+        assert "AGENTCHAT_CB_MAX_PER_AGENT" in errors[0]["message"]
+        assert "AGENTCHAT_CB_MAX_PAYLOAD" in errors[1]["message"]
+        msg = await bob.expect("chat")
+        assert msg["id"] == body["id"] and msg["payload"]["text"] == "nightly done"
+        assert gw.router.coordination.spaces["default"].callbacks.count("cron") == 1
+        assert gw.router.metrics.errors["callback_rejected"] == 2
+    finally:
+        await stop_gateway(gw)
+
+
+async def test_post_with_sleep_and_callback_is_refused_before_scheduling(
+    gateway: RunningGateway,
+) -> None:
+    chat = {"kind": "chat", "channel": "#general", "payload": {"text": "@@cb:300s@@x@@sleep:5s@@"}}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{gateway.http}/participants/cron/messages", json=chat) as resp,
+    ):
+        assert resp.status == 400
+        body = await resp.json()
+    assert body["error"] == "invalid_envelope" and "WebSocket" in body["message"]
+    assert gateway.router.coordination.spaces["default"].callbacks.count("cron") == 0
+    assert await gateway.router.store.callbacks("default") == []
+    assert not any(e["event"] == "callback-scheduled" for e in gateway.router.activity.recent)

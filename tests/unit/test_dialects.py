@@ -64,7 +64,7 @@ def test_callback_and_wake_fields_pass_through() -> None:
     )
     (frame,) = frames(env)
     assert frame["from"] == "@server" and frame["to"] == "@bob"
-    assert frame["cb_id"] == "c1" and frame["cb_origin"] == "bob"
+    assert frame["cb_id"] == "c1" and frame["cb_origin"] == "@bob"
 
 
 def test_responding_to_and_yield_frames() -> None:

@@ -325,9 +325,12 @@ class AgentchatDialect:
         }
         if env.seq is not None:
             frame["seq"] = env.seq
-        for extra in ("cb_id", "cb_origin", "buffered"):
+        for extra in ("cb_id", "buffered"):
             if extra in env.payload:
                 frame[extra] = env.payload[extra]
+        origin = env.payload.get("cb_origin")
+        if isinstance(origin, str):
+            frame["cb_origin"] = at(origin)  # an id like every other one here: "@bot"
         return frame
 
     def _presence(self, env: Envelope) -> list[dict[str, Any]]:

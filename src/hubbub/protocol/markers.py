@@ -1,9 +1,12 @@
 """The server markers in chat text: ``@@cb:Ns@@payload``, ``@@cb:Ns#channel@@payload`` and
 ``@@sleep:Ns[:mode]@@`` — parsing (for the gateway) and formatting (for the SDK).
 
-A marker's payload runs from the end of the marker to the end of its line or to the next
-marker, whichever comes first, without the surrounding blanks. A marker whose duration or
-mode does not parse is not a marker: it stays in the text as written.
+A callback marker's payload runs from the end of the marker to the next marker or to the end
+of the message, verbatim: newlines and blanks are part of it, nothing is trimmed (document
+001: the server stores and delivers it as written). A sleep marker has no payload: the text
+after it is message text. What is relayed is the text outside the markers and their payloads,
+joined without doubled blanks at the seams and trimmed at both ends. A marker whose duration
+or mode does not parse is not a marker: it stays in the text (or in a payload) as written.
 """
 
 from __future__ import annotations
@@ -84,10 +87,7 @@ def parse_markers(text: str) -> Parsed:
             pos = m.end()
             continue
         end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
-        newline = text.find("\n", m.end(), end)
-        if newline != -1:
-            end = newline
-        callbacks.append(CallbackMarker(float(m.group("n")), text[m.end() : end].strip(), m["ch"]))
+        callbacks.append(CallbackMarker(float(m.group("n")), text[m.end() : end], m["ch"]))
         pos = end
     kept.append(text[pos:])
     return Parsed(_tidy(kept), tuple(callbacks), tuple(sleeps))
@@ -134,9 +134,15 @@ def _seconds(value: float) -> str:
 
 
 def callback_marker(seconds: float, payload: str = "", channel: str | None = None) -> str:
-    """The marker text that schedules a callback in ``seconds`` (to ``channel`` if given)."""
-    if "\n" in payload or "@@" in payload:
-        raise ValueError("a callback payload cannot contain a newline or '@@'")
+    """The marker text that schedules a callback in ``seconds`` (to ``channel`` if given).
+
+    The payload goes to the end of the text, so a message carrying it must end with it (the
+    gateway reads it back verbatim, newlines included); it may not contain ``@@``.
+    """
+    if "@@" in payload:
+        raise ValueError(
+            "a callback payload cannot contain '@@' (it could start a marker and end the payload)"
+        )
     if channel and not _CHANNEL.fullmatch(channel):
         raise ValueError(
             f"a callback channel must look like '#name' (letters, digits, '_' or '-', at most "

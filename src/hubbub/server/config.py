@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import os
 import secrets
 from collections.abc import Mapping
@@ -249,7 +250,13 @@ class EngineSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         """Raise ConfigError for a setting that cannot work."""
         for name in msgspec.structs.fields(self):
             value = getattr(self, name.name)
-            if not isinstance(value, bool) and value < 0:
+            if isinstance(value, bool):
+                continue
+            if not math.isfinite(value):
+                raise ConfigError(
+                    f"AGENTCHAT_{name.name.upper()} must be a finite number (got {value})"
+                )
+            if value < 0:
                 raise ConfigError(f"AGENTCHAT_{name.name.upper()} must be >= 0 (got {value})")
         if self.cb_poll_ms <= 0:
             raise ConfigError("AGENTCHAT_CB_POLL_MS must be > 0 (it bounds the timer sleep)")
@@ -281,8 +288,16 @@ def engine_settings_from_env(environ: Mapping[str, str] | None = None) -> Engine
                 value = int(raw)
             else:
                 value = float(raw)
+                if not math.isfinite(value):
+                    raise ValueError
         except ValueError:
-            kind = "true or false" if field.type is bool else "a number"
+            kind = (
+                "true or false"
+                if field.type is bool
+                else "a whole number"
+                if field.type is int
+                else "a finite number"
+            )
             raise ConfigError(f"{name}={raw!r} is not {kind}") from None
         setattr(settings, field.name, value)
     settings.validate()

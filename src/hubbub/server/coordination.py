@@ -176,11 +176,11 @@ class Coordination:
             raise ProtocolError(
                 ErrorCode.INVALID_CLAIM, "floor claims need a WebSocket connection (to get YIELD)"
             )
-        if env.channel is None:
+        if env.channel is None or env.channel.startswith("@"):
             raise ProtocolError(
                 ErrorCode.INVALID_CLAIM,
-                "a claim needs 'channel': floor control applies to channel messages only "
-                "(DMs are always answered)",
+                "a claim needs 'channel' (a '#channel'): floor control applies to channel "
+                "messages only (DMs are always answered)",
             )
         ch = r._channel_for(sender, env.channel)
         msg_id, started_at = env.payload.get("msg_id"), env.payload.get("started_at")
@@ -346,30 +346,35 @@ class Coordination:
 
         A sleeping sender wakes (unless the message only renews its sleep); ``@@cb`` markers
         schedule callbacks (a refused one answers an error, the rest still goes through).
-        Returns whether anything is left to relay, and the sleep to apply after delivery.
+        A message that is refused as a whole (a sleep over HTTP, an unknown destination) is
+        refused before anything is scheduled. Returns whether anything is left to relay, and
+        the sleep to apply after delivery.
         """
         parsed: Parsed | None = None
         if env.kind == "chat":
             text = env.payload.get("text")
             if isinstance(text, str) and "@@" in text:
                 parsed = parse_markers(text)
+                if not parsed.callbacks and not parsed.sleeps:
+                    parsed = None
+        if parsed is not None:
+            if parsed.sleeps and not isinstance(sender, Session):
+                raise ProtocolError(
+                    ErrorCode.INVALID_ENVELOPE,
+                    "@@sleep markers need a WebSocket connection: only a connected participant "
+                    "can sleep",
+                )
+            self.router.check_destination(sender, env)
         renews = parsed is not None and bool(parsed.sleeps)
         if isinstance(sender, Session) and sender.wake_at is not None and not renews:
             self.wake(sender, reason="spoke")
-        if parsed is None or (not parsed.callbacks and not parsed.sleeps):
+        if parsed is None:
             return True, None
         env.payload = {**env.payload, "text": parsed.text}
         for marker in parsed.callbacks:
             self._schedule(sender, marker)
         self._rearm()
-        sleep = parsed.sleeps[-1] if parsed.sleeps else None
-        if sleep is not None and not isinstance(sender, Session):
-            raise ProtocolError(
-                ErrorCode.INVALID_ENVELOPE,
-                "@@sleep markers need a WebSocket connection: only a connected participant "
-                "can sleep",
-            )
-        return parsed.relayed, sleep
+        return parsed.relayed, parsed.sleeps[-1] if parsed.sleeps else None
 
     def _schedule(self, sender: Sender, marker: CallbackMarker) -> None:
         r = self.router
@@ -444,9 +449,17 @@ class Coordination:
                 self._saver = None
 
     def _refuse(self, sender: Sender, message: str) -> None:
-        self.router.metrics.errors[ErrorCode.CALLBACK_REJECTED.value] += 1
+        """Tell the sender a callback was not scheduled (the rest of its message goes on).
+
+        A WebSocket sender gets ``system/error`` at once; an HTTP sender collects the refusal
+        for the response of its POST.
+        """
+        exc = ProtocolError(ErrorCode.CALLBACK_REJECTED, message)
         if isinstance(sender, Session):
-            self.router.error(sender, ProtocolError(ErrorCode.CALLBACK_REJECTED, message))
+            self.router.error(sender, exc)  # counts it in the metrics too
+        else:
+            self.router.metrics.errors[exc.code.value] += 1
+            sender.refusals.append(exc)
 
     def sleep(self, s: Session, seconds: float, mode: SleepMode = "default") -> None:
         """Put ``s`` to sleep: out of the fan-out lists, presence ``sleeping`` with ``wake_at``."""
@@ -499,9 +512,13 @@ class Coordination:
         """A channel message reached sleeping members: buffer or drop it per their mode."""
         eng = self.spaces[space.id]
         text = env.payload.get("text") if env.kind == "chat" else None
+        # a channel callback's fire counts as addressed to its origin (it carries cb_origin)
+        origin = env.payload.get("cb_origin") if env.from_ == SERVER_ID else None
         for pid in list(ch.sleepers):
-            direct = bool(env.to and pid in env.to) or (
-                isinstance(text, str) and _mentions(text, pid)
+            direct = (
+                bool(env.to and pid in env.to)
+                or pid == origin
+                or (isinstance(text, str) and _mentions(text, pid))
             )
             eng.sleep.offer(pid, env, direct=direct)
 
@@ -590,6 +607,18 @@ class Coordination:
             ch = space.channels.get(cb.channel)
             if ch is None or cb.origin not in ch.members:
                 dropped = "not a member of " + cb.channel
+        # an asleep origin: its fire is a message from @server addressed to it, so the sleep
+        # mode decides (document 004): buffered until the wake, or dropped in drop mode
+        asleep: str | None = None
+        sleep = self.spaces[space.id].sleep
+        entry = sleep.entry(cb.origin) if dropped is None else None
+        if entry is not None:
+            if sleep.verdict(cb.origin, direct=True) == "drop":
+                asleep = f"dropped ({entry.mode} mode)"
+                if cb.channel is None:
+                    dropped = f"asleep ({entry.mode} mode)"
+            else:
+                asleep = "buffered"
         if dropped is not None:
             r.activity.publish(
                 "callback-dropped", space.id, participant=cb.origin, cb_id=cb.id, reason=dropped
@@ -603,6 +632,7 @@ class Coordination:
         self.server_send(space, env)
         error = now - cb.due_ms
         self.fire_errors_ms.append(error)
+        extra: dict[str, Any] = {} if asleep is None else {"asleep": asleep}
         r.activity.publish(
             "callback-fired",
             space.id,
@@ -610,6 +640,7 @@ class Coordination:
             cb_id=cb.id,
             channel=cb.channel,
             late_ms=round(error, 1),
+            **extra,
         )
 
     # ------------------------------------------------------------------ observers

@@ -29,11 +29,12 @@ _STATUS = {
 }
 
 
+def _error_body(exc: ProtocolError) -> dict[str, Any]:
+    return {"error": exc.code.value, "message": exc.message, **exc.extra}
+
+
 def _error(exc: ProtocolError) -> web.Response:
-    return web.json_response(
-        {"error": exc.code.value, "message": exc.message, **exc.extra},
-        status=_STATUS.get(exc.code, 400),
-    )
+    return web.json_response(_error_body(exc), status=_STATUS.get(exc.code, 400))
 
 
 def _bearer(request: web.Request) -> str | None:
@@ -114,15 +115,21 @@ def add_http_routes(app: web.Application, key: web.AppKey[Router]) -> None:
             caps = router.capability_overrides.get((space.id, ident.id)) or ident.capability_set()
             router.check_rate(space, ident.id)
             space.known.add(ident.id)
-            sent = router.route(HttpSender(space, ident, caps), env, frame_len=len(body))
+            sender = HttpSender(space, ident, caps)
+            sent = router.route(sender, env, frame_len=len(body))
         except ProtocolError as exc:
             router.metrics.errors[exc.code.value] += 1
             return _error(exc)
         router.metrics.messages_in += 1
-        return web.json_response(
-            {"id": sent.id, "status": "accepted", "timestamp": sent.ts, "seq": sent.seq},
-            status=202,
-        )
+        answer: dict[str, Any] = {
+            "id": sent.id,
+            "status": "accepted",
+            "timestamp": sent.ts,
+            "seq": sent.seq,
+        }
+        if sender.refusals:  # e.g. a callback over a limit: the rest of the message went on
+            answer["errors"] = [_error_body(exc) for exc in sender.refusals]
+        return web.json_response(answer, status=202)
 
     async def participants(request: web.Request) -> web.Response:
         router = request.app[key]

@@ -51,6 +51,15 @@ def _clamp_seq(value: int) -> int:
     return max(0, min(value, MAX_SEQ))
 
 
+class _StoredId(msgspec.Struct):
+    """Only the id of a stored envelope (the rest is skipped, not decoded)."""
+
+    id: str = ""
+
+
+_read_id = msgspec.json.Decoder(_StoredId).decode
+
+
 class HttpSender:
     """A participant posting over HTTP: same identity and capabilities, no connection."""
 
@@ -61,6 +70,9 @@ class HttpSender:
         self.kind = identity.kind
         self.space = space
         self.caps = caps
+        self.refusals: list[ProtocolError] = []
+        """Parts of the message refused while the rest went on (a rejected callback): the
+        HTTP response reports them, as ``system/error`` does on a WebSocket."""
 
 
 Sender = Session | HttpSender
@@ -111,9 +123,24 @@ class Router:
                 if extra not in names:
                     names.append(extra)
             for name in names:
-                space.channels[name] = Channel(name, seqs.get(name, 0), HISTORY_CACHE)
+                ch = Channel(name, seqs.get(name, 0), HISTORY_CACHE)
+                space.channels[name] = ch
+                if ch.seq:
+                    await self._recall_ids(space.id, ch)
             space.dm_seq = seqs.get(DM_STREAM, 0)
         await self.coordination.start()
+
+    async def _recall_ids(self, sid: str, ch: Channel) -> None:
+        """Refill a channel's recent message ids from the store, so claims on messages sent
+        before a restart are still recognised."""
+        keep = ch.recent_ids.maxlen or 0
+        for row in await self.store.history(sid, ch.name, limit=keep):
+            try:
+                msg_id = _read_id(row.data).id
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue  # an unreadable row cannot be claimed anyway
+            if msg_id:
+                ch.remember(msg_id)
 
     def close_all(self) -> None:
         """Close every connection with 1001 (server shutting down); no presence storm."""
@@ -361,16 +388,16 @@ class Router:
         env.ts = self.clock.iso(now)
         env.seq = None
         sleep = None
-        if sender.id != SERVER_ID and (
-            (sender.wake_at is not None and kind not in _CONTROL)
-            or (kind == "chat" and "@@" in env.payload["text"])
-        ):
-            relay, sleep = self.coordination.before_send(sender, env)
-            if not relay:
-                if sleep is not None and isinstance(sender, Session):
-                    self.coordination.sleep(sender, sleep.seconds, sleep.mode)
-                return env
         try:
+            if sender.id != SERVER_ID and (
+                (sender.wake_at is not None and kind not in _CONTROL)
+                or (kind == "chat" and "@@" in env.payload["text"])
+            ):
+                relay, sleep = self.coordination.before_send(sender, env)
+                if not relay:
+                    if sleep is not None and isinstance(sender, Session):
+                        self.coordination.sleep(sender, sleep.seconds, sleep.mode)
+                    return env
             handler = _CONTROL.get(kind)
             if handler is not None:
                 handler(self, sender, env)
@@ -405,6 +432,23 @@ class Router:
         return env
 
     # ------------------------------------------------------------------ delivery
+
+    def check_destination(self, sender: Sender, env: Envelope) -> None:
+        """Raise the error delivery would raise for ``env``'s channel or recipients.
+
+        Checked before a message's markers are acted on, so a message refused as a whole
+        schedules nothing (and a marker-only message, which is not delivered, is refused too).
+        """
+        if env.to is not None and env.channel is None:
+            if not env.to:
+                raise ProtocolError(
+                    ErrorCode.INVALID_ENVELOPE, "'to' must name at least one recipient"
+                )
+            self._check_recipients(sender.space, env.to)
+            return
+        self._channel_for(sender, env.channel or "#general")
+        if env.to is not None:
+            self._check_recipients(sender.space, env.to)
 
     def _channel_for(self, sender: Sender, name: Any, *, member: bool = True) -> Channel:
         if not isinstance(name, str) or not is_channel(name):
