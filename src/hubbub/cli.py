@@ -12,7 +12,7 @@ import click
 from aiohttp import web
 
 from hubbub import __version__
-from hubbub.cli_support import setup_logging
+from hubbub.cli_support import freeze_start_up_objects, setup_logging
 from hubbub.defaults import DEFAULT_PORT, LOOPBACK
 from hubbub.server.config import (
     ConfigError,
@@ -126,6 +126,7 @@ def serve(
         "hubbub %s serving ws://%s:%d/ws (%s), history in %s", __version__, bind, port, mode, where
     )
     logging.getLogger("hubbub").info("dashboard: http://%s:%d/dashboard", bind, port)
+    freeze_start_up_objects()
     web.run_app(
         build_app(router),
         host=bind,
@@ -210,6 +211,7 @@ def demo(port: int, once: bool, screenshot: Path | None) -> None:
     from hubbub.demo import run_demo
 
     setup_logging("warning")
+    freeze_start_up_objects()
     try:
         asyncio.run(run_demo(port, once=once, screenshot=screenshot))
     except KeyboardInterrupt:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import sys
@@ -24,6 +25,13 @@ def setup_logging(level: str) -> None:
     )
 
 
+def freeze_start_up_objects() -> None:
+    """Leave the objects made at start-up (modules, classes, settings) out of later garbage
+    collections: a full collection over them paused the event loop for 100-200 ms."""
+    gc.collect()
+    gc.freeze()
+
+
 def run_until_signal(main: Callable[[], Awaitable[None]], what: str) -> None:
     """Run ``main`` until it ends or SIGINT/SIGTERM cancels it; errors become CLI errors."""
 
@@ -36,6 +44,7 @@ def run_until_signal(main: Callable[[], Awaitable[None]], what: str) -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await main()
 
+    freeze_start_up_objects()
     try:
         asyncio.run(runner())
     except (HubbubError, OSError) as exc:
