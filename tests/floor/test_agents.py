@@ -12,7 +12,7 @@ from typing import Any
 
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.ids import SERVER_ID, ulid_time_ms
-from hubbub.sdk import Agent, Subscription
+from hubbub.sdk import Agent, Participant, Subscription
 from hubbub.sdk.server_notes import CallbackFired, Wake
 from tests.agent.conftest import MakeAgent
 from tests.agent.test_agent import next_from, say
@@ -122,15 +122,22 @@ async def test_a_yield_cancels_the_running_inference_and_nothing_is_sent(
     assert len(await collect(stream, answers(again), quiet=0.6)) == 1
 
 
-async def test_a_dm_that_interrupts_a_claimed_answer_leaves_no_question_unanswered(
+async def busy_bot_with_asker_and_alice(
     participant: MakeParticipant, agent: MakeAgent
-) -> None:
+) -> tuple[SlowAnswers, Agent, Participant, Participant]:
+    """A claiming bot whose answers take 0.6 s, a service that asks and a person."""
     model = SlowAnswers(0.6)
     bot = await agent("bot", model=model, coordination="claims", **FAST)
     asker = await participant("asker", kind="service")
     human = await participant("alice", kind="human")
-    watch = human.client.messages()
-    stream = asker.client.messages()
+    return model, bot, asker, human
+
+
+async def test_a_dm_that_interrupts_a_claimed_answer_leaves_no_question_unanswered(
+    participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    model, bot, asker, human = await busy_bot_with_asker_and_alice(participant, agent)
+    watch, stream = human.client.messages(), asker.client.messages()
     question = await say(asker.client, stream, "question 5: who takes this one?")
     claim = await next_from(watch, "bot", ("floor/responding-to",))
     await bot.wait_until(lambda: model.started == 1)
@@ -151,12 +158,8 @@ async def test_a_dm_that_interrupts_a_claimed_answer_leaves_no_question_unanswer
 async def test_a_channel_question_that_interrupts_a_dm_answer_leaves_the_dm_answered(
     participant: MakeParticipant, agent: MakeAgent
 ) -> None:
-    model = SlowAnswers(0.6)
-    bot = await agent("bot", model=model, coordination="claims", **FAST)
-    asker = await participant("asker", kind="service")
-    human = await participant("alice", kind="human")
-    watch = human.client.messages()
-    stream = asker.client.messages()
+    model, bot, asker, human = await busy_bot_with_asker_and_alice(participant, agent)
+    watch, stream = human.client.messages(), asker.client.messages()
     await human.client.send(
         Envelope(kind="chat", to=["bot"], payload={"text": "question 5c: a long one"})
     )
