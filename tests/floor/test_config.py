@@ -85,3 +85,22 @@ def test_bad_environment_values_are_named(env: dict[str, str], message: str) -> 
 def test_bad_values_are_refused_clearly(fields: dict[str, object], message: str) -> None:
     with pytest.raises(AgentConfigError, match=message):
         AgentConfig.from_mapping({"participant_id": "a", **fields}, "agent.yaml")
+
+
+def test_agents_built_in_code_follow_the_agentchat_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from hubbub.llm.offline import OfflineModel, OfflineScript
+    from hubbub.sdk import Agent
+
+    model = OfflineModel(OfflineScript.from_mapping({"rules": []}, "test"))
+    monkeypatch.setenv("AGENTCHAT_CSMA_MIN_MS", "100")
+    monkeypatch.setenv("AGENTCHAT_CSMA_MAX_MS", "300")
+    monkeypatch.setenv("AGENTCHAT_SETTLE_MS", "0")
+    bot = Agent(participant_id="bot", model=model)
+    assert (bot.config.csma_min_ms, bot.config.csma_max_ms, bot.config.settle_ms) == (100, 300, 0)
+    bot = Agent(participant_id="bot", model=model, csma_max_ms=500)  # a keyword wins
+    assert (bot.config.csma_min_ms, bot.config.csma_max_ms) == (100, 500)
+    monkeypatch.setenv("AGENTCHAT_CSMA_MIN_MS", "soon")
+    with pytest.raises(AgentConfigError, match="AGENTCHAT_CSMA_MIN_MS must be a whole number"):
+        Agent(participant_id="bot", model=model)

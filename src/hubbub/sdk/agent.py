@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import random
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -44,7 +45,7 @@ from hubbub.llm.factory import create_model
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.ids import SERVER_ID
 from hubbub.protocol.markers import SleepMode
-from hubbub.sdk.agent_config import AgentConfig
+from hubbub.sdk.agent_config import AgentConfig, floor_env
 from hubbub.sdk.agent_floor import NUDGE_SENDER, AgentFloor
 from hubbub.sdk.decide import Decision, ResponsePolicy, chat_text, where
 from hubbub.sdk.discovery import DiscoveredTool, Discovery, ToolDirectory
@@ -92,7 +93,8 @@ class Agent:
         rng: random.Random | None = None,
         **fields: Any,
     ) -> None:
-        if config is None:
+        if config is None:  # the documents' AGENTCHAT_* knobs apply unless a keyword is given
+            fields = {**floor_env(os.environ), **fields}
             config = AgentConfig.from_mapping(fields, "Agent()", expand=False)
         elif fields:
             config = config.replace(**fields)
