@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -10,8 +11,9 @@ import pytest
 import websockets
 
 from hubbub.sdk import Client
-from tests.conftest import WsClient
-from tests.dashboard.conftest import TOKENS, WAIT_S, open_events
+from hubbub.server.config import Limits
+from tests.conftest import WsClient, stop_gateway
+from tests.dashboard.conftest import TOKENS, WAIT_S, open_events, start_dash_gateway, team_space
 from tests.engines_live.conftest import EngineGateway
 
 
@@ -145,6 +147,32 @@ async def test_ban_refuses_reconnects_and_posts_until_unban(team: EngineGateway)
     }
     back = await _join(team, "bot")
     assert back.welcome["payload"]["you"]["id"] == "bot"
+
+
+async def test_a_ban_survives_a_restart_until_unban(tmp_path: Path) -> None:
+    gw = await start_dash_gateway(tmp_path, spaces=[team_space()], limits=Limits(rate_per_s=0))
+    try:
+        status, _ = await _admin(gw, "ban", "bot")
+        assert status == 200
+    finally:
+        await stop_gateway(gw)
+    gw = await start_dash_gateway(tmp_path, spaces=[team_space()], limits=Limits(rate_per_s=0))
+    try:
+        retry = await gw.connect()
+        await retry.send(
+            {"type": "join", "participantId": "bot", "space": "team", "token": "bot-token"}
+        )
+        assert (await retry.expect("system/error"))["payload"]["error"] == "banned"
+        status, body = await _admin(gw, "unban", "bot")
+        assert status == 200 and body["was_banned"] is True
+    finally:
+        await stop_gateway(gw)
+    gw = await start_dash_gateway(tmp_path, spaces=[team_space()], limits=Limits(rate_per_s=0))
+    try:  # the unban was saved too
+        back = await _join(gw, "bot")
+        assert back.welcome["payload"]["you"]["id"] == "bot"
+    finally:
+        await stop_gateway(gw)
 
 
 async def test_ban_an_offline_id_and_the_sdk_stops_reconnecting(team: EngineGateway) -> None:

@@ -66,6 +66,9 @@ def test_reopen_keeps_everything(tmp_path: Path) -> None:
             store.append("s", "#general", seq, b'{"n":%d}' % seq)
         store.append_dm("s", 1, ["a", "b"], b"dm")
         await store.save_channel("s", "#new")
+        for pid in ("mallory", "trudy", "eve"):
+            store.put_ban("s", pid, True)
+        store.put_ban("s", "trudy", False)
         await store.close()
         assert store.commits < 2000, "appends are group-committed"
 
@@ -75,6 +78,7 @@ def test_reopen_keeps_everything(tmp_path: Path) -> None:
         last = await again.history("s", "#general", limit=3)
         assert [m.seq for m in last] == [1998, 1999, 2000]
         assert await again.channels("s") == ["#new"]
+        assert await again.bans("s") == ["eve", "mallory"] and await again.bans("t") == []
         await again.close()
 
     asyncio.run(run())

@@ -1,8 +1,9 @@
 """The admin kill switch: disconnect or ban a participant, also a sleeping one.
 
-Bans live in memory, per space, for the life of the server process: a restart forgets them
-(to keep someone out for good, remove their token from ``space.yaml``). A banned id is refused
-at connect (``banned``, close 1008) and on ``POST /participants/{id}/messages`` (403).
+Bans are per space and saved in the store (the SQLite file by default), so a restart keeps
+them; only an unban lifts one (with ``--store memory`` they last as long as the process). A
+banned id is refused at connect (``banned``, close 1008) and on
+``POST /participants/{id}/messages`` (403).
 """
 
 from __future__ import annotations
@@ -19,16 +20,22 @@ from hubbub.server.space import SpaceState
 
 if TYPE_CHECKING:
     from hubbub.server.router import Router
+    from hubbub.store.base import Store
 
 KICKED_REASON = "disconnected by an admin"
 BANNED_REASON = "banned by an admin"
 
 
 class BanList:
-    """Banned participant ids per space (in memory only)."""
+    """Banned participant ids per space, kept in the store so that a restart keeps them."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: Store) -> None:
         self._banned: dict[str, set[str]] = {}
+        self._store = store
+
+    async def load(self, space: str) -> None:
+        """Read the bans of ``space`` saved by an earlier run."""
+        self._banned[space] = set(await self._store.bans(space))
 
     def is_banned(self, space: str, pid: str) -> bool:
         """Whether ``pid`` is banned from ``space``."""
@@ -50,6 +57,7 @@ class BanList:
         if pid in banned:
             return False
         banned.add(pid)
+        self._store.put_ban(space, pid, True)
         return True
 
     def unban(self, space: str, pid: str) -> bool:
@@ -58,6 +66,7 @@ class BanList:
         if banned is None or pid not in banned:
             return False
         banned.discard(pid)
+        self._store.put_ban(space, pid, False)
         return True
 
     def banned(self, space: str) -> list[str]:

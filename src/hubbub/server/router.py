@@ -105,7 +105,7 @@ class Router:
         self.shutting_down = False
         self._http_rates: dict[tuple[str, str], TokenBucket] = {}
         self.activity = Activity()
-        self.bans = BanList()  # admin kill switch (hubbub.server.admin)
+        self.bans = BanList(self.store)  # admin kill switch (hubbub.server.admin)
         self.proposal_board = observe.ProposalBoard()  # dashboard (hubbub.server.observe)
         self.coordination = Coordination(
             self, engine_settings or EngineSettings(), engine_clock or now_ms
@@ -117,6 +117,7 @@ class Router:
         """Open the store and continue each channel's numbering where it stopped."""
         await self.store.open()
         for space in self.spaces.values():
+            await self.bans.load(space.id)
             seqs = await self.store.last_seqs(space.id)
             names = list(space.config.channels)
             for extra in await self.store.channels(space.id):

@@ -78,3 +78,11 @@ class Store(ABC):
     @abstractmethod
     async def callbacks(self, space: str) -> list[bytes]:
         """Every pending callback saved for a space."""
+
+    @abstractmethod
+    def put_ban(self, space: str, participant: str, banned: bool) -> None:
+        """Queue saving a ban (``banned``) or lifting it."""
+
+    @abstractmethod
+    async def bans(self, space: str) -> list[str]:
+        """The participant ids banned from a space, sorted."""

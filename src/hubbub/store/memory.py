@@ -16,6 +16,7 @@ class MemoryStore(Store):
         self._dms: dict[str, list[tuple[StoredMessage, frozenset[str]]]] = defaultdict(list)
         self._channels: dict[str, list[str]] = defaultdict(list)
         self._callbacks: dict[str, dict[str, bytes]] = defaultdict(dict)
+        self._bans: dict[str, set[str]] = defaultdict(set)
 
     async def open(self) -> None:
         """Nothing to open."""
@@ -90,3 +91,14 @@ class MemoryStore(Store):
     async def callbacks(self, space: str) -> list[bytes]:
         """Every pending callback saved for a space."""
         return list(self._callbacks[space].values())
+
+    def put_ban(self, space: str, participant: str, banned: bool) -> None:
+        """Save a ban, or lift it, at once."""
+        if banned:
+            self._bans[space].add(participant)
+        else:
+            self._bans[space].discard(participant)
+
+    async def bans(self, space: str) -> list[str]:
+        """The participant ids banned from a space, sorted."""
+        return sorted(self._bans[space])

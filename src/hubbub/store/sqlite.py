@@ -28,6 +28,10 @@ CREATE TABLE IF NOT EXISTS callbacks (
     space TEXT NOT NULL, id TEXT NOT NULL, data BLOB NOT NULL,
     PRIMARY KEY (space, id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS bans (
+    space TEXT NOT NULL, id TEXT NOT NULL,
+    PRIMARY KEY (space, id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS channels (
     space TEXT NOT NULL, channel TEXT NOT NULL, created INTEGER NOT NULL,
     PRIMARY KEY (space, channel)
@@ -49,6 +53,7 @@ class SqliteStore(Store):
         self._pending_msgs: list[tuple[str, str, int, bytes]] = []
         self._pending_dms: list[tuple[str, int, list[str], bytes]] = []
         self._pending_cbs: list[tuple[str, str, bytes | None]] = []
+        self._pending_bans: list[tuple[str, str, bool]] = []
         self._commit_task: asyncio.Task[None] | None = None
         self.commits = 0
 
@@ -90,22 +95,29 @@ class SqliteStore(Store):
         self._pending_cbs.append((space, cb_id, data))
         self._kick()
 
+    def put_ban(self, space: str, participant: str, banned: bool) -> None:
+        """Queue saving (or lifting) a ban for the next commit."""
+        self._pending_bans.append((space, participant, banned))
+        self._kick()
+
     def _kick(self) -> None:
         if self._commit_task is None or self._commit_task.done():
             self._commit_task = asyncio.get_running_loop().create_task(self._commit_loop())
 
     async def _commit_loop(self) -> None:
-        while self._pending_msgs or self._pending_dms or self._pending_cbs:
+        while self._pending_msgs or self._pending_dms or self._pending_cbs or self._pending_bans:
             msgs, self._pending_msgs = self._pending_msgs, []
             dms, self._pending_dms = self._pending_dms, []
             cbs, self._pending_cbs = self._pending_cbs, []
-            await self._run(self._commit_sync, msgs, dms, cbs)
+            bans, self._pending_bans = self._pending_bans, []
+            await self._run(self._commit_sync, msgs, dms, cbs, bans)
 
     def _commit_sync(
         self,
         msgs: list[tuple[str, str, int, bytes]],
         dms: list[tuple[str, int, list[str], bytes]],
         cbs: list[tuple[str, str, bytes | None]],
+        bans: list[tuple[str, str, bool]],
     ) -> None:
         db = self._db
         assert db is not None, "store is not open"
@@ -132,6 +144,11 @@ class SqliteStore(Store):
                         "INSERT OR REPLACE INTO callbacks (space, id, data) VALUES (?,?,?)",
                         (space, cb_id, cb),
                     )
+            for space, pid, banned in bans:
+                if banned:
+                    db.execute("INSERT OR IGNORE INTO bans (space, id) VALUES (?,?)", (space, pid))
+                else:
+                    db.execute("DELETE FROM bans WHERE space=? AND id=?", (space, pid))
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -247,3 +264,13 @@ class SqliteStore(Store):
             ).fetchall()
         )
         return [bytes(r[0]) for r in rows]
+
+    async def bans(self, space: str) -> list[str]:
+        """The participant ids banned from a space, sorted."""
+        await self.flush()
+        rows = await self._run(
+            lambda: self._db.execute(  # type: ignore[union-attr]
+                "SELECT id FROM bans WHERE space=? ORDER BY id", (space,)
+            ).fetchall()
+        )
+        return [str(r[0]) for r in rows]
