@@ -129,7 +129,19 @@ class Router:
                 if ch.seq:
                     await self._recall_ids(space.id, ch)
             space.dm_seq = seqs.get(DM_STREAM, 0)
+            await self._load_dm_marks(space)
         await self.coordination.start()
+
+    async def _load_dm_marks(self, space: SpaceState) -> None:
+        """Read back where each offline participant's DMs stopped (those participants stay
+        known, so DMs to them are accepted); a configured participant with no mark yet (never
+        connected) gets the DMs sent from now on at its first connect."""
+        space.dm_marks = await self.store.dm_marks(space.id)
+        space.known.update(space.dm_marks)  # seen before the restart: DMs to them are accepted
+        for pid in space.config.participants:
+            if pid not in space.dm_marks:
+                space.dm_marks[pid] = space.dm_seq
+                self.store.put_dm_mark(space.id, pid, space.dm_seq)
 
     async def _recall_ids(self, sid: str, ch: Channel) -> None:
         """Refill a channel's recent message ids from the store, so claims on messages sent
@@ -229,12 +241,14 @@ class Router:
                 except ProtocolError as exc:
                     self.error(s, exc)
             self._queue_presence(space, "join", s.summary() | {"channels": sorted(s.channels)})
-            if DM_STREAM in hello.resume:
+            mark = space.dm_marks.pop(s.id, None)
+            if mark is not None:
+                self.store.put_dm_mark(space.id, s.id, None)  # online: DMs arrive live
+            if DM_STREAM in hello.resume:  # the client says where it stopped
+                mark = _clamp_seq(hello.resume[DM_STREAM])
+            if mark is not None and mark < space.dm_seq:
                 rows = await self.store.dm_history(
-                    space.id,
-                    s.id,
-                    after_seq=_clamp_seq(hello.resume[DM_STREAM]),
-                    limit=self.limits.resume_max,
+                    space.id, s.id, after_seq=mark, limit=self.limits.resume_max
                 )
                 for row in rows:
                     self._send_env(s, msgspec.json.decode(row.data, type=Envelope))
@@ -249,6 +263,8 @@ class Router:
         if space.online.get(s.id) is not s:
             return
         del space.online[s.id]
+        space.dm_marks[s.id] = space.dm_seq  # DMs from here on wait for its return
+        self.store.put_dm_mark(space.id, s.id, space.dm_seq)
         self.metrics.connections[s.conn.dialect.name] -= 1
         channels = sorted(s.channels)
         for name in channels:

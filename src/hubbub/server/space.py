@@ -197,6 +197,9 @@ class SpaceState:
         self.online: dict[str, Session] = {}
         self.known: set[str] = set(config.participants)
         self.dm_seq = 0
+        self.dm_marks: dict[str, int] = {}
+        """Participant id → the DM ``seq`` when it went offline: DMs after it are replayed
+        when it comes back without a ``resume`` (a new process), so none is lost."""
         self.pending_presence: list[tuple[str, dict[str, Any], str | None]] = []
         self.presence_scheduled = False
         self.proposals = ProposalLedger()

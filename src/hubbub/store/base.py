@@ -80,6 +80,15 @@ class Store(ABC):
         """Every pending callback saved for a space."""
 
     @abstractmethod
+    def put_dm_mark(self, space: str, participant: str, seq: int | None) -> None:
+        """Queue saving the DM ``seq`` a participant had seen when it went offline (None:
+        it is online again, forget the mark)."""
+
+    @abstractmethod
+    async def dm_marks(self, space: str) -> dict[str, int]:
+        """The saved DM marks of a space: participant id → DM ``seq``."""
+
+    @abstractmethod
     def put_ban(self, space: str, participant: str, banned: bool) -> None:
         """Queue saving a ban (``banned``) or lifting it."""
 

@@ -17,6 +17,7 @@ class MemoryStore(Store):
         self._channels: dict[str, list[str]] = defaultdict(list)
         self._callbacks: dict[str, dict[str, bytes]] = defaultdict(dict)
         self._bans: dict[str, set[str]] = defaultdict(set)
+        self._marks: dict[str, dict[str, int]] = defaultdict(dict)
 
     async def open(self) -> None:
         """Nothing to open."""
@@ -102,3 +103,14 @@ class MemoryStore(Store):
     async def bans(self, space: str) -> list[str]:
         """The participant ids banned from a space, sorted."""
         return sorted(self._bans[space])
+
+    def put_dm_mark(self, space: str, participant: str, seq: int | None) -> None:
+        """Save (or, with None, forget) a participant's DM mark at once."""
+        if seq is None:
+            self._marks[space].pop(participant, None)
+        else:
+            self._marks[space][participant] = seq
+
+    async def dm_marks(self, space: str) -> dict[str, int]:
+        """The saved DM marks of a space."""
+        return dict(self._marks[space])

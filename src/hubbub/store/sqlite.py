@@ -28,6 +28,10 @@ CREATE TABLE IF NOT EXISTS callbacks (
     space TEXT NOT NULL, id TEXT NOT NULL, data BLOB NOT NULL,
     PRIMARY KEY (space, id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS dm_marks (
+    space TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL,
+    PRIMARY KEY (space, id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS bans (
     space TEXT NOT NULL, id TEXT NOT NULL,
     PRIMARY KEY (space, id)
@@ -54,6 +58,7 @@ class SqliteStore(Store):
         self._pending_dms: list[tuple[str, int, list[str], bytes]] = []
         self._pending_cbs: list[tuple[str, str, bytes | None]] = []
         self._pending_bans: list[tuple[str, str, bool]] = []
+        self._pending_marks: list[tuple[str, str, int | None]] = []
         self._commit_task: asyncio.Task[None] | None = None
         self.commits = 0
 
@@ -95,6 +100,11 @@ class SqliteStore(Store):
         self._pending_cbs.append((space, cb_id, data))
         self._kick()
 
+    def put_dm_mark(self, space: str, participant: str, seq: int | None) -> None:
+        """Queue saving (or, with None, deleting) a participant's DM mark."""
+        self._pending_marks.append((space, participant, seq))
+        self._kick()
+
     def put_ban(self, space: str, participant: str, banned: bool) -> None:
         """Queue saving (or lifting) a ban for the next commit."""
         self._pending_bans.append((space, participant, banned))
@@ -105,12 +115,22 @@ class SqliteStore(Store):
             self._commit_task = asyncio.get_running_loop().create_task(self._commit_loop())
 
     async def _commit_loop(self) -> None:
-        while self._pending_msgs or self._pending_dms or self._pending_cbs or self._pending_bans:
+        while self._pending_work():
             msgs, self._pending_msgs = self._pending_msgs, []
             dms, self._pending_dms = self._pending_dms, []
             cbs, self._pending_cbs = self._pending_cbs, []
             bans, self._pending_bans = self._pending_bans, []
-            await self._run(self._commit_sync, msgs, dms, cbs, bans)
+            marks, self._pending_marks = self._pending_marks, []
+            await self._run(self._commit_sync, msgs, dms, cbs, bans, marks)
+
+    def _pending_work(self) -> bool:
+        return bool(
+            self._pending_msgs
+            or self._pending_dms
+            or self._pending_cbs
+            or self._pending_bans
+            or self._pending_marks
+        )
 
     def _commit_sync(
         self,
@@ -118,6 +138,7 @@ class SqliteStore(Store):
         dms: list[tuple[str, int, list[str], bytes]],
         cbs: list[tuple[str, str, bytes | None]],
         bans: list[tuple[str, str, bool]],
+        marks: list[tuple[str, str, int | None]],
     ) -> None:
         db = self._db
         assert db is not None, "store is not open"
@@ -144,6 +165,14 @@ class SqliteStore(Store):
                         "INSERT OR REPLACE INTO callbacks (space, id, data) VALUES (?,?,?)",
                         (space, cb_id, cb),
                     )
+            for space, pid, mark in marks:
+                if mark is None:
+                    db.execute("DELETE FROM dm_marks WHERE space=? AND id=?", (space, pid))
+                else:
+                    db.execute(
+                        "INSERT OR REPLACE INTO dm_marks (space, id, seq) VALUES (?,?,?)",
+                        (space, pid, mark),
+                    )
             for space, pid, banned in bans:
                 if banned:
                     db.execute("INSERT OR IGNORE INTO bans (space, id) VALUES (?,?)", (space, pid))
@@ -159,7 +188,7 @@ class SqliteStore(Store):
         """Wait until every queued write is committed."""
         while self._commit_task is not None and not self._commit_task.done():
             await asyncio.shield(self._commit_task)
-        if self._pending_msgs or self._pending_dms or self._pending_cbs:
+        if self._pending_work():
             self._kick()
             await self.flush()
 
@@ -274,3 +303,13 @@ class SqliteStore(Store):
             ).fetchall()
         )
         return [str(r[0]) for r in rows]
+
+    async def dm_marks(self, space: str) -> dict[str, int]:
+        """The saved DM marks of a space."""
+        await self.flush()
+        rows = await self._run(
+            lambda: self._db.execute(  # type: ignore[union-attr]
+                "SELECT id, seq FROM dm_marks WHERE space=?", (space,)
+            ).fetchall()
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
