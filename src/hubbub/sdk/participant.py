@@ -55,14 +55,13 @@ from hubbub.protocol.markers import SleepMode, callback_marker, sleep_marker
 from hubbub.sdk.client import Client, gateway_error, to_envelope
 from hubbub.sdk.options import ParticipantOptions
 from hubbub.sdk.proposals import Proposal, ProposalInbox
+from hubbub.sdk.provider import JSONRPC, answer, error_body
 from hubbub.sdk.server_notes import CallbackFired, Wake, server_note
 from hubbub.sdk.tools import (
     ERROR_META_KEY,
     INVALID_ARGUMENTS,
     Resource,
     Tool,
-    dump,
-    error_result,
     result_text,
 )
 
@@ -71,7 +70,6 @@ log = logging.getLogger("hubbub.sdk.participant")
 F = TypeVar("F", bound=Callable[..., Any])
 Hook = Callable[[], Awaitable[None] | None]
 
-JSONRPC: Final = "2.0"
 CANCELLED: Final = "notifications/cancelled"
 _LIST_PAGES_MAX: Final = 100
 
@@ -891,15 +889,17 @@ class Participant:
         payload = env.payload
         has_id = "id" in payload
         try:
-            result = await self._dispatch(payload.get("method"), payload.get("params"))
+            result = await answer(
+                payload.get("method"), payload.get("params"), self._tools, self._resources, self.id
+            )
             body: dict[str, Any] = {"jsonrpc": JSONRPC, "id": payload.get("id"), "result": result}
         except RequestFailed as exc:
-            body = _error_body(payload.get("id"), exc.code, exc.message, exc.data)
+            body = error_body(payload.get("id"), exc.code, exc.message, exc.data)
         except MCPError as exc:
-            body = _error_body(payload.get("id"), exc.code, exc.message, exc.data)
+            body = error_body(payload.get("id"), exc.code, exc.message, exc.data)
         except Exception as exc:
             log.exception("%s failed to answer %s", self.id, payload.get("method"))
-            body = _error_body(payload.get("id"), mt.INTERNAL_ERROR, f"internal error: {exc}")
+            body = error_body(payload.get("id"), mt.INTERNAL_ERROR, f"internal error: {exc}")
         if not has_id:
             return  # a notification: no response
         reply = Envelope(
@@ -916,73 +916,6 @@ class Participant:
             await self.client.send(reply)
         except NotConnected:
             log.warning("%s: lost the connection before answering %s", self.id, env.id)
-
-    async def _dispatch(self, method: object, params: object) -> dict[str, Any]:
-        if params is None:
-            params = {}
-        if not isinstance(params, dict):
-            raise RequestFailed(mt.INVALID_PARAMS, "params must be an object")
-        if method == "tools/call":
-            return await self._call_tool(params)
-        if method == "tools/list":
-            return dump(mt.ListToolsResult(tools=[t.to_mcp() for t in self._tools.values()]))
-        if method == "resources/list":
-            return dump(
-                mt.ListResourcesResult(resources=[r.to_mcp() for r in self._resources.values()])
-            )
-        if method == "resources/read":
-            return await self._read_resource(params)
-        if method == "ping":
-            return {}
-        raise RequestFailed(
-            mt.METHOD_NOT_FOUND,
-            f"method {method!r} is not supported by {self.id} (it answers tools/list, "
-            "tools/call, resources/list, resources/read, ping)",
-        )
-
-    async def _call_tool(self, params: dict[str, Any]) -> dict[str, Any]:
-        name = params.get("name")
-        tool = self._tools.get(name) if isinstance(name, str) else None
-        if tool is None:
-            offered = ", ".join(sorted(self._tools)) or "none"
-            raise RequestFailed(
-                mt.INVALID_PARAMS,
-                f"Unknown tool: {name!r}; {self.id} offers: {offered} (see tools/list)",
-            )
-        try:
-            result = await tool.call(params.get("arguments"))
-        except InvalidArguments as exc:
-            result = error_result(exc.message, INVALID_ARGUMENTS)
-        except ToolError as exc:
-            result = error_result(exc.message)
-        except (RequestFailed, MCPError):
-            raise
-        except Exception as exc:
-            log.info("tool %r of %s raised %r", name, self.id, exc)
-            result = error_result(str(exc) or type(exc).__name__)
-        return dump(result)
-
-    async def _read_resource(self, params: dict[str, Any]) -> dict[str, Any]:
-        uri = params.get("uri")
-        resource = self._resources.get(uri) if isinstance(uri, str) else None
-        if resource is None:
-            raise RequestFailed(mt.INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri})
-        try:
-            return dump(await resource.contents())
-        except (RequestFailed, MCPError):
-            raise
-        except Exception as exc:
-            log.info("resource %r of %s raised %r", uri, self.id, exc)
-            raise RequestFailed(
-                mt.INTERNAL_ERROR, f"reading {uri} failed: {exc}", {"uri": uri}
-            ) from exc
-
-
-def _error_body(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return {"jsonrpc": JSONRPC, "id": request_id, "error": error}
 
 
 async def _call_hook(hook: Hook) -> None:
