@@ -78,3 +78,25 @@ def test_ctrl_c_mid_scene_stops_everything_cleanly() -> None:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is fine
         s.bind(("127.0.0.1", port))  # no one listens there any more
         s.listen()
+
+
+@pytest.mark.parametrize(
+    ("env", "provider"),
+    [
+        ({"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-test"}, "openai"),
+        ({"ANTHROPIC_API_KEY": "sk-ant-test"}, "anthropic"),
+        ({}, "offline"),
+    ],
+)
+def test_the_demo_agents_run_on_the_model_the_environment_selects(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], provider: str
+) -> None:
+    from hubbub.demo_cast import SKILLS, make_agent
+
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HUBBUB_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    agents = [make_agent(name, "ws://127.0.0.1:9/ws", 0.1) for name in SKILLS]
+    assert {a.model.describe().split(":")[0] for a in agents} == {provider}
+    assert [a.config.skills for a in agents] == [(skill,) for skill, _ in SKILLS.values()]
