@@ -138,6 +138,8 @@ class ChatApp:
         self.clock = clock
         self.scroll = 0
         """Lines of the pane hidden below the window (0: following the newest)."""
+        self._pages_waiting = 0
+        """PageUps pressed at the top while older messages were loading: applied on arrival."""
         self._app: Application[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._cursor = Point(x=0, y=0)
@@ -171,6 +173,11 @@ class ChatApp:
         self.view.handle(env, self.clock())
         if self.scroll and env.kind != "history/response" and self.view.lines() is pane:
             self.scroll += len(pane) - before  # scrolled back: keep the view where it is
+        if env.kind == "history/response" and self._pages_waiting:
+            waiting, self._pages_waiting = self._pages_waiting, 0
+            for _ in range(waiting):  # no keypress is lost while a page loads
+                self.page(1)
+            return
         self.refresh()
 
     def _on_disconnected(self, info: Disconnected) -> None:
@@ -292,8 +299,13 @@ class ChatApp:
         step = max(1, self._pane_height() - 1)
         top = self._max_scroll(len(self.view.lines()))
         wanted = self.scroll + direction * step
-        if direction > 0 and wanted >= top and self.view.current:
-            self._spawn(self._history(self.view.current, HISTORY_PAGE, quiet=True))
+        current = self.view.current
+        if direction > 0 and self.scroll >= top and current and self.view.log(current).loading:
+            self._pages_waiting += 1  # already at the top: scroll once the page has come
+        elif direction > 0 and wanted >= top and current:
+            self._spawn(self._history(current, HISTORY_PAGE, quiet=True))
+        if direction < 0:
+            self._pages_waiting = 0
         self.scroll = max(0, min(wanted, top))
         self.refresh()
 
