@@ -6,6 +6,7 @@ import asyncio
 import time
 from typing import Any
 
+from hubbub.protocol.ids import ulid_time_ms
 from tests.conftest import WsClient
 from tests.dashboard.conftest import open_events, person
 from tests.engines_live.conftest import EngineGateway
@@ -126,9 +127,9 @@ async def test_claims_and_yields_are_in_the_feed(dgw: EngineGateway) -> None:
         await alice.send(_chat("anyone?"))
         question = await first.expect("chat")
         await second.expect("chat")
-        now = int(dgw.clock())
-        late = {"msg_id": question["id"], "started_at": now}
-        early = {"msg_id": question["id"], "started_at": now - 1}
+        t0 = ulid_time_ms(question["id"])  # a claim may not start before the message itself
+        late = {"msg_id": question["id"], "started_at": t0 + 2}
+        early = {"msg_id": question["id"], "started_at": t0 + 1}
         await second.send({"kind": "floor/responding-to", "channel": "#general", "payload": late})
         await events.activity("claim", participant="second")
         await first.send({"kind": "floor/responding-to", "channel": "#general", "payload": early})
