@@ -457,15 +457,24 @@ class Router:
         schedules nothing (and a marker-only message, which is not delivered, is refused too).
         """
         if env.to is not None and env.channel is None:
-            if not env.to:
-                raise ProtocolError(
-                    ErrorCode.INVALID_ENVELOPE, "'to' must name at least one recipient"
-                )
-            self._check_recipients(sender.space, env.to)
-            return
-        self._channel_for(sender, env.channel or "#general")
+            self._dm_recipients(sender, env)
+        else:
+            self._destination_channel(sender, env)
+
+    def _destination_channel(self, sender: Sender, env: Envelope) -> Channel:
+        """The channel ``env`` goes to (``#general`` by default), with its ``to`` checked."""
+        ch = self._channel_for(sender, env.channel or "#general")
         if env.to is not None:
             self._check_recipients(sender.space, env.to)
+        return ch
+
+    def _dm_recipients(self, sender: Sender, env: Envelope) -> list[str]:
+        """The recipients of a DM, once each, all known."""
+        to = list(dict.fromkeys(env.to or []))
+        if not to:
+            raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "'to' must name at least one recipient")
+        self._check_recipients(sender.space, to)
+        return to
 
     def _channel_for(self, sender: Sender, name: Any, *, member: bool = True) -> Channel:
         if not isinstance(name, str) or not is_channel(name):
@@ -488,9 +497,7 @@ class Router:
         return ch
 
     def _deliver_channel(self, sender: Sender, env: Envelope, extra: Sequence[str] = ()) -> None:
-        ch = self._channel_for(sender, env.channel)
-        if env.to is not None:
-            self._check_recipients(sender.space, env.to)
+        ch = self._destination_channel(sender, env)
         if self.coordination.relays_pending:
             self.coordination.flush_relays()  # claims handled earlier go out first
         ch.seq += 1
@@ -540,10 +547,7 @@ class Router:
 
     def _deliver_dm(self, sender: Sender, env: Envelope, extra: Sequence[str] = ()) -> None:
         space = sender.space
-        to = list(dict.fromkeys(env.to or []))
-        if not to:
-            raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "'to' must name at least one recipient")
-        self._check_recipients(space, to)
+        to = self._dm_recipients(sender, env)
         env.to = to
         space.dm_seq += 1
         env.seq = space.dm_seq
