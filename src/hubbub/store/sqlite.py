@@ -56,9 +56,8 @@ class SqliteStore(Store):
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hubbub-sqlite")
         self._pending_msgs: list[tuple[str, str, int, bytes]] = []
         self._pending_dms: list[tuple[str, int, list[str], bytes]] = []
-        self._pending_cbs: list[tuple[str, str, bytes | None]] = []
-        self._pending_bans: list[tuple[str, str, bool]] = []
-        self._pending_marks: list[tuple[str, str, int | None]] = []
+        self._pending_rows: list[tuple[str, tuple[Any, ...]]] = []
+        """Single-row saves and deletions (callbacks, DM marks, bans), in order."""
         self._commit_task: asyncio.Task[None] | None = None
         self.commits = 0
 
@@ -97,17 +96,40 @@ class SqliteStore(Store):
 
     def put_callback(self, space: str, cb_id: str, data: bytes | None) -> None:
         """Queue saving (or, with None, deleting) a pending callback for the next commit."""
-        self._pending_cbs.append((space, cb_id, data))
-        self._kick()
+        if data is None:
+            self._queue_row("DELETE FROM callbacks WHERE space=? AND id=?", space, cb_id)
+        else:
+            self._queue_row(
+                "INSERT OR REPLACE INTO callbacks (space, id, data) VALUES (?,?,?)",
+                space,
+                cb_id,
+                data,
+            )
 
     def put_dm_mark(self, space: str, participant: str, seq: int | None) -> None:
         """Queue saving (or, with None, deleting) a participant's DM mark."""
-        self._pending_marks.append((space, participant, seq))
-        self._kick()
+        if seq is None:
+            self._queue_row("DELETE FROM dm_marks WHERE space=? AND id=?", space, participant)
+        else:
+            self._queue_row(
+                "INSERT OR REPLACE INTO dm_marks (space, id, seq) VALUES (?,?,?)",
+                space,
+                participant,
+                seq,
+            )
 
     def put_ban(self, space: str, participant: str, banned: bool) -> None:
         """Queue saving (or lifting) a ban for the next commit."""
-        self._pending_bans.append((space, participant, banned))
+        if banned:
+            self._queue_row(
+                "INSERT OR IGNORE INTO bans (space, id) VALUES (?,?)", space, participant
+            )
+        else:
+            self._queue_row("DELETE FROM bans WHERE space=? AND id=?", space, participant)
+
+    def _queue_row(self, sql: str, *params: Any) -> None:
+        """Queue one single-row statement for the next commit."""
+        self._pending_rows.append((sql, params))
         self._kick()
 
     def _kick(self) -> None:
@@ -118,27 +140,17 @@ class SqliteStore(Store):
         while self._pending_work():
             msgs, self._pending_msgs = self._pending_msgs, []
             dms, self._pending_dms = self._pending_dms, []
-            cbs, self._pending_cbs = self._pending_cbs, []
-            bans, self._pending_bans = self._pending_bans, []
-            marks, self._pending_marks = self._pending_marks, []
-            await self._run(self._commit_sync, msgs, dms, cbs, bans, marks)
+            rows, self._pending_rows = self._pending_rows, []
+            await self._run(self._commit_sync, msgs, dms, rows)
 
     def _pending_work(self) -> bool:
-        return bool(
-            self._pending_msgs
-            or self._pending_dms
-            or self._pending_cbs
-            or self._pending_bans
-            or self._pending_marks
-        )
+        return bool(self._pending_msgs or self._pending_dms or self._pending_rows)
 
     def _commit_sync(
         self,
         msgs: list[tuple[str, str, int, bytes]],
         dms: list[tuple[str, int, list[str], bytes]],
-        cbs: list[tuple[str, str, bytes | None]],
-        bans: list[tuple[str, str, bool]],
-        marks: list[tuple[str, str, int | None]],
+        rows: list[tuple[str, tuple[Any, ...]]],
     ) -> None:
         db = self._db
         assert db is not None, "store is not open"
@@ -157,27 +169,8 @@ class SqliteStore(Store):
                     "INSERT OR IGNORE INTO dm_parties (space, participant, seq) VALUES (?,?,?)",
                     [(space, p, seq) for p in set(parties)],
                 )
-            for space, cb_id, cb in cbs:
-                if cb is None:
-                    db.execute("DELETE FROM callbacks WHERE space=? AND id=?", (space, cb_id))
-                else:
-                    db.execute(
-                        "INSERT OR REPLACE INTO callbacks (space, id, data) VALUES (?,?,?)",
-                        (space, cb_id, cb),
-                    )
-            for space, pid, mark in marks:
-                if mark is None:
-                    db.execute("DELETE FROM dm_marks WHERE space=? AND id=?", (space, pid))
-                else:
-                    db.execute(
-                        "INSERT OR REPLACE INTO dm_marks (space, id, seq) VALUES (?,?,?)",
-                        (space, pid, mark),
-                    )
-            for space, pid, banned in bans:
-                if banned:
-                    db.execute("INSERT OR IGNORE INTO bans (space, id) VALUES (?,?)", (space, pid))
-                else:
-                    db.execute("DELETE FROM bans WHERE space=? AND id=?", (space, pid))
+            for sql, params in rows:
+                db.execute(sql, params)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
