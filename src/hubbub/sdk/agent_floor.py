@@ -290,8 +290,8 @@ class AgentFloor:
         """``turn`` was interrupted by message ``by`` for another place: keep its batch (and
         claim) to answer it later. ``False``: nothing to keep (finish it instead)."""
         key = turn.floor_key
-        if key is None or turn.floor_outcome is not None:
-            return key is None and turn.floor_outcome is None
+        if key is None:
+            return True  # not under floor control: nothing to keep but the message
         if not self.coordinator.suspend(key):
             return False
         self._event("suspend", key, f"interrupted by {by}; answered after it")
