@@ -141,7 +141,9 @@ async def test_direct_messages_both_ways(sdk: Any, start_chat: StartChat) -> Non
     dm = await asyncio.wait_for(arrived, TIMEOUT)
     assert dm.channel is None and dm.to == ["bob"] and dm.payload["text"] == "just between us"
     await term.wait_for("[DM] alice → bob: just between us")
-    await bob.send({"kind": "chat", "to": ["alice"], "payload": {"text": "got it"}})
+    await bob.send(
+        {"kind": "chat", "to": ["alice"], "private": True, "payload": {"text": "got it"}}
+    )
     await term.wait_for("[DM] bob → alice: got it")
 
 
@@ -223,7 +225,9 @@ async def test_typing_in_a_dm_and_in_the_channel(sdk: Any, start_chat: StartChat
     await reasoning(maths, "start", to=["alice"])
     await reasoning(chef, "start")
     await term.wait_for("chef and maths are typing…")
-    await maths.send({"kind": "chat", "to": ["alice"], "payload": {"text": "psst, 42"}})
+    await maths.send(
+        {"kind": "chat", "to": ["alice"], "private": True, "payload": {"text": "psst, 42"}}
+    )
     await term.wait_until(
         lambda s: "[DM] maths → alice: psst, 42" in s and "· chef is typing…" in s,
         "maths's DM, only chef typing",

@@ -30,7 +30,7 @@ def _chat(text: str, channel: str = "#general") -> dict[str, Any]:
 
 
 def _dm(to: str, text: str) -> dict[str, Any]:
-    return {"kind": "chat", "to": [to], "payload": {"text": text}}
+    return {"kind": "chat", "to": [to], "private": True, "payload": {"text": text}}
 
 
 async def _open(wp: WatchedPage, gw: EngineGateway, query: str = "") -> Page:

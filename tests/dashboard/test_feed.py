@@ -17,7 +17,7 @@ def _chat(text: str, channel: str = "#general") -> dict[str, Any]:
 
 
 def _dm(to: str, text: str) -> dict[str, Any]:
-    return {"kind": "chat", "to": [to], "payload": {"text": text}}
+    return {"kind": "chat", "to": [to], "private": True, "payload": {"text": text}}
 
 
 async def _sleeping(gw: EngineGateway, sleeper: WsClient, marker: str) -> None:

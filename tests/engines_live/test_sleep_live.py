@@ -16,7 +16,7 @@ def _chat(text: str, channel: str = "#general") -> dict[str, Any]:
 
 
 def _dm(to: str, text: str) -> dict[str, Any]:
-    return {"kind": "chat", "to": [to], "payload": {"text": text}}
+    return {"kind": "chat", "to": [to], "private": True, "payload": {"text": text}}
 
 
 def _presence_of(pid: str, presence: str) -> Any:

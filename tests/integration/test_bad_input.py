@@ -611,7 +611,13 @@ async def test_forged_from_is_overwritten(room: Room) -> None:
     assert got["from"] == "a-off"
 
     await room.m_off.send(
-        {"kind": "chat", "from": "system:gateway", "to": ["m-peer"], "payload": {"text": "dm"}}
+        {
+            "kind": "chat",
+            "from": "system:gateway",
+            "to": ["m-peer"],
+            "private": True,
+            "payload": {"text": "dm"},
+        }
     )
     got = await receive_chat(room.m_peer, "dm")
     assert got["from"] == "m-off" and got["to"] == ["m-peer"]
@@ -866,10 +872,13 @@ async def test_history_request_with_huge_seq_is_answered(room: Room) -> None:
     resp = await room.m_off.expect("history/response")
     assert [m["payload"]["text"] for m in resp["payload"]["messages"]] == ["one"]
 
+    # a resume point past the channel's end: a fresh join that says so, with recent history
     await room.a_off.send({"type": "JOIN", "channel": "#general", "after_seq": 2**70})
     joined = await room.a_off.expect_type("JOINED")
     assert joined["channel"] == "#general"
-    await room.a_off.silent(lambda f: f.get("replay") is True)
+    assert joined["history_reset"]["reason"] == "past_end"
+    replay = await room.a_off.next_where(lambda f: f.get("replay") is True)
+    assert replay["content"] == "one"
     await still_fine(room)
 
 

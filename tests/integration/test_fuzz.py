@@ -450,7 +450,9 @@ async def _exchange(gw: RunningGateway) -> None:
     await ac.send({"type": "MSG", "to": "#general", "content": "verify a->#"})
     frame = await mew.next_where(chat("verify a->#"), 10)
     assert frame["from"] == "zz-verify-a" and frame["channel"] == "#general"
-    await mew.send({"kind": "chat", "to": ["zz-verify-a"], "payload": {"text": "verify m->a"}})
+    await mew.send(
+        {"kind": "chat", "to": ["zz-verify-a"], "private": True, "payload": {"text": "verify m->a"}}
+    )
     frame = await ac.next_where(chat("verify m->a"), 10)
     assert frame["from"] == "@zz-verify-m" and frame["to"] == "@zz-verify-a"
     await ac.send({"type": "MSG", "to": "@zz-verify-m", "content": "verify a->m"})

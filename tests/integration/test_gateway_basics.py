@@ -55,7 +55,9 @@ async def test_mew_and_agentchat_see_each_other(gateway: RunningGateway) -> None
     frame = await bob.next_where(lambda f: f.get("type") == "MSG" and f["from"] == "@alice")
     assert frame["to"] == "#general" and frame["content"] == "hi bob"
     assert isinstance(frame["ts"], int) and frame["ts"] > 1_700_000_000_000
-    await alice.send({"kind": "chat", "to": ["bob"], "payload": {"text": "secret"}})
+    await alice.send(
+        {"kind": "chat", "to": ["bob"], "private": True, "payload": {"text": "secret"}}
+    )
     frame = await bob.next_where(lambda f: f.get("type") == "MSG" and f["content"] == "secret")
     assert frame["to"] == "@bob" and frame["from"] == "@alice"
     # and bob sees alice leave
@@ -68,7 +70,9 @@ async def test_dm_is_private(gateway: RunningGateway) -> None:
     alice = await gateway.mew("alice")
     bob = await gateway.mew("bob")
     carol = await gateway.mew("carol")
-    await alice.send({"kind": "chat", "to": ["bob"], "payload": {"text": "for bob only"}})
+    await alice.send(
+        {"kind": "chat", "to": ["bob"], "private": True, "payload": {"text": "for bob only"}}
+    )
     assert (await bob.expect("chat"))["payload"]["text"] == "for bob only"
     assert (await alice.expect("chat"))["payload"]["text"] == "for bob only"
     await carol.silent(lambda f: f.get("kind") == "chat")

@@ -129,7 +129,9 @@ async def test_history_survives_restart(tmp_path: Path) -> None:
     alice = await gw.mew("alice")
     await _say(alice, "remember me")
     await alice.expect("chat")
-    await alice.send({"kind": "chat", "to": ["alice"], "payload": {"text": "note to self"}})
+    await alice.send(
+        {"kind": "chat", "to": ["alice"], "private": True, "payload": {"text": "note to self"}}
+    )
     await alice.expect("chat")
     await stop_gateway(gw)
 

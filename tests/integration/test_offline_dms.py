@@ -12,7 +12,7 @@ from tests.conftest import RunningGateway, WsClient, start_gateway, stop_gateway
 
 
 def _dm(to: str, text: str) -> dict[str, Any]:
-    return {"kind": "chat", "to": [to], "payload": {"text": text}}
+    return {"kind": "chat", "to": [to], "private": True, "payload": {"text": text}}
 
 
 async def _gone(watcher: WsClient, pid: str) -> None:

@@ -65,7 +65,7 @@ def test_reopen_keeps_everything(tmp_path: Path) -> None:
         for seq in range(1, 2001):
             store.append("s", "#general", seq, b'{"n":%d}' % seq)
         store.append_dm("s", 1, ["a", "b"], b"dm")
-        await store.save_channel("s", "#new")
+        store.put_channel("s", "#new")
         for pid in ("mallory", "trudy", "eve"):
             store.put_ban("s", pid, True)
         store.put_ban("s", "trudy", False)

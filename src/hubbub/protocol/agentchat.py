@@ -41,6 +41,7 @@ class _Identify(_Frame, tag="IDENTIFY"):
     space: str = "default"
     channels: list[str] | None = None
     resume: dict[str, int] = msgspec.field(default_factory=dict)
+    epoch: str | None = None
 
 
 class _Join(_Frame, tag="JOIN"):
@@ -136,6 +137,7 @@ class AgentchatDialect:
             kind=ident.kind,
             channels=ident.channels if ident.channels is not None else [],
             resume=ident.resume,
+            epoch=ident.epoch,
             unique_name=True,
         )
 
@@ -168,7 +170,9 @@ class AgentchatDialect:
             if frame.to.startswith("#"):
                 return Envelope(kind="chat", channel=frame.to, payload={"text": frame.content})
             if frame.to.startswith("@"):
-                return Envelope(kind="chat", to=[frame.to[1:]], payload={"text": frame.content})
+                return Envelope(
+                    kind="chat", to=[frame.to[1:]], private=True, payload={"text": frame.content}
+                )
             raise ProtocolError(
                 ErrorCode.INVALID_ENVELOPE,
                 f"MSG target {frame.to!r} must start with '#' (channel) or '@' (participant)",
@@ -223,16 +227,15 @@ class AgentchatDialect:
         if kind == "system/presence":
             return [encode(f) for f in self._presence(env)]
         if kind == "channel/joined":
-            frames = [
-                encode(
-                    {
-                        "type": "JOINED",
-                        "channel": p.get("channel"),
-                        "agents": [at(m) for m in p.get("members", [])],
-                        "ts": _ms(env),
-                    }
-                )
-            ]
+            joined: dict[str, Any] = {
+                "type": "JOINED",
+                "channel": p.get("channel"),
+                "agents": [at(m) for m in p.get("members", [])],
+                "ts": _ms(env),
+            }
+            if "history_reset" in p:  # the resume point meant nothing here: a fresh history
+                joined["history_reset"] = p["history_reset"]
+            frames = [encode(joined)]
             for raw in p.get("history", []):
                 old = decode_envelope(bytes(raw)) if not isinstance(raw, Envelope) else raw
                 if old.kind == "chat":

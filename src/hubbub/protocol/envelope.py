@@ -12,10 +12,16 @@ PROTOCOL: Final = "mew/v0.4"
 
 
 class Envelope(msgspec.Struct, omit_defaults=True, kw_only=True):
-    """One message. The server fills ``id``, ``ts``, ``from`` and (in channels) ``seq``."""
+    """One message. The server fills ``protocol``, ``ts``, ``from``, ``seq`` and, when the
+    sender left it out, ``id``.
+
+    ``private`` (a hubbub extension) asks for a direct message, delivered only to ``to``
+    and the sender; without it, ``to`` only addresses a message that everyone in its
+    channel sees, as in MEW.
+    """
 
     kind: str
-    protocol: str = PROTOCOL
+    protocol: str = ""
     id: str = ""
     ts: str = ""
     from_: str = msgspec.field(default="", name="from")
@@ -24,6 +30,7 @@ class Envelope(msgspec.Struct, omit_defaults=True, kw_only=True):
     seq: int | None = None
     correlation_id: list[str] | str | None = None
     context: str | None = None
+    private: bool = False
     payload: dict[str, Any] = msgspec.field(default_factory=dict)
 
     def correlation_ids(self) -> list[str]:

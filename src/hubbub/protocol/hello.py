@@ -17,5 +17,7 @@ class Hello(msgspec.Struct, kw_only=True):
     capabilities: list[dict[str, Any]] | None = None
     channels: list[str] | None = None
     resume: dict[str, int] = msgspec.field(default_factory=dict)
+    epoch: str | None = None
+    """The history epoch the ``resume`` points belong to (from an earlier welcome)."""
     unique_name: bool = False
     """In open mode, pick a free id derived from ``participant_id`` instead of displacing."""

@@ -21,6 +21,7 @@ class _JoinFrame(msgspec.Struct, kw_only=True, rename={"participant_id": "partic
     capabilities: list[dict[str, Any]] | None = None
     channels: list[str] | None = None
     resume: dict[str, int] = msgspec.field(default_factory=dict)
+    epoch: str | None = None
 
 
 def is_mew_hello(frame: dict[str, Any]) -> bool:
@@ -59,6 +60,7 @@ class MewDialect:
             capabilities=join.capabilities,
             channels=join.channels,
             resume=join.resume,
+            epoch=join.epoch,
         )
 
     def decode(self, data: bytes | str) -> Envelope | Reply:

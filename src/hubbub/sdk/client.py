@@ -42,6 +42,7 @@ from hubbub.errors import (
 )
 from hubbub.protocol.envelope import (
     CLIENT_KINDS,
+    PROTOCOL,
     SERVER_KINDS,
     Envelope,
     decode_envelope,
@@ -49,6 +50,7 @@ from hubbub.protocol.envelope import (
 )
 from hubbub.protocol.ids import DM_STREAM
 from hubbub.sdk.options import ClientOptions
+from hubbub.sdk.outbox import Outbox, is_acknowledged
 from hubbub.sdk.states import ConnectionState, Event, State, backoff_delay
 
 log = logging.getLogger("hubbub.sdk.client")
@@ -71,6 +73,8 @@ _JOIN_ERRORS: Final = frozenset(
 )
 # Close codes after which reconnecting would be wrong: refused, replaced by a newer
 # connection with the same id, kicked.
+_PARTIAL_REFUSALS: Final = frozenset({"callback_rejected"})
+"""Errors about a part of a message (a callback marker) while the message itself is sent."""
 _NO_RECONNECT_CODES: Final = frozenset({1008, 4000, 4001})
 _HISTORY_PAGE: Final = 1000
 _DM_RECENT: Final = 4096
@@ -153,6 +157,10 @@ class Client:
         """Participants online in the space (from the welcome and presence events)."""
         self.duplicates_dropped = 0
         """Envelopes received twice (e.g. replayed after a resume) and not delivered again."""
+        self.outbox = Outbox()
+        """Sent messages not acknowledged yet: sent again, same ids, after a reconnect."""
+        self.epoch: str | None = None
+        """The gateway's history epoch (from the welcome); resume points belong to it."""
         self._conn_state = ConnectionState()
         self._ws: ClientConnection | None = None
         self._supervisor: asyncio.Task[None] | None = None
@@ -560,6 +568,8 @@ class Client:
             frame["capabilities"] = opts.capabilities
         if resume:
             frame["resume"] = resume
+            if self.epoch is not None:
+                frame["epoch"] = self.epoch  # a resume into another history is reset
         return encode(frame).decode()
 
     def _become_ready(self) -> None:
@@ -572,6 +582,8 @@ class Client:
         welcome = self.welcome
         if self._first is not None and not self._first.done():
             self._first.set_result(None)
+        if len(self.outbox):
+            self._spawn(self._resend_unacknowledged())
         self._emit("ready", welcome)
 
     async def _beat(self, interval: float) -> None:
@@ -611,30 +623,64 @@ class Client:
 
     # ------------------------------------------------------------------ sending
 
-    async def send(self, envelope: Envelope | Mapping[str, Any]) -> Envelope:
+    async def send(self, envelope: Envelope | Mapping[str, Any], *, ack: bool = False) -> Envelope:
         """Send an envelope (or a dict in wire form); return it with its client id.
 
         Waits (up to ``connect_timeout``) while a reconnect is in progress; raises
         :class:`~hubbub.errors.NotConnected` if the client is not connected. The gateway's
-        ``system/error`` about it, if any, carries this id as ``correlation_id``.
+        ``system/error`` about it, if any, carries this id as ``correlation_id``. A message
+        the gateway stores is kept until the gateway echoes it and sent again, under the
+        same id, after a reconnect (the gateway delivers it once). With ``ack=True``, wait
+        for that echo (up to ``connect_timeout``) and return it, with its ``seq``; a refusal
+        raises :class:`~hubbub.errors.GatewayError`.
         """
         env = envelope if isinstance(envelope, Envelope) else to_envelope(envelope)
         if not env.id:
             env.id = self.new_id()
+        if not env.protocol:
+            env.protocol = PROTOCOL
+        if env.to and env.channel is None and not env.private:
+            env.private = True  # the SDK's rule: `to` without a channel is a direct message
         ws = self._ws
         if ws is None or self._conn_state.state is not State.READY:
             await self._wait_ready(self.options.connect_timeout)
             ws = self._ws
-            if ws is None:
-                raise NotConnected("the connection dropped while sending; send again")
-        try:
-            await ws.send(encode(env), text=True)
-        except ConnectionClosed:
-            raise NotConnected(
-                "the connection closed while sending; the client reconnects by itself, "
-                "send again once it is ready"
-            ) from None
+        tracked = is_acknowledged(env)
+        if ws is None and not tracked:
+            raise NotConnected("the connection dropped while sending; send again")
+        echo = self.outbox.track(env) if tracked else None
+        if ws is not None:
+            try:
+                await ws.send(encode(env), text=True)
+            except ConnectionClosed:
+                if echo is None:
+                    raise NotConnected(
+                        "the connection closed while sending; the client reconnects by "
+                        "itself, send again once it is ready"
+                    ) from None
+                # kept in the outbox: sent again once the client has reconnected
+        if ack and echo is not None:
+            try:
+                async with asyncio.timeout(self.options.connect_timeout):
+                    return await asyncio.shield(echo)
+            except TimeoutError:
+                raise RequestTimeout(
+                    f"the gateway did not acknowledge {env.kind} {env.id} within "
+                    f"{self.options.connect_timeout}s (it is still resent after a reconnect)"
+                ) from None
         return env
+
+    async def _resend_unacknowledged(self) -> None:
+        """After a reconnect: send every unacknowledged message again, same ids, in order."""
+        for env in self.outbox.pending():
+            ws = self._ws
+            if ws is None:
+                return  # dropped again: the next reconnect resends what is still pending
+            try:
+                await ws.send(encode(env), text=True)
+            except ConnectionClosed:
+                return
+            self.outbox.resent += 1
 
     async def _send_internal(self, env: Envelope) -> None:
         """Send on the current socket whatever the state (join-time bookkeeping)."""
@@ -688,6 +734,8 @@ class Client:
             return
         seq = env.seq
         if seq is not None:
+            if env.from_ == self.id:
+                self.outbox.acknowledged(env)  # our own message is stored: no resend
             channel = env.channel
             if channel is not None:
                 if channel in self._catchup:
@@ -756,6 +804,15 @@ class Client:
             if isinstance(p, dict) and isinstance(p.get("id"), str)
         }
         dm_seq = env.payload.get("dm_seq")
+        epoch = env.payload.get("epoch")
+        if isinstance(epoch, str):
+            if self.epoch is not None and epoch != self.epoch:
+                # another history (a wiped or replaced store): our DM resume point means
+                # nothing there; start from the gateway's present
+                self._dm_max = self._dm_floor = None
+                self._dm_recent.clear()
+                self._dm_order.clear()
+            self.epoch = epoch
         if self._dm_max is None and isinstance(dm_seq, int):
             self._dm_max = dm_seq  # DMs after this point are resumed after a drop
         self._welcomed = True
@@ -775,7 +832,15 @@ class Client:
         if channel not in self.channels:
             self.channels.append(channel)
         missed: list[Envelope] = []
+        reset = payload.get("history_reset")
         if channel in self._resumed:
+            if reset is not None:
+                # our resume point does not exist in the gateway's history: reload from
+                # what it sends instead of skipping everything up to the old seq
+                log.warning("client %s: history of %s was reset (%s); reloading", self.id,
+                            channel, reset)  # fmt: skip
+                self.last_seq[channel] = 0
+                self._emit("history_reset", env)
             self._resumed.discard(channel)
             for item in payload.get("history", []):
                 try:
@@ -889,7 +954,11 @@ class Client:
             if request_id in env.correlation_ids():
                 log.warning("client %s: could not page the history of %s", self.id, channel)
                 self._finish_catchup(channel)
-        self._emit("error", gateway_error(env))
+        error = gateway_error(env)
+        if code not in _PARTIAL_REFUSALS:  # the rest of that message still went through
+            for cid in env.correlation_ids():
+                self.outbox.refused(cid, error)
+        self._emit("error", error)
 
 
 def to_envelope(data: Mapping[str, Any]) -> Envelope:

@@ -162,6 +162,7 @@ def add_admin_routes(app: web.Application, key: web.AppKey[Router]) -> None:
                 out = ban(router, space, pid, viewer.id)
             else:
                 out = unban(router, space, pid, viewer.id)
+            await router.durable()  # the answer promises the ban is stored
             return web.json_response(out)
 
         return run

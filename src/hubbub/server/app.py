@@ -13,7 +13,7 @@ from aiohttp import WSMsgType, web
 from hubbub import __version__
 from hubbub.protocol.agentchat import AgentchatDialect, is_agentchat_hello
 from hubbub.protocol.dialect import Dialect
-from hubbub.protocol.envelope import Envelope
+from hubbub.protocol.envelope import PROTOCOL, Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.mew import MewDialect, is_mew_hello
 from hubbub.server.admin import add_admin_routes
@@ -37,6 +37,7 @@ _AGENTCHAT = AgentchatDialect()
 def _error_frame(dialect: Dialect, exc: ProtocolError) -> bytes:
     env = Envelope(
         kind="system/error",
+        protocol=PROTOCOL,
         from_="system:gateway",
         payload={"error": exc.code.value, "message": exc.message, **exc.extra},
     )

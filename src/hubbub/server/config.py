@@ -64,6 +64,8 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     presence_coalesce_ms: float = 20.0
     ping_interval_s: float = 30.0
     """WebSocket ping period; a peer that does not answer within half of it is dropped (0: off)."""
+    idempotency_ids: int = 200_000
+    """Message ids remembered per space for idempotent resends (also: 24 h, 10,000 per sender)."""
 
     def validate(self) -> None:
         """Raise ConfigError for a nonsensical limit."""
@@ -74,6 +76,8 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             raise ConfigError("limits.rate_per_s and limits.rate_burst must be >= 0 (0 disables)")
         if self.history_on_join < 0 or self.history_page_max < 1:
             raise ConfigError("limits.history_on_join must be >= 0, history_page_max >= 1")
+        if self.idempotency_ids < 1000:
+            raise ConfigError("limits.idempotency_ids must be at least 1000")
 
 
 class ParticipantConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

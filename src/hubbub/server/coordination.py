@@ -45,8 +45,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("hubbub.engines")
 
 _SERVER_CAPS: tuple[dict[str, Any], ...] = ({"kind": "**"},)
-_SAVE_BATCH = 1000
-"""Callback changes handed to the store per commit while it is busy (see ``_persist``)."""
 
 
 def now_ms() -> float:
@@ -113,8 +111,6 @@ class Coordination:
         self._handle_at = float("inf")
         self._relays: dict[Channel, list[Envelope]] = {}
         self._relay_handle: asyncio.Handle | None = None
-        self._unsaved: dict[str, dict[str, Callback | None]] = {}
-        self._saver: asyncio.Task[None] | None = None
         self.fire_errors_ms: deque[float] = deque(maxlen=10_000)
         """Actual minus due time of the last 10,000 callback fires (for benchmarks)."""
 
@@ -138,13 +134,6 @@ class Coordination:
     def stop(self) -> None:
         """Stop the timer (pending callbacks stay persisted); send the relays still queued."""
         self.flush_relays()
-        if self._saver is not None:
-            self._saver.cancel()
-            self._saver = None
-        for sid, batch in self._unsaved.items():
-            for cb_id, cb in batch.items():
-                self._put(sid, cb_id, cb)
-        self._unsaved.clear()
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
@@ -408,45 +397,9 @@ class Coordination:
         )
 
     def _persist(self, sid: str, cb_id: str, cb: Callback | None) -> None:
-        """Save a pending callback in the store (or, with None, delete it), a batch at a time.
-
-        While the store commits the previous batch, later changes wait here as references to
-        the callbacks (the latest change per callback wins), not as encoded rows in the store's
-        queue: a burst of scheduling then costs a few bytes per callback in flight instead of a
-        few hundred, which the allocator would keep long after the burst.
-        """
-        if self._saver is None and not self._unsaved:
-            self._put(sid, cb_id, cb)
-        else:
-            self._unsaved.setdefault(sid, {})[cb_id] = cb
-        if self._saver is None:
-            self._saver = asyncio.get_running_loop().create_task(self._save())
-
-    def _put(self, sid: str, cb_id: str, cb: Callback | None) -> None:
+        """Queue saving a pending callback (or, with None, deleting it) with the next commit:
+        the message that scheduled it is acknowledged only after that commit."""
         self.router.store.put_callback(sid, cb_id, None if cb is None else msgspec.json.encode(cb))
-
-    async def _save(self) -> None:
-        """Wait for each commit, then hand the store the next batch of waiting changes."""
-        try:
-            while True:
-                await self.router.store.flush()
-                if not self._unsaved:
-                    return
-                n = 0
-                while self._unsaved and n < _SAVE_BATCH:
-                    sid = next(iter(self._unsaved))
-                    batch = self._unsaved[sid]
-                    while batch and n < _SAVE_BATCH:
-                        cb_id, cb = batch.popitem()
-                        self._put(sid, cb_id, cb)
-                        n += 1
-                    if not batch:
-                        del self._unsaved[sid]
-        except Exception:
-            log.exception("saving callbacks failed; the rest are saved with the next change")
-        finally:
-            if self._saver is asyncio.current_task():
-                self._saver = None
 
     def _refuse(self, sender: Sender, message: str) -> None:
         """Tell the sender a callback was not scheduled (the rest of its message goes on).
@@ -493,11 +446,19 @@ class Coordination:
                 ch.set_asleep(s, False)
         buffered = list(entry.buffer)
         wake_env = Envelope(
-            kind="chat", to=[s.id], payload={"text": WAKE, "buffered": len(buffered)}
+            kind="chat",
+            to=[s.id],
+            private=True,
+            payload={"text": WAKE, "buffered": len(buffered)},
         )
         self.server_send(s.space, wake_env)
-        for env in buffered:
-            r.deliver_to(s, env)
+
+        def deliver_buffered() -> None:  # after the wake DM, before anything sent later
+            if s.space.online.get(s.id) is s:
+                for env in buffered:
+                    r.deliver_to(s, env)
+
+        r.store.after_commit(deliver_buffered)
         r._queue_presence(s.space, "update", s.summary())
         r.activity.publish(
             "wake",
@@ -626,7 +587,7 @@ class Coordination:
             return
         payload = {"text": CB_FIRE + cb.payload, "cb_id": cb.id, "cb_origin": cb.origin}
         if cb.channel is None:
-            env = Envelope(kind="chat", to=[cb.origin], payload=payload)
+            env = Envelope(kind="chat", to=[cb.origin], private=True, payload=payload)
         else:
             env = Envelope(kind="chat", channel=cb.channel, payload=payload)
         self.server_send(space, env)

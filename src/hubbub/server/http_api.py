@@ -112,6 +112,15 @@ def add_http_routes(app: web.Application, key: web.AppKey[Router]) -> None:
                     f'{{"kind":"chat","channel":"#general","payload":{{"text":"hi"}}}}: '
                     f"{exc.message}",
                 ) from None
+            idem = request.headers.get("Idempotency-Key")
+            if idem is not None:
+                if env.id and env.id != idem:
+                    raise ProtocolError(
+                        ErrorCode.INVALID_ID,
+                        f"the body's id {env.id!r} differs from the Idempotency-Key header "
+                        f"{idem!r}; send one of them",
+                    )
+                env.id = idem
             caps = router.capability_overrides.get((space.id, ident.id)) or ident.capability_set()
             router.check_rate(space, ident.id)
             space.known.add(ident.id)
@@ -120,6 +129,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Router]) -> None:
         except ProtocolError as exc:
             router.metrics.errors[exc.code.value] += 1
             return _error(exc)
+        await router.durable()  # the 202 promises the message is stored
         router.metrics.messages_in += 1
         answer: dict[str, Any] = {
             "id": sent.id,

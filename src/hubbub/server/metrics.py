@@ -19,6 +19,8 @@ class Metrics:
         self.messages_out = 0
         self.errors: Counter[str] = Counter()
         self.slow_consumer_disconnects = 0
+        self.resends = 0
+        """Messages sent again under an id already stored (answered, not delivered twice)."""
         self.registry = CollectorRegistry(auto_describe=True)
         self.registry.register(_Collector(self))
 
@@ -52,4 +54,9 @@ class _Collector(Collector):
             "hubbub_slow_consumer_disconnects",
             "Connections closed because their send buffer overflowed",
             value=self.m.slow_consumer_disconnects,
+        )
+        yield CounterMetricFamily(
+            "hubbub_resends",
+            "Messages resent under a stored id: answered with the original, not delivered again",
+            value=self.m.resends,
         )

@@ -16,10 +16,18 @@ import msgspec
 from hubbub.protocol.agentchat import AgentchatDialect
 from hubbub.protocol.capabilities import CapabilityError, CapabilitySet, validate_capabilities
 from hubbub.protocol.dialect import Dialect, Reply
-from hubbub.protocol.envelope import CLIENT_KINDS, SERVER_KINDS, Envelope, encode
+from hubbub.protocol.envelope import (
+    CLIENT_KINDS,
+    CONTROL_KINDS,
+    PROTOCOL,
+    SERVER_KINDS,
+    Envelope,
+    encode,
+)
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.hello import Hello
 from hubbub.protocol.ids import Clock, UlidGenerator, is_channel, is_participant_id
+from hubbub.protocol.markers import SleepMarker
 from hubbub.protocol.mew import MewDialect
 from hubbub.server import observe  # dashboard
 from hubbub.server.activity import Activity
@@ -36,7 +44,7 @@ from hubbub.server.connection import (
 from hubbub.server.coordination import Coordination, now_ms
 from hubbub.server.metrics import Metrics
 from hubbub.server.space import Channel, Session, SpaceState, TokenBucket
-from hubbub.store.base import DM_STREAM, Store
+from hubbub.store.base import DM_STREAM, MessageRef, Store
 
 log = logging.getLogger("hubbub.router")
 
@@ -45,6 +53,10 @@ DIALECTS: dict[str, Dialect] = {"mew": MewDialect(), "agentchat": AgentchatDiale
 HISTORY_CACHE = 512
 MAX_SEQ = 2**62
 """Sequence numbers sent by clients are clamped to [0, MAX_SEQ] (SQLite integers are 64-bit)."""
+MAX_ID_LEN = 128
+"""Longest client-chosen message id (MEW ids are UUIDs or ULIDs; 128 leaves room)."""
+_DELIVERED_KINDS = CLIENT_KINDS - CONTROL_KINDS - {"system/heartbeat"}
+"""Kinds that are stored and delivered, and so have an id that a resend can name."""
 
 
 def _clamp_seq(value: int) -> int:
@@ -92,7 +104,7 @@ class Router:
         engine_clock: Callable[[], float] | None = None,
     ) -> None:
         configs = {c.space: c for c in spaces}
-        self.spaces = {sid: SpaceState(cfg) for sid, cfg in configs.items()}
+        self.spaces = {sid: SpaceState(cfg, limits.idempotency_ids) for sid, cfg in configs.items()}
         self.auth = Authenticator(configs)
         self.store = store
         self.limits = limits
@@ -101,6 +113,8 @@ class Router:
         self.ids = UlidGenerator()
         self.clock = Clock()
         self.capability_overrides: dict[tuple[str, str], CapabilitySet] = {}
+        self.epoch = ""
+        """The store's history identity, sent in every welcome (see docs/reliability.md)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self.shutting_down = False
         self._http_rates: dict[tuple[str, str], TokenBucket] = {}
@@ -116,8 +130,10 @@ class Router:
     async def start(self) -> None:
         """Open the store and continue each channel's numbering where it stopped."""
         await self.store.open()
+        self.epoch = await self.store.epoch()
         for space in self.spaces.values():
             await self.bans.load(space.id)
+            await self._load_message_ids(space)
             seqs = await self.store.last_seqs(space.id)
             names = list(space.config.channels)
             for extra in await self.store.channels(space.id):
@@ -128,7 +144,7 @@ class Router:
                 space.channels[name] = ch
                 if ch.seq:
                     await self._recall_ids(space.id, ch)
-            space.dm_seq = seqs.get(DM_STREAM, 0)
+            space.dm_seq = space.dm_assigned = seqs.get(DM_STREAM, 0)
             await self._load_dm_marks(space)
         await self.coordination.start()
 
@@ -142,6 +158,14 @@ class Router:
             if pid not in space.dm_marks:
                 space.dm_marks[pid] = space.dm_seq
                 self.store.put_dm_mark(space.id, pid, space.dm_seq)
+
+    async def _load_message_ids(self, space: SpaceState) -> None:
+        """Read back the ids of the last day's messages, so a resend after a restart is still
+        recognised (and ids older than the window are pruned from the store)."""
+        horizon = self.clock.now_ms() - space.ids.window_ms
+        self.store.forget_refs(space.id, horizon)
+        for ref in await self.store.message_refs(space.id, horizon, space.ids.cap):
+            space.ids.add(ref)
 
     async def _recall_ids(self, sid: str, ch: Channel) -> None:
         """Refill a channel's recent message ids from the store, so claims on messages sent
@@ -174,6 +198,17 @@ class Router:
         for t in list(self._tasks):
             t.cancel()
         await self.store.close()
+
+    async def durable(self) -> None:
+        """Wait until everything routed so far is stored and delivered (an HTTP ``202``)."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def settle() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        self.store.after_commit(settle)
+        await done
 
     def _spawn(self, coro: Any, answer: Session | None = None) -> None:
         """Run ``coro`` in the background; its failure is answered to ``answer``, never lost."""
@@ -231,31 +266,61 @@ class Router:
         space.known.add(s.id)
         self.coordination.connected(s)
         self.metrics.connections[conn.dialect.name] += 1
+        # DMs up to here come from the store, later ones arrive live: none twice, none lost
+        replay_upto = space.dm_seq
         try:
             self._send_env(s, self._welcome(s))
+            reset = hello.epoch is not None and hello.epoch != self.epoch
             wanted = hello.channels if hello.channels is not None else ["#general"]
             for name in wanted:
                 try:
                     self._check_join(s, name)
-                    await self._join(s, name, hello.resume.get(name), announce=False)
+                    after = None if reset else hello.resume.get(name)
+                    await self._join(
+                        s, name, after, announce=False, reset="epoch" if reset else None
+                    )
                 except ProtocolError as exc:
                     self.error(s, exc)
             self._queue_presence(space, "join", s.summary() | {"channels": sorted(s.channels)})
-            mark = space.dm_marks.pop(s.id, None)
-            if mark is not None:
-                self.store.put_dm_mark(space.id, s.id, None)  # online: DMs arrive live
-            if DM_STREAM in hello.resume:  # the client says where it stopped
+            mark = space.dm_marks.get(s.id)
+            if DM_STREAM in hello.resume and not reset:  # the client says where it stopped
                 mark = _clamp_seq(hello.resume[DM_STREAM])
-            if mark is not None and mark < space.dm_seq:
-                rows = await self.store.dm_history(
-                    space.id, s.id, after_seq=mark, limit=self.limits.resume_max
-                )
-                for row in rows:
-                    self._send_env(s, msgspec.json.decode(row.data, type=Envelope))
+            if mark is None:
+                self._dm_mark(s, replay_upto)  # new here: DMs from now on
+            elif mark < replay_upto:
+                await self._replay_dms(s, mark, replay_upto)
         except BaseException:
             self.detach(s)  # never leave a half-attached session "online"
             raise
         return s
+
+    async def _replay_dms(self, s: Session, mark: int, upto: int) -> None:
+        """Send ``s`` the DMs it has not seen, ``mark < seq <= upto``, from the store."""
+        space = s.space
+        while mark < upto:
+            rows = await self.store.dm_history(
+                space.id, s.id, after_seq=mark, limit=self.limits.history_page_max
+            )
+            if space.online.get(s.id) is not s:
+                return
+            rows = [r for r in rows if r.seq <= upto]
+            if not rows:
+                break
+            for row in rows:
+                env = msgspec.json.decode(row.data, type=Envelope)
+                if s.wake_at is not None:
+                    self.coordination.to_sleeper(s, env)
+                else:
+                    self._send_env(s, env)
+            mark = rows[-1].seq
+        self._dm_mark(s, upto)
+
+    def _dm_mark(self, s: Session, seq: int) -> None:
+        """Note that ``s`` has been written every DM of its own up to ``seq``."""
+        space = s.space
+        if space.dm_marks.get(s.id, -1) < seq:
+            space.dm_marks[s.id] = seq
+            self.store.put_dm_mark(space.id, s.id, seq)
 
     def detach(self, s: Session) -> None:
         """Forget a session: leave its channels, announce it offline."""
@@ -263,8 +328,6 @@ class Router:
         if space.online.get(s.id) is not s:
             return
         del space.online[s.id]
-        space.dm_marks[s.id] = space.dm_seq  # DMs from here on wait for its return
-        self.store.put_dm_mark(space.id, s.id, space.dm_seq)
         self.metrics.connections[s.conn.dialect.name] -= 1
         channels = sorted(s.channels)
         for name in channels:
@@ -299,6 +362,7 @@ class Router:
                 "space": space.id,
                 "server": self.server_name,
                 "dm_seq": space.dm_seq,
+                "epoch": self.epoch,
             },
             to=[s.id],
         )
@@ -397,11 +461,24 @@ class Router:
                 "chat payload needs 'text' (a string)",
                 correlation_id=client_id,
             )
-        if kind == "mcp/withdraw":  # checked before the id is replaced, so errors quote it
+        if client_id is not None and (len(client_id) > MAX_ID_LEN or not client_id.isprintable()):
+            raise ProtocolError(
+                ErrorCode.INVALID_ID,
+                f"message id must be 1-{MAX_ID_LEN} printable characters (a ULID or UUID); "
+                "leave it out and the gateway assigns one",
+            )
+        if isinstance(env.correlation_id, str):
+            env.correlation_id = [env.correlation_id]
+        if kind == "mcp/withdraw":
             sender.space.proposals.check(env, sender.id)
+        if client_id is not None and kind in _DELIVERED_KINDS:
+            ref = sender.space.ids.get(client_id)
+            if ref is not None:
+                return self._resent(sender, env, ref)
         now = self.clock.now_ms()
+        env.protocol = PROTOCOL
         env.from_ = sender.id
-        env.id = self.ids.new(now)
+        env.id = client_id or self.ids.new(now)
         env.ts = self.clock.iso(now)
         env.seq = None
         sleep = None
@@ -412,8 +489,9 @@ class Router:
             ):
                 relay, sleep = self.coordination.before_send(sender, env)
                 if not relay:
-                    if sleep is not None and isinstance(sender, Session):
-                        self.coordination.sleep(sender, sleep.seconds, sleep.mode)
+                    after = self._after_delivery(sender, env, sleep, watched=False)
+                    if after is not None:  # in order with what arrived before it
+                        self.store.after_commit(after)
                     return env
             handler = _CONTROL.get(kind)
             if handler is not None:
@@ -429,24 +507,79 @@ class Router:
             extra: list[str] = []
             if kind.startswith("mcp/"):
                 extra = sender.space.proposals.observe(env)
-            if env.to is not None and env.channel is None:
-                self._deliver_dm(sender, env, extra)
+            after = self._after_delivery(sender, env, sleep)
+            if env.private:
+                self._deliver_dm(sender, env, now, extra, after)
             else:
                 if env.channel is None:
                     env.channel = "#general"
-                self._deliver_channel(sender, env, extra)
+                self._deliver_channel(sender, env, now, extra, after)
                 if kind == "chat":
                     self.coordination.spoke(sender, env)
-            if self.activity.watched or kind.startswith("mcp/"):  # dashboard feed: observe.py
-                observe.routed(self, sender.space, env)
-            if sleep is not None and isinstance(sender, Session):
-                self.coordination.sleep(sender, sleep.seconds, sleep.mode)
         except ProtocolError as exc:
             # docs/protocol.md: an error quotes the offending frame's id when it had one
             if exc.correlation_id is None:
                 exc.correlation_id = client_id
             raise
         return env
+
+    def _after_delivery(
+        self, sender: Sender, env: Envelope, sleep: SleepMarker | None, watched: bool = True
+    ) -> Callable[[], None] | None:
+        """What follows a message's delivery: the dashboard feed, the sender's sleep."""
+        watched = watched and (self.activity.watched or env.kind.startswith("mcp/"))
+        if not watched and sleep is None:
+            return None
+        space = sender.space
+
+        def after() -> None:
+            if watched:  # dashboard feed: observe.py
+                observe.routed(self, space, env)
+            if (
+                sleep is not None
+                and isinstance(sender, Session)
+                and space.online.get(sender.id) is sender
+            ):
+                self.coordination.sleep(sender, sleep.seconds, sleep.mode)
+
+        return after
+
+    def _resent(self, sender: Sender, env: Envelope, ref: MessageRef) -> Envelope:
+        """A message id seen before: the same sender's resend is answered with the original
+        (nothing is delivered twice); another sender's reuse of the id is refused."""
+        if ref.sender != sender.id:
+            raise ProtocolError(
+                ErrorCode.DUPLICATE_ID,
+                f"message id {ref.id!r} is already taken by another participant's message; "
+                "give each message a new unique id (a ULID or UUID) or leave it out",
+                correlation_id=ref.id,
+            )
+        self.metrics.resends += 1
+        space = sender.space
+        dm = ref.place == DM_STREAM
+        delivered = ref.seq <= (space.dm_seq if dm else space.channels[ref.place].seq)
+        if delivered and isinstance(sender, Session):
+            self._spawn(self._echo_original(sender, ref), answer=sender)
+        return Envelope(
+            kind=env.kind,
+            protocol=PROTOCOL,
+            id=ref.id,
+            ts=self.clock.iso(ref.ts_ms),
+            from_=sender.id,
+            channel=None if dm else ref.place,
+            seq=ref.seq,
+            payload=env.payload,
+        )
+
+    async def _echo_original(self, s: Session, ref: MessageRef) -> None:
+        """Send a resending participant its original message again (its lost echo)."""
+        space = s.space
+        if ref.place == DM_STREAM:
+            rows = await self.store.dm_history(space.id, s.id, after_seq=ref.seq - 1, limit=1)
+        else:
+            rows = await self.store.history(space.id, ref.place, after_seq=ref.seq - 1, limit=1)
+        if rows and rows[0].seq == ref.seq and space.online.get(s.id) is s:
+            self._send_env(s, msgspec.json.decode(rows[0].data, type=Envelope))
 
     # ------------------------------------------------------------------ delivery
 
@@ -456,7 +589,7 @@ class Router:
         Checked before a message's markers are acted on, so a message refused as a whole
         schedules nothing (and a marker-only message, which is not delivered, is refused too).
         """
-        if env.to is not None and env.channel is None:
+        if env.private:
             self._dm_recipients(sender, env)
         else:
             self._destination_channel(sender, env)
@@ -465,6 +598,11 @@ class Router:
         """The channel ``env`` goes to (``#general`` by default), with its ``to`` checked."""
         ch = self._channel_for(sender, env.channel or "#general")
         if env.to is not None:
+            if not env.to:
+                raise ProtocolError(
+                    ErrorCode.INVALID_ENVELOPE,
+                    "'to' must name at least one recipient, or be left out",
+                )
             self._check_recipients(sender.space, env.to)
         return ch
 
@@ -496,23 +634,50 @@ class Router:
             )
         return ch
 
-    def _deliver_channel(self, sender: Sender, env: Envelope, extra: Sequence[str] = ()) -> None:
+    def _deliver_channel(
+        self,
+        sender: Sender,
+        env: Envelope,
+        now: int,
+        extra: Sequence[str] = (),
+        after: Callable[[], None] | None = None,
+    ) -> None:
+        """Number a channel message and queue it for storage; it is fanned out once the
+        commit holding it is done (acknowledged means durable)."""
         ch = self._destination_channel(sender, env)
         if self.coordination.relays_pending:
             self.coordination.flush_relays()  # claims handled earlier go out first
-        ch.seq += 1
-        env.seq = ch.seq
+        space = sender.space
+        ch.assigned += 1
+        env.seq = ch.assigned
         data = encode(env)
+        ref = MessageRef(env.id, sender.id, ch.name, env.seq, now)
+        space.ids.add(ref)
+        self.store.append(space.id, ch.name, env.seq, data, ref)
+        self.store.after_commit(lambda: self._delivered_channel(space, ch, env, data, extra, after))
+
+    def _delivered_channel(
+        self,
+        space: SpaceState,
+        ch: Channel,
+        env: Envelope,
+        data: bytes,
+        extra: Sequence[str],
+        after: Callable[[], None] | None,
+    ) -> None:
+        """A channel message is durable: show it to every member, in ``seq`` order."""
+        ch.seq = env.seq or ch.seq
         ch.recent.append((ch.seq, data))
         ch.remember(env.id)
-        self.store.append(sender.space.id, ch.name, ch.seq, data)
         self._fanout(ch, env, data)
         if ch.sleepers:
-            self.coordination.to_sleepers(sender.space, ch, env)
+            self.coordination.to_sleepers(space, ch, env)
         for pid in extra:
-            other = sender.space.online.get(pid)
+            other = space.online.get(pid)
             if other is not None and pid not in ch.members:
                 self._send_env(other, env)
+        if after is not None:
+            after()
 
     def _fanout(self, ch: Channel, env: Envelope, data: bytes | None = None) -> None:
         """Write one envelope to every member: encoded once per dialect, same bytes to all."""
@@ -545,17 +710,49 @@ class Router:
                     "check the id (GET /participants lists them)",
                 )
 
-    def _deliver_dm(self, sender: Sender, env: Envelope, extra: Sequence[str] = ()) -> None:
+    def _deliver_dm(
+        self,
+        sender: Sender,
+        env: Envelope,
+        now: int,
+        extra: Sequence[str] = (),
+        after: Callable[[], None] | None = None,
+    ) -> None:
+        """Number a direct message and queue it for storage; it reaches its parties once
+        the commit holding it is done."""
         space = sender.space
         to = self._dm_recipients(sender, env)
         env.to = to
-        space.dm_seq += 1
-        env.seq = space.dm_seq
+        env.channel = None
+        space.dm_assigned += 1
+        env.seq = space.dm_assigned
         data = encode(env)
-        self.store.append_dm(space.id, env.seq, [sender.id, *to], data)
+        ref = MessageRef(env.id, sender.id, DM_STREAM, env.seq, now)
+        space.ids.add(ref)
+        self.store.append_dm(space.id, env.seq, [sender.id, *to], data, ref)
+        self.store.after_commit(lambda: self._delivered_dm(sender, env, data, extra, after))
+
+    def _delivered_dm(
+        self,
+        sender: Sender,
+        env: Envelope,
+        data: bytes,
+        extra: Sequence[str],
+        after: Callable[[], None] | None,
+    ) -> None:
+        """A direct message is durable: write it to its online parties (sleepers buffer it;
+        the offline get it from the store when they come back)."""
+        space = sender.space
+        seq = env.seq or 0
+        space.dm_seq = seq
+        to = env.to or []
         frames: dict[str, bytes] = {"mew": ws_text_frame(data)}
         targets = [space.online[p] for p in to if p in space.online]
-        if isinstance(sender, Session) and sender.id not in to:
+        if (
+            isinstance(sender, Session)
+            and sender.id not in to
+            and space.online.get(sender.id) is sender
+        ):
             targets.append(sender)
         targets.extend(
             space.online[p] for p in extra if p in space.online and p not in to and p != sender.id
@@ -570,10 +767,16 @@ class Router:
             if frames[dname]:
                 s.conn.send(frames[dname])
                 self.metrics.messages_out += 1
+            if s.id in to or s is sender:
+                self._dm_mark(s, seq)
+        if after is not None:
+            after()
 
     def deliver_to(self, s: Session, env: Envelope) -> None:
-        """Send a server-made envelope to one session in its dialect."""
+        """Send a stored or server-made envelope to one session in its dialect."""
         self._send_env(s, env)
+        if env.channel is None and env.seq is not None:
+            self._dm_mark(s, env.seq)  # a DM held for a sleeper, delivered at its wake
 
     def _send_env(self, s: Session, env: Envelope) -> None:
         if env.kind == "system/welcome":
@@ -595,6 +798,7 @@ class Router:
         now = self.clock.now_ms()
         return Envelope(
             kind=kind,
+            protocol=PROTOCOL,
             id=self.ids.new(now),
             ts=self.clock.iso(now),
             from_=SERVER_ID,
@@ -616,11 +820,11 @@ class Router:
         self._send_env(s, self._server_env("system/error", payload, to=[s.id], correlation_id=cid))
 
     def _reply(self, sender: Sender, req: Envelope, kind: str, payload: dict[str, Any]) -> None:
+        """Answer a control frame after what the sender sent before it is delivered, so a
+        connection's answers come in the order of its frames."""
         if isinstance(sender, Session):
-            self._send_env(
-                sender,
-                self._server_env(kind, payload, to=[sender.id], correlation_id=[req.id]),
-            )
+            answer = self._server_env(kind, payload, to=[sender.id], correlation_id=[req.id])
+            self.store.after_commit(lambda: self._send_env(sender, answer))
 
     # ------------------------------------------------------------------ presence
 
@@ -694,13 +898,27 @@ class Router:
         self._channel_for(s, name, member=False)
 
     async def _join(
-        self, s: Session, name: str, after_seq: int | None, *, announce: bool = True
+        self,
+        s: Session,
+        name: str,
+        after_seq: int | None,
+        *,
+        announce: bool = True,
+        reset: str | None = None,
     ) -> None:
         """Add ``s`` to a channel and send ``channel/joined`` with history; no message is lost
-        between the history and the live stream (the last step runs without awaiting)."""
+        between the history and the live stream (the last step runs without awaiting).
+
+        ``s`` is a member from the first moment (a message it sends right after its join is
+        accepted) but receives live messages only from the ``channel/joined`` on. A resume
+        point past the channel's end, or ``reset`` (another history epoch), makes this a
+        fresh join that says ``history_reset``."""
         ch = self._channel_for(s, name, member=False)
+        ch.add_joining(s)
         if after_seq is not None:
             after_seq = _clamp_seq(after_seq)
+            if after_seq > ch.seq:
+                reset, after_seq = "past_end", None
         collected: list[tuple[int, bytes]] = []
         has_more = False
         cap = self.limits.resume_max
@@ -731,10 +949,12 @@ class Router:
                 break
         if len(collected) > cap:
             collected, has_more = collected[:cap], True
-        if s.space.online.get(s.id) is not s:
-            return
+        if s.space.online.get(s.id) is not s or ch.members.get(s.id) is not s:
+            return  # disconnected, or left the channel, while the history was read
+        # rows committed but not yet fanned out reach the new member live
+        collected = [row for row in collected if row[0] <= ch.seq]
         ch.add(s)
-        payload = {
+        payload: dict[str, Any] = {
             "channel": name,
             "members": list(ch.members),
             "history": [msgspec.Raw(d) for _, d in collected],
@@ -742,6 +962,8 @@ class Router:
         }
         if has_more:
             payload["has_more"] = True
+        if reset is not None:
+            payload["history_reset"] = {"reason": reset, "epoch": self.epoch}
         self._send_env(s, self._server_env("channel/joined", payload, to=[s.id], channel=name))
         if announce:
             self._queue_presence(s.space, "join", s.summary(), channel=name)
@@ -755,7 +977,7 @@ def _on_join(r: Router, sender: Sender, env: Envelope) -> None:
     if after is not None and (not isinstance(after, int) or isinstance(after, bool) or after < 0):
         raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "after_seq must be a non-negative integer")
     ch = r._channel_for(sender, name, member=False)
-
+    ch.add_joining(sender)  # a message sent right after the join frame is accepted
     r._spawn(r._join(sender, ch.name, after), answer=sender)
 
 
@@ -781,10 +1003,16 @@ def _on_create(r: Router, sender: Sender, env: Envelope) -> None:
     space = sender.space
     if name in space.channels:
         raise ProtocolError(ErrorCode.CHANNEL_EXISTS, f"channel {name} already exists; join it")
-    space.channels[name] = Channel(name, 0, HISTORY_CACHE)
-    r._spawn(r.store.save_channel(space.id, name))
+    ch = space.channels[name] = Channel(name, 0, HISTORY_CACHE)
+    r.store.put_channel(space.id, name)
     if isinstance(sender, Session):
-        r._spawn(r._join(sender, name, None), answer=sender)
+        ch.add_joining(sender)  # a message sent right after the create frame is accepted
+
+        async def join_when_stored() -> None:
+            await r.store.flush()  # the creator hears of the channel once it is durable
+            await r._join(sender, name, None)
+
+        r._spawn(join_when_stored(), answer=sender)
 
 
 def _on_list(r: Router, sender: Sender, env: Envelope) -> None:
@@ -862,7 +1090,7 @@ def _on_capability(r: Router, sender: Sender, env: Envelope) -> None:
     if target is not None:
         target.caps = new
     env.to = [recipient]
-    r._deliver_dm(sender, env)
+    r._deliver_dm(sender, env, r.clock.now_ms())
 
 
 def _on_claim(r: Router, sender: Sender, env: Envelope) -> None:

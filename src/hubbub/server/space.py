@@ -10,6 +10,7 @@ from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.ids import Clock
 from hubbub.server.config import SpaceConfig
 from hubbub.server.connection import Connection
+from hubbub.server.message_ids import MessageIds
 from hubbub.server.proposals import ProposalLedger
 
 _ISO = Clock()
@@ -113,14 +114,20 @@ class Session:
 
 
 class Channel:
-    """A channel: members split by dialect for fan-out, ``seq`` counter, recent history.
+    """A channel: members split by dialect for fan-out, ``seq`` counters, recent history.
 
-    A sleeping member stays in ``members`` but moves from ``by_dialect`` (the fan-out lists)
-    to ``sleepers``, so the fan-out skips it at no cost and the sleep engine decides.
+    ``assigned`` is the last ``seq`` given to a message; ``seq`` the last one delivered,
+    i.e. committed to the store and fanned out (everything a client can see). A sleeping
+    member stays in ``members`` but moves from ``by_dialect`` (the fan-out lists) to
+    ``sleepers``, so the fan-out skips it at no cost and the sleep engine decides. A member
+    whose join is still reading history is in ``members`` (it may send at once) and in
+    ``joining``, and enters the fan-out lists when its ``channel/joined`` goes out.
     """
 
     __slots__ = (
+        "assigned",
         "by_dialect",
+        "joining",
         "members",
         "name",
         "recent",
@@ -133,6 +140,8 @@ class Channel:
     def __init__(self, name: str, seq: int, cache_size: int, ids_kept: int = 4096) -> None:
         self.name = name
         self.seq = seq
+        self.assigned = seq
+        self.joining: set[str] = set()
         self.members: dict[str, Session] = {}
         self.by_dialect: dict[str, dict[str, Connection]] = {"mew": {}, "agentchat": {}}
         self.sleepers: dict[str, Session] = {}
@@ -140,9 +149,18 @@ class Channel:
         self.recent_ids: deque[str] = deque(maxlen=ids_kept)
         self.recent_id_set: set[str] = set()
 
-    def add(self, s: Session) -> None:
-        """Make ``s`` a member."""
+    def add_joining(self, s: Session) -> None:
+        """Make ``s`` a member that may send but receives nothing until :meth:`add`."""
+        if self.members.get(s.id) is s:
+            return
         self.members[s.id] = s
+        self.joining.add(s.id)
+        s.channels.add(self.name)
+
+    def add(self, s: Session) -> None:
+        """Make ``s`` a member that receives the channel's messages."""
+        self.members[s.id] = s
+        self.joining.discard(s.id)
         if s.wake_at is None:
             self.by_dialect[s.conn.dialect.name][s.id] = s.conn
         else:
@@ -154,6 +172,7 @@ class Channel:
         if self.members.get(s.id) is not s:
             return False
         del self.members[s.id]
+        self.joining.discard(s.id)
         self.by_dialect[s.conn.dialect.name].pop(s.id, None)
         self.sleepers.pop(s.id, None)
         s.channels.discard(self.name)
@@ -161,7 +180,7 @@ class Channel:
 
     def set_asleep(self, s: Session, asleep: bool) -> None:
         """Move a member out of (or back into) the fan-out lists."""
-        if self.members.get(s.id) is not s:
+        if self.members.get(s.id) is not s or s.id in self.joining:
             return
         if asleep:
             self.by_dialect[s.conn.dialect.name].pop(s.id, None)
@@ -190,16 +209,20 @@ class Channel:
 class SpaceState:
     """One space: configuration, channels, connected sessions, DM numbering."""
 
-    def __init__(self, config: SpaceConfig) -> None:
+    def __init__(self, config: SpaceConfig, ids_cap: int = 200_000) -> None:
         self.config = config
         self.id = config.space
         self.channels: dict[str, Channel] = {}
         self.online: dict[str, Session] = {}
         self.known: set[str] = set(config.participants)
         self.dm_seq = 0
+        """The last DM ``seq`` delivered (``dm_assigned``: the last one handed out)."""
+        self.dm_assigned = 0
         self.dm_marks: dict[str, int] = {}
-        """Participant id → the DM ``seq`` when it went offline: DMs after it are replayed
-        when it comes back without a ``resume`` (a new process), so none is lost."""
+        """Participant id → the last DM ``seq`` written to its connection (saved in the
+        store): DMs after it are replayed when it comes back without a ``resume`` (a new
+        process, a gateway restart), so none is lost — a sleeper's buffered DMs included."""
+        self.ids = MessageIds(cap=ids_cap)
         self.pending_presence: list[tuple[str, dict[str, Any], str | None]] = []
         self.presence_scheduled = False
         self.proposals = ProposalLedger()

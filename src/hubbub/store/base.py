@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Literal, NamedTuple
 
 from hubbub.protocol.ids import DM_STREAM
 
-__all__ = ["DM_STREAM", "Store", "StoredMessage"]
+__all__ = ["DM_STREAM", "Durability", "MessageRef", "Store", "StoredMessage"]
+
+Durability = Literal["process", "power"]
+"""``process``: a commit survives ``kill -9`` of the gateway (SQLite WAL, synchronous=NORMAL);
+``power``: it also survives a power loss (synchronous=FULL, an fsync per commit)."""
 
 
 class StoredMessage(NamedTuple):
@@ -15,6 +20,17 @@ class StoredMessage(NamedTuple):
 
     seq: int
     data: bytes
+
+
+class MessageRef(NamedTuple):
+    """Who sent a stored message under which id, where it went and when: the record behind
+    idempotent resends and ``duplicate_id`` refusals. ``place`` is a channel or DM_STREAM."""
+
+    id: str
+    sender: str
+    place: str
+    seq: int
+    ts_ms: int
 
 
 class Store(ABC):
@@ -29,16 +45,41 @@ class Store(ABC):
         """Flush pending writes and release the storage."""
 
     @abstractmethod
-    def append(self, space: str, channel: str, seq: int, data: bytes) -> None:
-        """Queue a channel message for the next group commit."""
+    def append(
+        self, space: str, channel: str, seq: int, data: bytes, ref: MessageRef | None = None
+    ) -> None:
+        """Queue a channel message (and the record of its id) for the next group commit."""
 
     @abstractmethod
-    def append_dm(self, space: str, seq: int, parties: list[str], data: bytes) -> None:
+    def append_dm(
+        self, space: str, seq: int, parties: list[str], data: bytes, ref: MessageRef | None = None
+    ) -> None:
         """Queue a direct message, visible later only to ``parties``."""
+
+    @abstractmethod
+    def after_commit(self, fn: Callable[[], None]) -> None:
+        """Call ``fn`` on the event loop once everything queued before it is durable.
+
+        Callbacks run in the order they were registered: the gateway delivers and
+        acknowledges through this, so nothing is shown before it is stored."""
 
     @abstractmethod
     async def flush(self) -> None:
         """Wait until everything appended so far is durable."""
+
+    @abstractmethod
+    async def epoch(self) -> str:
+        """The history's identity: new whenever the history is created afresh (a new file,
+        a wiped store), so a client can tell that its resume points mean nothing here."""
+
+    @abstractmethod
+    async def message_refs(self, space: str, since_ms: int, limit: int) -> list[MessageRef]:
+        """The records of messages stored since ``since_ms``, oldest first, at most the
+        newest ``limit``."""
+
+    @abstractmethod
+    def forget_refs(self, space: str, before_ms: int) -> None:
+        """Queue dropping the id records older than ``before_ms``."""
 
     @abstractmethod
     async def history(
@@ -68,8 +109,8 @@ class Store(ABC):
         """Channels created at run time in a space, in creation order."""
 
     @abstractmethod
-    async def save_channel(self, space: str, channel: str) -> None:
-        """Remember a channel created at run time."""
+    def put_channel(self, space: str, channel: str) -> None:
+        """Queue remembering a channel created at run time."""
 
     @abstractmethod
     def put_callback(self, space: str, cb_id: str, data: bytes | None) -> None:

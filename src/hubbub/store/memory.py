@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import bisect
+import uuid
 from collections import defaultdict
+from collections.abc import Callable
 
-from hubbub.store.base import DM_STREAM, Store, StoredMessage
+from hubbub.store.base import DM_STREAM, MessageRef, Store, StoredMessage
 
 
 class MemoryStore(Store):
@@ -18,6 +21,8 @@ class MemoryStore(Store):
         self._callbacks: dict[str, dict[str, bytes]] = defaultdict(dict)
         self._bans: dict[str, set[str]] = defaultdict(set)
         self._marks: dict[str, dict[str, int]] = defaultdict(dict)
+        self._refs: dict[str, dict[str, MessageRef]] = defaultdict(dict)
+        self._epoch = uuid.uuid4().hex
 
     async def open(self) -> None:
         """Nothing to open."""
@@ -25,13 +30,42 @@ class MemoryStore(Store):
     async def close(self) -> None:
         """Nothing to release."""
 
-    def append(self, space: str, channel: str, seq: int, data: bytes) -> None:
+    def append(
+        self, space: str, channel: str, seq: int, data: bytes, ref: MessageRef | None = None
+    ) -> None:
         """Store a channel message at once."""
         self._msgs[(space, channel)].append(StoredMessage(seq, data))
+        if ref is not None:
+            self._refs[space].setdefault(ref.id, ref)
 
-    def append_dm(self, space: str, seq: int, parties: list[str], data: bytes) -> None:
+    def append_dm(
+        self, space: str, seq: int, parties: list[str], data: bytes, ref: MessageRef | None = None
+    ) -> None:
         """Store a direct message at once."""
         self._dms[space].append((StoredMessage(seq, data), frozenset(parties)))
+        if ref is not None:
+            self._refs[space].setdefault(ref.id, ref)
+
+    def after_commit(self, fn: Callable[[], None]) -> None:
+        """Writes are immediate: run ``fn`` soon, in order with the other callbacks."""
+        asyncio.get_running_loop().call_soon(fn)
+
+    async def epoch(self) -> str:
+        """A new identity per process: nothing survives it."""
+        return self._epoch
+
+    async def message_refs(self, space: str, since_ms: int, limit: int) -> list[MessageRef]:
+        """Id records since ``since_ms``, oldest first."""
+        refs = sorted(
+            (r for r in self._refs[space].values() if r.ts_ms >= since_ms), key=lambda r: r.ts_ms
+        )
+        return refs[-limit:] if limit else []
+
+    def forget_refs(self, space: str, before_ms: int) -> None:
+        """Drop id records older than ``before_ms``."""
+        refs = self._refs[space]
+        for key in [k for k, r in refs.items() if r.ts_ms < before_ms]:
+            del refs[key]
 
     async def flush(self) -> None:
         """Writes are immediate."""
@@ -77,7 +111,7 @@ class MemoryStore(Store):
         """Channels created at run time."""
         return list(self._channels.get(space, []))
 
-    async def save_channel(self, space: str, channel: str) -> None:
+    def put_channel(self, space: str, channel: str) -> None:
         """Remember a created channel."""
         if channel not in self._channels[space]:
             self._channels[space].append(channel)

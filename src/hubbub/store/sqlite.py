@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sqlite3
+import time
+import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from hubbub.store.base import DM_STREAM, Store, StoredMessage
+from hubbub.store.base import DM_STREAM, Durability, MessageRef, Store, StoredMessage
+
+log = logging.getLogger("hubbub.store")
+
+_RETRY_MAX_S = 5.0
+"""Longest wait between two tries of a failed commit (nothing is acknowledged meanwhile)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -40,7 +49,17 @@ CREATE TABLE IF NOT EXISTS channels (
     space TEXT NOT NULL, channel TEXT NOT NULL, created INTEGER NOT NULL,
     PRIMARY KEY (space, channel)
 );
+CREATE TABLE IF NOT EXISTS msg_ids (
+    space TEXT NOT NULL, id TEXT NOT NULL, sender TEXT NOT NULL, place TEXT NOT NULL,
+    seq INTEGER NOT NULL, ts INTEGER NOT NULL,
+    PRIMARY KEY (space, id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY, value TEXT NOT NULL
+);
 """
+
+_SYNCHRONOUS: dict[str, str] = {"process": "NORMAL", "power": "FULL"}
 
 
 class SqliteStore(Store):
@@ -48,30 +67,53 @@ class SqliteStore(Store):
 
     ``append`` only queues; the queue is committed as one transaction whenever the previous
     commit has finished (group commit), so throughput does not depend on fsync latency.
+    Callbacks given to :meth:`after_commit` run once the commit holding everything queued
+    before them has succeeded; a failed commit is retried (with a growing pause) and nothing
+    behind it is acknowledged meanwhile.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, durability: Durability = "process") -> None:
+        if durability not in _SYNCHRONOUS:
+            raise ValueError(f"durability {durability!r} is not one of {', '.join(_SYNCHRONOUS)}")
         self.path = Path(path)
+        self.durability = durability
         self._db: sqlite3.Connection | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hubbub-sqlite")
         self._pending_msgs: list[tuple[str, str, int, bytes]] = []
         self._pending_dms: list[tuple[str, int, list[str], bytes]] = []
+        self._pending_refs: list[tuple[str, str, str, str, int, int]] = []
+        self._pending_marks: dict[tuple[str, str], int | None] = {}
+        """DM marks by (space, participant): the latest value of a batch wins."""
         self._pending_rows: list[tuple[str, tuple[Any, ...]]] = []
-        """Single-row saves and deletions (callbacks, DM marks, bans), in order."""
+        """Single-row saves and deletions (callbacks, bans, channels), in order."""
+        self._waiters: list[Callable[[], None]] = []
         self._commit_task: asyncio.Task[None] | None = None
+        self._epoch = ""
         self.commits = 0
+        self.failed_commits = 0
 
     async def open(self) -> None:
-        """Create the file and tables; WAL mode, synchronous=NORMAL."""
+        """Create the file and tables; WAL mode, synchronous per the durability setting."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         await self._run(self._open_sync)
 
     def _open_sync(self) -> None:
         db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute(f"PRAGMA synchronous={_SYNCHRONOUS[self.durability]}")
         db.executescript(_SCHEMA)
+        row = db.execute("SELECT value FROM meta WHERE key='epoch'").fetchone()
+        if row is None:
+            epoch = uuid.uuid4().hex
+            db.execute("INSERT INTO meta (key, value) VALUES ('epoch', ?)", (epoch,))
+        else:
+            epoch = str(row[0])
+        self._epoch = epoch
         self._db = db
+
+    async def epoch(self) -> str:
+        """The history's identity, made when the file was created."""
+        return self._epoch
 
     async def close(self) -> None:
         """Commit what is queued, close the file and stop the worker thread."""
@@ -84,15 +126,45 @@ class SqliteStore(Store):
     async def _run(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
 
-    def append(self, space: str, channel: str, seq: int, data: bytes) -> None:
+    def append(
+        self, space: str, channel: str, seq: int, data: bytes, ref: MessageRef | None = None
+    ) -> None:
         """Queue a channel message for the next group commit."""
         self._pending_msgs.append((space, channel, seq, data))
+        if ref is not None:
+            self._pending_refs.append((space, *ref))
         self._kick()
 
-    def append_dm(self, space: str, seq: int, parties: list[str], data: bytes) -> None:
+    def append_dm(
+        self, space: str, seq: int, parties: list[str], data: bytes, ref: MessageRef | None = None
+    ) -> None:
         """Queue a direct message for the next group commit."""
         self._pending_dms.append((space, seq, parties, data))
+        if ref is not None:
+            self._pending_refs.append((space, *ref))
         self._kick()
+
+    def after_commit(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` after the commit that holds everything queued so far."""
+        self._waiters.append(fn)
+        self._kick()
+
+    def forget_refs(self, space: str, before_ms: int) -> None:
+        """Queue dropping id records older than ``before_ms``."""
+        self._queue_row("DELETE FROM msg_ids WHERE space=? AND ts<?", space, before_ms)
+
+    async def message_refs(self, space: str, since_ms: int, limit: int) -> list[MessageRef]:
+        """Id records since ``since_ms``, oldest first (the newest ``limit``)."""
+        await self.flush()
+        rows = await self._run(
+            lambda: self._db.execute(  # type: ignore[union-attr]
+                "SELECT id, sender, place, seq, ts FROM msg_ids WHERE space=? AND ts>=?"
+                " ORDER BY ts DESC LIMIT ?",
+                (space, since_ms, limit),
+            ).fetchall()
+        )
+        rows.reverse()
+        return [MessageRef(str(i), str(s), str(p), int(q), int(t)) for i, s, p, q, t in rows]
 
     def put_callback(self, space: str, cb_id: str, data: bytes | None) -> None:
         """Queue saving (or, with None, deleting) a pending callback for the next commit."""
@@ -108,15 +180,8 @@ class SqliteStore(Store):
 
     def put_dm_mark(self, space: str, participant: str, seq: int | None) -> None:
         """Queue saving (or, with None, deleting) a participant's DM mark."""
-        if seq is None:
-            self._queue_row("DELETE FROM dm_marks WHERE space=? AND id=?", space, participant)
-        else:
-            self._queue_row(
-                "INSERT OR REPLACE INTO dm_marks (space, id, seq) VALUES (?,?,?)",
-                space,
-                participant,
-                seq,
-            )
+        self._pending_marks[(space, participant)] = seq
+        self._kick()
 
     def put_ban(self, space: str, participant: str, banned: bool) -> None:
         """Queue saving (or lifting) a ban for the next commit."""
@@ -137,19 +202,59 @@ class SqliteStore(Store):
             self._commit_task = asyncio.get_running_loop().create_task(self._commit_loop())
 
     async def _commit_loop(self) -> None:
-        while self._pending_work():
-            msgs, self._pending_msgs = self._pending_msgs, []
-            dms, self._pending_dms = self._pending_dms, []
-            rows, self._pending_rows = self._pending_rows, []
-            await self._run(self._commit_sync, msgs, dms, rows)
+        while self._pending_work() or self._waiters:
+            batch = (
+                self._pending_msgs,
+                self._pending_dms,
+                self._pending_refs,
+                self._pending_marks,
+                self._pending_rows,
+            )
+            self._pending_msgs, self._pending_dms, self._pending_refs = [], [], []
+            self._pending_marks, self._pending_rows = {}, []
+            waiters, self._waiters = self._waiters, []
+            if any(batch):
+                await self._commit_until_done(batch)
+            for fn in waiters:
+                try:
+                    fn()
+                except Exception:
+                    log.exception("a callback after a commit failed")
+
+    async def _commit_until_done(self, batch: tuple[Any, ...]) -> None:
+        """Commit one batch; on failure (disk full, I/O error) log and try again, so that
+        nothing queued after it is acknowledged before it is stored."""
+        pause = 0.05
+        while True:
+            try:
+                await self._run(self._commit_sync, *batch)
+                return
+            except Exception as exc:
+                self.failed_commits += 1
+                log.error(
+                    "commit failed (%s); retrying in %.2fs, nothing is acknowledged "
+                    "until it succeeds",
+                    exc,
+                    pause,
+                )
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, _RETRY_MAX_S)
 
     def _pending_work(self) -> bool:
-        return bool(self._pending_msgs or self._pending_dms or self._pending_rows)
+        return bool(
+            self._pending_msgs
+            or self._pending_dms
+            or self._pending_rows
+            or self._pending_refs
+            or self._pending_marks
+        )
 
     def _commit_sync(
         self,
         msgs: list[tuple[str, str, int, bytes]],
         dms: list[tuple[str, int, list[str], bytes]],
+        refs: list[tuple[str, str, str, str, int, int]],
+        marks: dict[tuple[str, str], int | None],
         rows: list[tuple[str, tuple[Any, ...]]],
     ) -> None:
         db = self._db
@@ -160,6 +265,19 @@ class SqliteStore(Store):
                 "INSERT OR REPLACE INTO messages (space, channel, seq, data) VALUES (?,?,?,?)",
                 msgs,
             )
+            db.executemany(
+                "INSERT OR IGNORE INTO msg_ids (space, id, sender, place, seq, ts)"
+                " VALUES (?,?,?,?,?,?)",
+                refs,
+            )
+            for (space, pid), mark in marks.items():
+                if mark is None:
+                    db.execute("DELETE FROM dm_marks WHERE space=? AND id=?", (space, pid))
+                else:
+                    db.execute(
+                        "INSERT OR REPLACE INTO dm_marks (space, id, seq) VALUES (?,?,?)",
+                        (space, pid, mark),
+                    )
             for space, seq, parties, data in dms:
                 db.execute(
                     "INSERT OR REPLACE INTO dms (space, seq, parties, data) VALUES (?,?,?,?)",
@@ -178,10 +296,10 @@ class SqliteStore(Store):
         self.commits += 1
 
     async def flush(self) -> None:
-        """Wait until every queued write is committed."""
+        """Wait until every queued write is committed (and its callbacks have run)."""
         while self._commit_task is not None and not self._commit_task.done():
             await asyncio.shield(self._commit_task)
-        if self._pending_work():
+        if self._pending_work() or self._waiters:
             self._kick()
             await self.flush()
 
@@ -266,15 +384,13 @@ class SqliteStore(Store):
         )
         return [str(r[0]) for r in rows]
 
-    async def save_channel(self, space: str, channel: str) -> None:
-        """Remember a created channel."""
-        import time
-
-        await self._run(
-            lambda: self._db.execute(  # type: ignore[union-attr]
-                "INSERT OR IGNORE INTO channels (space, channel, created) VALUES (?,?,?)",
-                (space, channel, time.time_ns()),
-            )
+    def put_channel(self, space: str, channel: str) -> None:
+        """Queue remembering a created channel for the next commit."""
+        self._queue_row(
+            "INSERT OR IGNORE INTO channels (space, channel, created) VALUES (?,?,?)",
+            space,
+            channel,
+            time.time_ns(),
         )
 
     async def callbacks(self, space: str) -> list[bytes]:
