@@ -255,6 +255,7 @@ class Router:
         except BaseException:
             self.detach(s)  # never leave a half-attached session "online"
             raise
+        self.coordination.attached(s)  # callbacks that fell due while the gateway restarted
         return s
 
     def detach(self, s: Session) -> None:
