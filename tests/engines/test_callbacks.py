@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -203,7 +203,7 @@ def test_reconnect_within_grace_keeps_callbacks() -> None:
     eng.disconnected(NOW, "a1")
     assert timers.due_at(eng.gc_key("a1")) == NOW + 30_000
     assert run(timers, eng, NOW + 29_999) == Run([], [])
-    eng.connected("a1")
+    assert eng.connected(NOW + 29_999, "a1") == []  # nothing held after an ordinary disconnect
     assert eng.gc_key("a1") not in timers
     assert run(timers, eng, NOW + 99_999) == Run([], [])
     assert eng.count("a1") == 2
@@ -230,7 +230,7 @@ def test_collect_of_online_origin_does_nothing() -> None:
     eng.schedule(NOW, "c1", "a1", 100, "x")
     assert eng.collect("a1") == []
     eng.disconnected(NOW, "a1")
-    eng.connected("a1")
+    assert eng.connected(NOW, "a1") == []
     assert eng.collect("a1") == []  # a stale grace end after a reconnect
     assert eng.count("a1") == 1
 
@@ -245,7 +245,7 @@ def test_second_disconnect_restarts_the_grace_window() -> None:
     timers, eng = make(grace_s=30)
     eng.schedule(NOW, "c1", "a1", 1_000, "x")
     eng.disconnected(NOW, "a1")
-    eng.connected("a1")
+    assert eng.connected(NOW + 10_000, "a1") == []
     eng.disconnected(NOW + 20_000, "a1")
     assert run(timers, eng, NOW + 30_000).collected == []
     assert [c.id for c in run(timers, eng, NOW + 50_000).collected] == ["c1"]
@@ -266,15 +266,120 @@ def test_restore_after_restart() -> None:
     eng2.restore(later, saved)
     assert eng2.pending() == saved
     assert timers2.due_at(eng2.timer_key("c1")) == NOW + 60_000  # the original due times
-    eng2.connected("a1")  # a1 comes back within the grace window
-    r = run(timers2, eng2, later)
-    # c3 fell due while the server was down and a3 has not reconnected: best-effort drop
-    assert [(f.callback.id, f.dropped) for f in r.fired] == [("c3", "offline")]
+    assert eng2.connected(later, "a1") == []  # a1 comes back within the window: nothing late
+    # c3 fell due while the server was down: it waits for a3 instead of being dropped
+    assert run(timers2, eng2, later) == Run([], [])
+    assert eng2.count("a3") == 1
     r = run(timers2, eng2, later + 30_000)
-    assert [c.id for c in r.collected] == ["c2"]  # a2 never came back
+    assert sorted(c.id for c in r.collected) == ["c2", "c3"]  # a2 and a3 never came back
     r = run(timers2, eng2, NOW + 60_000)
     assert [(f.callback.id, f.dropped) for f in r.fired] == [("c1", None)]
     assert len(eng2) == 0 and len(timers2) == 0
+
+
+def test_owner_back_within_the_restart_window_gets_late_callbacks_in_due_order() -> None:
+    _, eng = make(grace_s=30)
+    eng.schedule(NOW, "c1", "a1", 20, "second")
+    eng.schedule(NOW, "c2", "a1", 10, "first")
+    eng.schedule(NOW, "c3", "a1", 50, "during the window")
+    eng.schedule(NOW, "c4", "a1", 90, "after the window")
+    eng.schedule(NOW, "c5", "a2", 5, "other owner")
+    restart = NOW + 40_000  # the gateway was down from NOW to 40 s later
+    timers, eng2 = make(grace_s=30)
+    eng2.restore(restart, eng.pending())
+    assert run(timers, eng2, restart) == Run([], [])  # c1, c2, c5 wait
+    assert run(timers, eng2, NOW + 55_000) == Run([], [])  # c3 fell due: it waits too
+    late = eng2.connected(NOW + 60_000, "a1")  # a1 is back 20 s into the window
+    assert [c.id for c in late] == ["c2", "c1", "c3"]  # due order
+    assert eng2.pending("a1") == [eng.pending("a1")[-1]]  # c4 stays pending, on time
+    assert eng2.connected(NOW + 61_000, "a1") == []  # given once
+    r = run(timers, eng2, restart + 30_000)
+    assert [c.id for c in r.collected] == ["c5"]  # a2 did not come back
+    r = run(timers, eng2, NOW + 90_000)
+    assert [(f.callback.id, f.dropped) for f in r.fired] == [("c4", None)]
+    assert len(eng2) == 0 and len(timers) == 0
+
+
+def test_an_ordinary_disconnect_after_the_restart_drops_as_before() -> None:
+    timers, eng = make(grace_s=30)
+    eng.restore(NOW, [Callback("c1", "a1", "x", NOW + 20_000, NOW - 1)])
+    assert eng.connected(NOW + 1_000, "a1") == []
+    eng.disconnected(NOW + 2_000, "a1")  # the owner, not the gateway, is away now
+    r = run(timers, eng, NOW + 20_000)
+    assert [(f.callback.id, f.dropped) for f in r.fired] == [("c1", "offline")]
+    assert eng.connected(NOW + 21_000, "a1") == []
+
+
+def test_owner_back_after_the_restart_window_gets_nothing() -> None:
+    timers, eng = make(grace_s=30)
+    eng.restore(NOW, [Callback("c1", "a1", "x", NOW - 5_000, NOW - 60_000)])
+    r = run(timers, eng, NOW + 30_000)
+    assert r.fired == [] and [c.id for c in r.collected] == ["c1"]
+    assert eng.connected(NOW + 30_001, "a1") == []
+
+
+def _ms_around(lo_s: int, hi_s: int) -> st.SearchStrategy[int]:
+    """Milliseconds on a 5 s grid give or take 1 ms, so that due times, reconnects and the
+    window's end often coincide or miss each other by one millisecond; or anywhere between."""
+    grid = st.builds(
+        lambda k, d: k * 5_000 + d, st.integers(lo_s // 5, hi_s // 5), st.sampled_from([-1, 0, 1])
+    )
+    return grid | st.integers(lo_s * 1000, hi_s * 1000)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    restart=st.integers(NOW, NOW + 10**7),
+    dues=st.lists(
+        st.tuples(st.sampled_from(["a1", "a2", "a3"]), _ms_around(-120, 60)),
+        min_size=1,
+        max_size=10,
+    ),
+    back=st.fixed_dictionaries(
+        {a: st.none() | _ms_around(0, 45).map(abs) for a in ["a1", "a2", "a3"]}
+    ),
+    stops=st.lists(_ms_around(0, 90).map(abs), max_size=5),
+)
+def test_each_restored_callback_is_delivered_or_dropped_exactly_once(
+    restart: int, dues: list[tuple[str, int]], back: dict[str, int | None], stops: list[int]
+) -> None:
+    """For any restart time, due times and reconnect times: an owner back within the window
+    gets each callback once, never before it is due (at once when it is already late); an
+    owner not back loses each callback once, at the end of the window; never both."""
+    grace_ms = 30_000
+    saved = [
+        Callback(f"c{i}", who, "p", restart + d, restart - 200_000)
+        for i, (who, d) in enumerate(dues)
+    ]
+    timers, eng = make(grace_s=grace_ms / 1000)
+    eng.restore(restart, saved)
+    delivered: dict[str, list[float]] = {cb.id: [] for cb in saved}
+    dropped: dict[str, list[float]] = {cb.id: [] for cb in saved}
+    returns = [(restart + b, who) for who, b in back.items() if b is not None]
+    times = {restart, restart + grace_ms, restart + 200_000, *(at for at, _ in returns)}
+    times |= {restart + t for t in stops} | {cb.due_ms for cb in saved if cb.due_ms > restart}
+    for t in sorted(times):
+        r = run(timers, eng, t)
+        for f in r.fired:
+            (dropped if f.dropped else delivered)[f.callback.id].append(t)
+        for cb in r.collected:
+            dropped[cb.id].append(t)
+        for at, who in returns:
+            if at == t:
+                late = eng.connected(t, who)
+                assert all(c.origin == who and c.due_ms <= t for c in late)
+                assert late == sorted(late, key=lambda c: (c.due_ms, c.id))
+                for cb in late:
+                    delivered[cb.id].append(t)
+    for cb in saved:
+        b = back[cb.origin]
+        if b is not None and b < grace_ms:
+            assert delivered[cb.id] == [max(cb.due_ms, restart + b)], cb
+            assert dropped[cb.id] == [], cb
+        else:
+            assert dropped[cb.id] == [restart + grace_ms], cb
+            assert delivered[cb.id] == [], cb
+    assert len(eng) == 0 and len(timers) == 0
 
 
 # ---------------------------------------------------------------------------- property
@@ -285,20 +390,29 @@ MAX_S = 20
 
 
 class CallbackModel(RuleBasedStateMachine):
-    """Every scheduled callback ends exactly once: delivered, dropped offline, or collected."""
+    """Every scheduled callback ends exactly once, across disconnects and restarts: delivered
+    (on time, or late to an owner back within a restart's window), dropped offline, or
+    collected."""
 
     def __init__(self) -> None:
         super().__init__()
         self.now = NOW
-        self.timers = TimerQueue()
-        self.eng = CallbackEngine(
-            self.timers, max_duration_s=MAX_S, max_per_agent=4, max_payload=8, grace_s=GRACE_S
-        )
+        self.timers, self.eng = self.fresh_engine()
         self.online = set(AGENTS)
         self.offline_since: dict[str, float] = {}
+        self.restarted: set[str] = set()
+        """Offline since the last restart (not reconnected since): due callbacks wait."""
         self.scheduled: dict[str, Callback] = {}
         self.ends: dict[str, list[str]] = {}
         self.n = 0
+
+    @staticmethod
+    def fresh_engine() -> tuple[TimerQueue, CallbackEngine]:
+        timers = TimerQueue()
+        eng = CallbackEngine(
+            timers, max_duration_s=MAX_S, max_per_agent=4, max_payload=8, grace_s=GRACE_S
+        )
+        return timers, eng
 
     def pending_of(self, who: str) -> int:
         return sum(1 for i, cb in self.scheduled.items() if cb.origin == who and not self.ends[i])
@@ -342,8 +456,33 @@ class CallbackModel(RuleBasedStateMachine):
         self.online.add(who)
         del self.offline_since[who]
         before = self.pending_of(who)
-        self.eng.connected(who)
-        assert self.eng.count(who) == before  # a reconnect keeps every callback
+        expected = sorted(
+            (
+                cb
+                for i, cb in self.scheduled.items()
+                if cb.origin == who and not self.ends[i] and cb.due_ms <= self.now
+            ),
+            key=lambda c: (c.due_ms, c.id),
+        )
+        late = self.eng.connected(self.now, who)
+        if who in self.restarted:  # back within a restart's window: the late ones, in order
+            self.restarted.discard(who)
+            assert late == expected
+        else:  # an ordinary reconnect: nothing was held
+            assert late == []
+        for cb in late:
+            self.ends[cb.id].append("delivered late")
+        assert self.eng.count(who) == before - len(late)  # and keeps every other callback
+
+    @rule()
+    def restart(self) -> None:
+        """The gateway restarts: a fresh engine restores the pending callbacks."""
+        saved = self.eng.pending()
+        self.timers, self.eng = self.fresh_engine()
+        self.eng.restore(self.now, saved)
+        self.online.clear()
+        self.offline_since = dict.fromkeys(AGENTS, self.now)
+        self.restarted = set(AGENTS)
 
     @rule(who=st.sampled_from(AGENTS))
     def stray_collect(self, who: str) -> None:
@@ -351,7 +490,7 @@ class CallbackModel(RuleBasedStateMachine):
         if who in self.online:
             assert self.eng.collect(who) == []
 
-    @rule(dt=st.integers(0, 8_000))
+    @rule(dt=st.integers(0, 8_000) | st.sampled_from([1, 999, 1_000, 1_001, GRACE_S * 1000]))
     def advance(self, dt: int) -> None:
         self.now += dt
         for key in self.timers.pop_due(self.now):
@@ -359,6 +498,8 @@ class CallbackModel(RuleBasedStateMachine):
             if kind == "cb":
                 fired = self.eng.fire(ident)
                 if fired is None:
+                    if ident in self.scheduled and not self.ends[ident]:  # held, not lost
+                        assert self.scheduled[ident].origin in self.restarted
                     continue
                 cb = fired.callback
                 assert cb == self.scheduled[ident]
@@ -369,6 +510,7 @@ class CallbackModel(RuleBasedStateMachine):
                 else:
                     assert fired.dropped == "offline"
                     assert cb.origin not in self.online
+                    assert cb.origin not in self.restarted, "dropped while the gateway was away"
                     self.ends[ident].append("offline")
             else:
                 assert kind == "cb-gc"
@@ -377,9 +519,10 @@ class CallbackModel(RuleBasedStateMachine):
                 for cb in self.eng.collect(ident):
                     assert cb.origin == ident
                     self.ends[cb.id].append("collected")
-        # nothing overdue is left behind: due callbacks ended, expired grace windows collected
+        # nothing overdue is left behind: due callbacks ended (or wait for an owner away since
+        # a restart), expired grace windows collected
         for cb in self.eng.pending():
-            assert cb.due_ms > self.now
+            assert cb.due_ms > self.now or cb.origin in self.restarted
             since = self.offline_since.get(cb.origin)
             assert since is None or self.now < since + GRACE_S * 1000
 

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import stop_gateway
+import pytest
+import websockets
+
+from tests.conftest import WsClient, stop_gateway
 from tests.engines_live.conftest import EngineGateway, ManualClock, start_engine_gateway
 
 
@@ -26,6 +35,7 @@ async def test_dm_callback_fires_to_sender_only_and_marker_is_stripped(egw: Engi
     assert fire["to"] == ["agent-a"] and "channel" not in fire
     assert fire["payload"]["text"] == "@@cb-fire@@check build"
     assert fire["payload"]["cb_origin"] == "agent-a" and fire["payload"]["cb_id"]
+    assert 500 <= fire["payload"]["late_ms"] < 1_500  # how long after its due time it went out
     await b.silent(lambda f: "cb-fire" in str(f))
 
 
@@ -198,8 +208,10 @@ async def test_agentchat_channel_callback_frame(egw: EngineGateway) -> None:
         "seq": fire["seq"],
         "cb_id": fire["cb_id"],
         "cb_origin": "@bot",
+        "late_ms": fire["late_ms"],
     }
     assert fire["cb_id"] and isinstance(fire["seq"], int)
+    assert 1_000 <= fire["late_ms"] < 2_000  # the clock jumped 1 s past the due time
     assert (await bot.expect_type("MSG"))["cb_origin"] == "@bot"
     mew_view = await human.next_where(lambda f: f.get("kind") == "chat")
     assert mew_view["payload"]["cb_origin"] == "bot"  # MEW ids are bare
@@ -239,3 +251,132 @@ async def test_marker_message_to_a_wrong_destination_schedules_nothing(
         assert err["payload"]["error"] == code, err
     assert engine.count("agent-a") == 0
     assert not any(e["event"] == "callback-scheduled" for e in egw.router.activity.recent)
+
+
+# ---------------------------------------------------------------------------- restart
+
+
+def _from_server(f: dict[str, Any]) -> bool:
+    return f.get("from") in ("system:gateway", "@server") and "cb-fire" in str(f)
+
+
+async def _join(url: str, hello: dict[str, Any]) -> WsClient:
+    """Connect to ``url`` and say hello; return once welcomed and in #general."""
+    c = WsClient(await websockets.connect(url, max_size=None, compression=None))
+    await c.send(hello)
+    if hello["type"] == "join":
+        await c.expect("system/welcome")
+        await c.expect("channel/joined")
+    else:
+        await c.expect_type("WELCOME")
+        await c.send({"type": "JOIN", "channel": "#general"})
+        await c.expect_type("JOINED")
+    return c
+
+
+async def _schedule_before_the_restart(url: str) -> list[WsClient]:
+    """agent-a (MEW) and bot (agentchat) will come back; agent-b will not."""
+    a = await _join(url, {"type": "join", "participantId": "agent-a", "space": "default"})
+    bot = await _join(url, {"type": "IDENTIFY", "name": "bot"})
+    b = await _join(url, {"type": "join", "participantId": "agent-b", "space": "default"})
+    # due 60, 90 and 125 s from now: the gateway is down for 120 s, so the last one falls due
+    # 5 s into the grace window after the restart
+    await a.send(_chat("@@cb:125s@@third@@cb:90s@@second@@cb:60s@@first"))
+    await bot.send({"type": "MSG", "to": "#general", "content": "@@cb:60s@@nudge"})
+    await b.send(_chat("@@cb:60s@@lost"))
+    for c in (a, b):
+        await c.send({"kind": "channel/list"})
+        await c.expect("channel/list-response")
+    await bot.send({"type": "LIST_CHANNELS"})
+    await bot.expect_type("CHANNELS")
+    return [a, bot, b]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _first_life_stopped(data_dir: Path, clock: ManualClock) -> None:
+    """Schedule on an in-process gateway, then shut it down as every restart test does."""
+    gw = await start_engine_gateway(data_dir, clock)
+    gw.clients.extend(await _schedule_before_the_restart(gw.url))
+    await stop_gateway(gw)
+
+
+async def _first_life_killed(data_dir: Path, clock: ManualClock) -> None:
+    """Schedule on a ``hubbub serve`` process, then kill it (SIGKILL): nothing is shut down,
+    its state is just gone and the next gateway reopens the SQLite file it left."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hubbub", "serve", "--port", str(port), "--data-dir", str(data_dir)],
+        stderr=subprocess.DEVNULL,
+        env=os.environ | {"PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        for _ in range(200):
+            assert proc.poll() is None, "hubbub serve exited"
+            try:
+                _, w = await asyncio.open_connection("127.0.0.1", port)
+                w.close()
+                break
+            except OSError:
+                await asyncio.sleep(0.05)
+        clients = await _schedule_before_the_restart(f"ws://127.0.0.1:{port}/ws")
+        db = sqlite3.connect(data_dir / "hubbub.db")
+        for _ in range(200):  # wait for the process's group commit to write the 5 callbacks
+            saved = db.execute("SELECT count(*) FROM callbacks").fetchone()[0]
+            if saved == 5:
+                break
+            await asyncio.sleep(0.05)
+        db.close()
+        assert saved == 5, f"{saved} of the 5 callbacks reached the SQLite file"
+    finally:
+        proc.kill()
+        proc.wait(10)
+    for c in clients:
+        await c.ws.close()
+
+
+@pytest.mark.parametrize("first_life", [_first_life_stopped, _first_life_killed])
+async def test_callbacks_due_while_the_gateway_was_down_wait_for_their_owner(
+    tmp_path: Path, first_life: Any
+) -> None:
+    clock = ManualClock()
+    await first_life(tmp_path, clock)
+    clock.advance(120)  # the gateway is down for 2 minutes: 4 of the 5 callbacks fall due
+    gw = await start_engine_gateway(tmp_path, clock)
+    try:
+        gw.tick(10)  # 10 s into the 30 s grace window: nothing is dropped, nothing fired
+        events = gw.router.activity.recent
+        assert not [e for e in events if e["event"].startswith("callback-")]
+
+        a = await gw.mew("agent-a")  # back within the window: everything late, in due order
+        fires = [(await a.next_where(_from_server))["payload"] for _ in range(3)]
+        assert [f["text"] for f in fires] == [
+            "@@cb-fire@@first",
+            "@@cb-fire@@second",
+            "@@cb-fire@@third",
+        ]
+        late = [f["late_ms"] for f in fires]
+        assert 70_000 <= late[0] < 80_000  # due 60 s after scheduling, delivered 130 s after
+        # each marker of a message is scheduled at its own clock reading (a few ms apart)
+        assert abs(late[0] - late[1] - 30_000) < 1_000 and abs(late[0] - late[2] - 65_000) < 1_000
+        assert all(f["cb_origin"] == "agent-a" and f["cb_id"] for f in fires)
+
+        bot = await gw.agentchat("bot", join=False)  # the agentchat dialect says it too
+        fire = await bot.next_where(_from_server)
+        assert fire["content"] == "@@cb-fire@@nudge" and fire["cb_origin"] == "@bot"
+        assert 69_000 <= fire["late_ms"] < 80_000  # due 60 s after scheduling, like "first"
+
+        gw.tick(21)  # the window ends; agent-b never came back
+        dropped = [e for e in gw.router.activity.recent if e["event"] == "callback-dropped"]
+        assert [(e["participant"], e["reason"]) for e in dropped] == [("agent-b", "collected")]
+        fired = [e for e in gw.router.activity.recent if e["event"] == "callback-fired"]
+        assert sorted(e["participant"] for e in fired) == ["agent-a"] * 3 + ["bot"]
+        b = await gw.mew("agent-b")
+        await b.silent(_from_server)
+        await a.silent(_from_server)  # each was delivered once
+    finally:
+        await stop_gateway(gw)

@@ -5,6 +5,12 @@ limit or the payload limit is refused. Delivery is best-effort: a callback that 
 while its origin is offline is dropped. Past the document, a participant that disconnects
 keeps its callbacks for ``grace_s`` (a reconnect within the window keeps them all); after
 the window they are collected.
+
+A restart is different, because the gateway, not the origin, was away: after
+:meth:`CallbackEngine.restore` every origin gets the grace window, and its callbacks that
+fell due while the gateway was down, or that fall due before the origin reconnects, wait.
+:meth:`CallbackEngine.connected` hands them over (late, soonest first) when the origin is
+back within the window; at its end they are collected with the rest.
 """
 
 from __future__ import annotations
@@ -72,6 +78,8 @@ class CallbackEngine:
         # because an origin has at most max_per_agent of them
         self._by_origin: dict[str, list[str]] = {}
         self._offline: set[str] = set()
+        self._restarted: set[str] = set()
+        """Offline origins not back since the restart: their due callbacks wait for them."""
 
     def __len__(self) -> int:
         return len(self._pending)
@@ -123,15 +131,21 @@ class CallbackEngine:
         return cb
 
     def restore(self, now: float, callbacks: Iterable[Callback]) -> None:
-        """Reload persisted callbacks after a restart: every origin starts its grace window."""
+        """Reload persisted callbacks after a restart: every origin starts its grace window,
+        and its callbacks falling due before it reconnects wait for it."""
         for cb in callbacks:
             self._add(cb)
             self.disconnected(now, cb.origin)
+            self._restarted.add(cb.origin)
 
     def fire(self, cb_id: str) -> Fired | None:
-        """A callback's timer fired: remove it and say whether to deliver it."""
+        """A callback's timer fired: remove it and say whether to deliver it.
+
+        None when there is nothing to do: an unknown callback, or one whose origin has not
+        reconnected since the restart (it stays pending for :meth:`connected`).
+        """
         cb = self._pending.get(cb_id)
-        if cb is None:
+        if cb is None or cb.origin in self._restarted:
             return None
         # decide before removing: removing an origin's last callback forgets it was offline
         dropped: DropReason | None = "offline" if cb.origin in self._offline else None
@@ -140,20 +154,30 @@ class CallbackEngine:
 
     def disconnected(self, now: float, origin: str) -> None:
         """``origin`` went offline: its callbacks survive for the grace window."""
+        self._restarted.discard(origin)
         if origin in self._by_origin:
             self._offline.add(origin)
             self.timers.arm(self.gc_key(origin), now + self.grace_s * 1000)
 
-    def connected(self, origin: str) -> None:
-        """``origin`` is back: it keeps its callbacks."""
+    def connected(self, now: float, origin: str) -> list[Callback]:
+        """``origin`` is back: it keeps its callbacks. Returns, soonest first, those that fell
+        due while it was away since a restart: they are no longer pending, deliver them now."""
         self._offline.discard(origin)
         self.timers.cancel(self.gc_key(origin))
+        if origin not in self._restarted:
+            return []
+        self._restarted.discard(origin)
+        late = [cb for cb in self.pending(origin) if cb.due_ms <= now]
+        for cb in late:
+            self._remove(cb)
+        return late
 
     def collect(self, origin: str) -> list[Callback]:
         """The grace window of an offline origin ended: drop all its callbacks."""
         if origin not in self._offline:
             return []
         self._offline.discard(origin)
+        self._restarted.discard(origin)
         gone = self.pending(origin)
         for cb in gone:
             self._remove(cb)
@@ -174,5 +198,6 @@ class CallbackEngine:
         if not ids:
             del self._by_origin[cb.origin]
             self._offline.discard(cb.origin)
+            self._restarted.discard(cb.origin)
             self.timers.cancel(self.gc_key(cb.origin))
         self.timers.cancel(self.timer_key(cb.id))

@@ -328,7 +328,7 @@ class AgentchatDialect:
         }
         if env.seq is not None:
             frame["seq"] = env.seq
-        for extra in ("cb_id", "buffered"):
+        for extra in ("cb_id", "late_ms", "buffered"):
             if extra in env.payload:
                 frame[extra] = env.payload[extra]
         origin = env.payload.get("cb_origin")

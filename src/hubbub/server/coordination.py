@@ -111,6 +111,8 @@ class Coordination:
         self._handle_at = float("inf")
         self._relays: dict[Channel, list[Envelope]] = {}
         self._relay_handle: asyncio.Handle | None = None
+        self._late: dict[Session, list[Callback]] = {}
+        """Callbacks that fell due while the gateway restarted, for a session still attaching."""
         self.fire_errors_ms: deque[float] = deque(maxlen=10_000)
         """Actual minus due time of the last 10,000 callback fires (for benchmarks)."""
 
@@ -121,7 +123,8 @@ class Coordination:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        """Reload persisted callbacks; their origins get the grace window to reconnect."""
+        """Reload persisted callbacks; their origins get the grace window to reconnect (the
+        callbacks due meanwhile wait for them: see :meth:`connected`)."""
         now = self.clock()
         for sid, eng in self.spaces.items():
             rows = await self.router.store.callbacks(sid)
@@ -142,11 +145,30 @@ class Coordination:
     # ------------------------------------------------------------------ connections
 
     def connected(self, s: Session) -> None:
-        """A participant (re)connected: it keeps its callbacks."""
-        self.spaces[s.space.id].callbacks.connected(s.id)
+        """A participant (re)connected: it keeps its callbacks; those that fell due while the
+        gateway restarted are delivered once it is attached (:meth:`attached`)."""
+        late = self.spaces[s.space.id].callbacks.connected(self.clock(), s.id)
+        if late:
+            self._late[s] = late
+
+    def attached(self, s: Session) -> None:
+        """``s`` is welcomed and in its channels: deliver its late callbacks, soonest first."""
+        late = self._late.pop(s, None)
+        if late is None:
+            return
+        now = self.clock()
+        for cb in late:
+            self._persist(s.space.id, cb.id, None)
+            try:
+                self._deliver_callback(s.space, cb, None, now)
+            except Exception:
+                log.exception("late callback %s failed", cb.id)
 
     def disconnected(self, s: Session) -> None:
         """A participant left: its claims end, its sleep is cancelled, callbacks start grace."""
+        for cb in self._late.pop(s, ()):  # left before it was attached: due while offline
+            self._persist(s.space.id, cb.id, None)
+            self._deliver_callback(s.space, cb, "offline", self.clock())
         eng = self.spaces[s.space.id]
         for rel in eng.floor.disconnected(s.id):
             self._released(s.space, rel)
@@ -585,13 +607,18 @@ class Coordination:
                 "callback-dropped", space.id, participant=cb.origin, cb_id=cb.id, reason=dropped
             )
             return
-        payload = {"text": CB_FIRE + cb.payload, "cb_id": cb.id, "cb_origin": cb.origin}
+        error = now - cb.due_ms
+        payload = {
+            "text": CB_FIRE + cb.payload,
+            "cb_id": cb.id,
+            "cb_origin": cb.origin,
+            "late_ms": max(0, round(error)),
+        }
         if cb.channel is None:
             env = Envelope(kind="chat", to=[cb.origin], private=True, payload=payload)
         else:
             env = Envelope(kind="chat", channel=cb.channel, payload=payload)
         self.server_send(space, env)
-        error = now - cb.due_ms
         self.fire_errors_ms.append(error)
         extra: dict[str, Any] = {} if asleep is None else {"asleep": asleep}
         r.activity.publish(

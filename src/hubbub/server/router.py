@@ -292,6 +292,7 @@ class Router:
         except BaseException:
             self.detach(s)  # never leave a half-attached session "online"
             raise
+        self.coordination.attached(s)  # callbacks that fell due while the gateway restarted
         return s
 
     async def _replay_dms(self, s: Session, mark: int, upto: int) -> None:
