@@ -65,6 +65,14 @@ def main() -> None:
     help="History store; memory forgets everything on exit.",
 )
 @click.option(
+    "--durability",
+    type=click.Choice(["process", "power"]),
+    default="process",
+    show_default=True,
+    help="What an acknowledged message survives: a kill -9 of the gateway (process), or "
+    "also a power loss (power: an fsync per group commit, slower).",
+)
+@click.option(
     "--rate-limit", type=float, default=None, help="Messages/s per participant (0 = off) [20]."
 )
 @click.option("--rate-burst", type=int, default=None, help="Burst allowance [40].")
@@ -77,6 +85,7 @@ def serve(
     space_configs: tuple[Path, ...],
     data_dir: Path,
     store: str,
+    durability: str,
     rate_limit: float | None,
     rate_burst: int | None,
     max_frame_bytes: int | None,
@@ -119,6 +128,7 @@ def serve(
         data_dir=None if store == "memory" else data_dir,
         limits=limits,
         engines=engines,
+        durability="power" if durability == "power" else "process",
     )
     mode = f"open mode, space {open_ids[0]!r}" if open_ids else f"spaces {ids}"
     where = "memory" if store == "memory" else str(data_dir / "hubbub.db")

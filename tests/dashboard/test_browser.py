@@ -210,7 +210,9 @@ async def test_reasoning_traffic_is_shown_only_on_request(
     await dgw.mew("helper")
     page = await _open(watched, dgw)
     await thinker.send({"kind": "reasoning/start", "channel": "#general", "payload": {}})
-    await thinker.send({"kind": "reasoning/thought", "to": ["helper"], "payload": {"text": "hm"}})
+    await thinker.send(
+        {"kind": "reasoning/thought", "to": ["helper"], "private": True, "payload": {"text": "hm"}}
+    )
     await thinker.send(_chat("thought it through"))
     feed = page.locator("#feed")
     await expect(feed.locator('li[data-event="message"]')).to_have_count(1)

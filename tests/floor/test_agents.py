@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hubbub.protocol.envelope import Envelope
-from hubbub.protocol.ids import SERVER_ID, ulid_time_ms
+from hubbub.protocol.ids import SERVER_ID, iso_to_ms
 from hubbub.sdk import Agent, Participant, Subscription
 from hubbub.sdk.server_notes import CallbackFired, Wake
 from tests.agent.conftest import MakeAgent
@@ -105,7 +105,7 @@ async def test_a_yield_cancels_the_running_inference_and_nothing_is_sent(
     question = await say(asker.client, stream, "question 3: hard one")
     claim = await next_from(watch, "bot", ("floor/responding-to",))
     assert claim.payload["msg_id"] == question.id and claim.channel == "#general"
-    assert claim.payload["started_at"] >= ulid_time_ms(question.id)
+    assert claim.payload["started_at"] >= iso_to_ms(question.ts)
     await bot.wait_until(lambda: model.started == 1)
     await rival.client.send(
         Envelope(kind="floor/responding-to", channel="#general", payload=claim.payload)

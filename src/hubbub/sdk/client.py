@@ -61,7 +61,16 @@ _H = TypeVar("_H", bound=Handler)
 
 """Key of the DM sequence in the join frame's ``resume`` map (docs/protocol.md)."""
 EVENTS: Final = frozenset(
-    {"connected", "disconnected", "message", "welcome", "ready", "error", "reconnecting"}
+    {
+        "connected",
+        "disconnected",
+        "message",
+        "welcome",
+        "ready",
+        "error",
+        "reconnecting",
+        "history_reset",
+    }
 )
 """Lifecycle events; any other event name is an envelope kind (``chat``, ``mcp/request``...)."""
 KNOWN_KINDS: Final = CLIENT_KINDS | SERVER_KINDS
@@ -863,6 +872,8 @@ class Client:
         seq = env.seq
         if seq is None:
             return
+        if env.from_ == self.id:
+            self.outbox.acknowledged(env)  # our own message, stored: no resend
         if seq <= self.last_seq.get(channel, 0):
             self.duplicates_dropped += 1
             return

@@ -732,6 +732,10 @@ class Participant:
     def _on_request(self, env: Envelope) -> None:
         for cid in env.correlation_ids():
             self.proposals.settle(cid, "fulfilled")
+            mine = self._by_server_id.get(cid)
+            if mine is not None and mine.kind == "proposal":
+                # someone fulfils our proposal: the response to that request answers it
+                self._by_server_id.setdefault(env.id, mine)
         if self.id not in (env.to or ()):
             return
         payload = env.payload
@@ -775,6 +779,8 @@ class Participant:
         for cid in env.correlation_ids():
             pending = self._by_server_id.get(cid)
             if pending is not None:
+                if pending.server_id != cid:
+                    del self._by_server_id[cid]  # a fulfilment's id, used once
                 break
         payload = env.payload
         if pending is None:

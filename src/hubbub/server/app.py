@@ -23,7 +23,7 @@ from hubbub.server.dashboard_http import add_dashboard_routes
 from hubbub.server.http_api import add_http_routes
 from hubbub.server.metrics import Metrics
 from hubbub.server.router import Router
-from hubbub.store.base import Store
+from hubbub.store.base import Durability, Store
 from hubbub.store.memory import MemoryStore
 from hubbub.store.sqlite import SqliteStore
 
@@ -203,10 +203,15 @@ def make_router(
     store: Store | None = None,
     engines: EngineSettings | None = None,
     clock: Callable[[], float] | None = None,
+    durability: Durability = "process",
 ) -> Router:
     """A router over the given spaces (open mode when none) and store (SQLite in data_dir)."""
     if store is None:
-        store = MemoryStore() if data_dir is None else SqliteStore(Path(data_dir) / "hubbub.db")
+        store = (
+            MemoryStore()
+            if data_dir is None
+            else SqliteStore(Path(data_dir) / "hubbub.db", durability)
+        )
     return Router(
         spaces or [open_space()],
         store,

@@ -24,7 +24,7 @@ from hubbub.engines.timers import TimerQueue
 from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.envelope import Envelope, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.protocol.ids import SERVER_ID, is_channel, ulid_time_ms
+from hubbub.protocol.ids import SERVER_ID, is_channel
 from hubbub.protocol.markers import (
     CB_FIRE,
     WAKE,
@@ -210,7 +210,10 @@ class Coordination:
         if not eng.floor.enabled:
             self._relay(ch, env, burst)  # AGENTCHAT_RESPOND_ENABLED=false: relay only
             return
-        msg_ts = ulid_time_ms(msg_id) if msg_id in ch.recent_id_set else None
+        ref = sender.space.ids.get(msg_id)  # claims name a recent message of this channel
+        msg_ts = (
+            ref.ts_ms if ref is not None and ref.place == ch.name and ref.seq <= ch.seq else None
+        )
         try:
             out = eng.floor.claim(
                 self.clock(),

@@ -140,10 +140,7 @@ class Router:
                 if extra not in names:
                     names.append(extra)
             for name in names:
-                ch = Channel(name, seqs.get(name, 0), HISTORY_CACHE)
-                space.channels[name] = ch
-                if ch.seq:
-                    await self._recall_ids(space.id, ch)
+                space.channels[name] = Channel(name, seqs.get(name, 0), HISTORY_CACHE)
             space.dm_seq = space.dm_assigned = seqs.get(DM_STREAM, 0)
             await self._load_dm_marks(space)
         await self.coordination.start()
@@ -166,18 +163,6 @@ class Router:
         self.store.forget_refs(space.id, horizon)
         for ref in await self.store.message_refs(space.id, horizon, space.ids.cap):
             space.ids.add(ref)
-
-    async def _recall_ids(self, sid: str, ch: Channel) -> None:
-        """Refill a channel's recent message ids from the store, so claims on messages sent
-        before a restart are still recognised."""
-        keep = ch.recent_ids.maxlen or 0
-        for row in await self.store.history(sid, ch.name, limit=keep):
-            try:
-                msg_id = _read_id(row.data).id
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                continue  # an unreadable row cannot be claimed anyway
-            if msg_id:
-                ch.remember(msg_id)
 
     def close_all(self) -> None:
         """Close every connection with 1001 (server shutting down); no presence storm."""
@@ -669,7 +654,6 @@ class Router:
         """A channel message is durable: show it to every member, in ``seq`` order."""
         ch.seq = env.seq or ch.seq
         ch.recent.append((ch.seq, data))
-        ch.remember(env.id)
         self._fanout(ch, env, data)
         if ch.sleepers:
             self.coordination.to_sleepers(space, ch, env)

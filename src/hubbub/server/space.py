@@ -131,13 +131,11 @@ class Channel:
         "members",
         "name",
         "recent",
-        "recent_id_set",
-        "recent_ids",
         "seq",
         "sleepers",
     )
 
-    def __init__(self, name: str, seq: int, cache_size: int, ids_kept: int = 4096) -> None:
+    def __init__(self, name: str, seq: int, cache_size: int) -> None:
         self.name = name
         self.seq = seq
         self.assigned = seq
@@ -146,8 +144,6 @@ class Channel:
         self.by_dialect: dict[str, dict[str, Connection]] = {"mew": {}, "agentchat": {}}
         self.sleepers: dict[str, Session] = {}
         self.recent: deque[tuple[int, bytes]] = deque(maxlen=cache_size)
-        self.recent_ids: deque[str] = deque(maxlen=ids_kept)
-        self.recent_id_set: set[str] = set()
 
     def add_joining(self, s: Session) -> None:
         """Make ``s`` a member that may send but receives nothing until :meth:`add`."""
@@ -188,14 +184,6 @@ class Channel:
         else:
             self.sleepers.pop(s.id, None)
             self.by_dialect[s.conn.dialect.name][s.id] = s.conn
-
-    def remember(self, msg_id: str) -> None:
-        """Note a message id of this channel (claims may name only recent messages)."""
-        ids = self.recent_ids
-        if len(ids) == ids.maxlen:
-            self.recent_id_set.discard(ids[0])
-        ids.append(msg_id)
-        self.recent_id_set.add(msg_id)
 
     def cached_after(self, after_seq: int) -> list[tuple[int, bytes]] | None:
         """Messages with ``seq > after_seq`` from the cache, or None if the cache lacks some."""
