@@ -463,7 +463,7 @@ class Router:
 
     def _destination_channel(self, sender: Sender, env: Envelope) -> Channel:
         """The channel ``env`` goes to (``#general`` by default), with its ``to`` checked."""
-        ch = self._channel_for(sender, env.channel or "#general")
+        ch = self._channel_for(sender, "#general" if env.channel is None else env.channel)
         if env.to is not None:
             self._check_recipients(sender.space, env.to)
         return ch
