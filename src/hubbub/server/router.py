@@ -25,6 +25,7 @@ from hubbub.server import observe  # dashboard
 from hubbub.server.activity import Activity
 from hubbub.server.admin import BanList  # admin kill switch
 from hubbub.server.auth import Authenticator, Identity
+from hubbub.server.authorization import channel_access, check_grant, may_join
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig
 from hubbub.server.connection import (
     CLOSE_GOING_AWAY,
@@ -68,6 +69,7 @@ class HttpSender:
     def __init__(self, space: SpaceState, identity: Identity, caps: CapabilitySet) -> None:
         self.id = identity.id
         self.kind = identity.kind
+        self.role = identity.role
         self.space = space
         self.caps = caps
         self.refusals: list[ProtocolError] = []
@@ -118,11 +120,10 @@ class Router:
         await self.store.open()
         for space in self.spaces.values():
             await self.bans.load(space.id)
+            await self._load_capabilities(space)
             seqs = await self.store.last_seqs(space.id)
-            names = list(space.config.channels)
-            for extra in await self.store.channels(space.id):
-                if extra not in names:
-                    names.append(extra)
+            names = dict.fromkeys(space.config.channels)  # ordered, O(1) membership
+            names.update(dict.fromkeys(await self.store.channels(space.id)))
             for name in names:
                 ch = Channel(name, seqs.get(name, 0), HISTORY_CACHE)
                 space.channels[name] = ch
@@ -131,6 +132,40 @@ class Router:
             space.dm_seq = seqs.get(DM_STREAM, 0)
             await self._load_dm_marks(space)
         await self.coordination.start()
+
+    async def _load_capabilities(self, space: SpaceState) -> None:
+        """Read back the capabilities that grants and revokes left (they outlive restarts)."""
+        for pid, saved in (await self.store.capabilities(space.id)).items():
+            try:
+                self.capability_overrides[(space.id, pid)] = CapabilitySet(saved)
+            except CapabilityError as exc:
+                log.warning("ignoring the saved capabilities of %s in %s: %s", pid, space.id, exc)
+
+    def capabilities_for(self, ident: Identity) -> CapabilitySet:
+        """``ident``'s capabilities: as grants and revokes left them, else as configured."""
+        saved = self.capability_overrides.get((ident.space, ident.id))
+        return saved if saved is not None else ident.capability_set()
+
+    def set_capabilities(self, space: SpaceState, pid: str, caps: CapabilitySet) -> None:
+        """Replace ``pid``'s capabilities now and for good (saved; they win over space.yaml)."""
+        self.capability_overrides[(space.id, pid)] = caps
+        self.store.put_capabilities(space.id, pid, caps.capabilities)
+        s = space.online.get(pid)
+        if s is not None:
+            s.caps = caps
+
+    def leave_channels_not_allowed(self, s: Session) -> None:
+        """End ``s``'s memberships of channels its capabilities no longer let it join."""
+        for name in sorted(s.channels):
+            ch = s.space.channels.get(name)
+            if may_join(s.caps, name) or ch is None or not ch.remove(s):
+                continue
+            reason = "your channel/join capability for it was revoked"
+            left = self._server_env(
+                "channel/left", {"channel": name, "reason": reason}, to=[s.id], channel=name
+            )
+            self._send_env(s, left)
+            self._queue_presence(s.space, "leave", s.summary(), channel=name)
 
     async def _load_dm_marks(self, space: SpaceState) -> None:
         """Read back where each offline participant's DMs stopped (those participants stay
@@ -213,7 +248,7 @@ class Router:
     async def attach(self, ident: Identity, conn: Connection, hello: Hello) -> Session:
         """Register a connection, send the welcome, join its channels, replay missed DMs."""
         space = self.spaces[ident.space]
-        caps = self.capability_overrides.get((space.id, ident.id)) or ident.capability_set()
+        caps = self.capabilities_for(ident)
         s = Session(
             ident.id,
             ident.kind,
@@ -477,24 +512,10 @@ class Router:
         return to
 
     def _channel_for(self, sender: Sender, name: Any, *, member: bool = True) -> Channel:
-        if not isinstance(name, str) or not is_channel(name):
-            raise ProtocolError(
-                ErrorCode.INVALID_CHANNEL,
-                f"{name!r} is not a channel name: write '#' then 1-31 of [A-Za-z0-9_-]",
-            )
-        ch = sender.space.channels.get(name)
-        if ch is None:
-            raise ProtocolError(
-                ErrorCode.UNKNOWN_CHANNEL,
-                f"channel {name} does not exist in space {sender.space.id!r}; "
-                "create it with channel/create (needs the capability)",
-            )
-        if member and isinstance(sender, Session) and sender.id not in ch.members:
-            raise ProtocolError(
-                ErrorCode.NOT_IN_CHANNEL,
-                f"you are not a member of {name}; send channel/join first",
-            )
-        return ch
+        """The channel ``sender`` may use (``member=False``: may join); see authorization.py."""
+        return channel_access(
+            self.bans, sender.space, sender.id, sender.caps, name, joining=not member
+        )
 
     def _deliver_channel(self, sender: Sender, env: Envelope, extra: Sequence[str] = ()) -> None:
         ch = self._destination_channel(sender, env)
@@ -685,12 +706,6 @@ class Router:
     # ------------------------------------------------------------------ channels and history
 
     def _check_join(self, s: Session, name: str) -> None:
-        if not s.caps.allows("channel/join", {"channel": name}):
-            raise ProtocolError(
-                ErrorCode.CAPABILITY_VIOLATION,
-                f"you may not join {name}",
-                extra={"attempted_kind": "channel/join", "your_capabilities": s.caps.capabilities},
-            )
         self._channel_for(s, name, member=False)
 
     async def _join(
@@ -847,6 +862,7 @@ def _on_capability(r: Router, sender: Sender, env: Envelope) -> None:
         caps = validate_capabilities(p.get("capabilities"))
     except CapabilityError as exc:
         raise ProtocolError(ErrorCode.INVALID_ENVELOPE, f"{env.kind}: {exc}") from None
+    check_grant(space, sender.id, sender.role, sender.caps, env.kind, caps)
     target = space.online.get(recipient)
     key = (space.id, recipient)
     current = r.capability_overrides.get(key)
@@ -858,11 +874,11 @@ def _on_capability(r: Router, sender: Sender, env: Envelope) -> None:
             base = cfg.effective_capabilities() if cfg else space.config.open_capabilities()
             current = CapabilitySet(base)
     new = current.granted(caps) if env.kind == "capability/grant" else current.revoked(caps)
-    r.capability_overrides[key] = new
-    if target is not None:
-        target.caps = new
+    r.set_capabilities(space, recipient, new)
     env.to = [recipient]
     r._deliver_dm(sender, env)
+    if target is not None:
+        r.leave_channels_not_allowed(target)
 
 
 def _on_claim(r: Router, sender: Sender, env: Envelope) -> None:
