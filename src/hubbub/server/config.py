@@ -71,6 +71,10 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     presence_coalesce_ms: float = 20.0
     ping_interval_s: float = 30.0
     """WebSocket ping period; a peer that does not answer within half of it is dropped (0: off)."""
+    max_channels: int = 1000
+    """Most channels a space may have; ``channel/create`` past it answers ``channel_limit``."""
+    welcome_channels: int = 100
+    """Most channels listed in ``system/welcome`` (the rest: ``channel/list``)."""
 
     def validate(self) -> None:
         """Raise ConfigError for a nonsensical limit."""
@@ -81,6 +85,8 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             raise ConfigError("limits.rate_per_s and limits.rate_burst must be >= 0 (0 disables)")
         if self.history_on_join < 0 or self.history_page_max < 1:
             raise ConfigError("limits.history_on_join must be >= 0, history_page_max >= 1")
+        if self.max_channels < 1 or self.welcome_channels < 1:
+            raise ConfigError("limits.max_channels and limits.welcome_channels must be >= 1")
 
 
 class ParticipantConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -28,6 +28,7 @@ _STATUS = {
     ErrorCode.PAYLOAD_TOO_LARGE: 413,
     ErrorCode.FRAME_TOO_LARGE: 413,
     ErrorCode.BANNED: 403,
+    ErrorCode.CHANNEL_LIMIT: 403,
 }
 
 

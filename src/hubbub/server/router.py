@@ -7,6 +7,7 @@ message is accepted, numbered, queued for storage and written to every recipient
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -36,7 +37,7 @@ from hubbub.server.connection import (
 )
 from hubbub.server.coordination import Coordination, now_ms
 from hubbub.server.metrics import Metrics
-from hubbub.server.space import Channel, Session, SpaceState, TokenBucket
+from hubbub.server.space import Channel, RateBuckets, Session, SpaceState
 from hubbub.store.base import DM_STREAM, Store
 
 log = logging.getLogger("hubbub.router")
@@ -105,7 +106,9 @@ class Router:
         self.capability_overrides: dict[tuple[str, str], CapabilitySet] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self.shutting_down = False
-        self._http_rates: dict[tuple[str, str], TokenBucket] = {}
+        self.rates = RateBuckets(limits.rate_per_s, limits.rate_burst)
+        """Each participant's rate, shared by its connections (also across reconnects) and
+        its HTTP posts."""
         self.activity = Activity()
         self.bans = BanList(self.store)  # admin kill switch (hubbub.server.admin)
         self.proposal_board = observe.ProposalBoard()  # dashboard (hubbub.server.observe)
@@ -249,15 +252,8 @@ class Router:
         """Register a connection, send the welcome, join its channels, replay missed DMs."""
         space = self.spaces[ident.space]
         caps = self.capabilities_for(ident)
-        s = Session(
-            ident.id,
-            ident.kind,
-            ident.role,
-            space,
-            conn,
-            caps,
-            TokenBucket(self.limits.rate_per_s, self.limits.rate_burst),
-        )
+        rate = self.rates.get(space.id, ident.id)  # a reconnect continues the same bucket
+        s = Session(ident.id, ident.kind, ident.role, space, conn, caps, rate)
         old = space.online.get(ident.id)
         if old is not None:
             old.conn.close(CLOSE_REPLACED, "replaced by a new connection with the same id")
@@ -267,8 +263,8 @@ class Router:
         self.coordination.connected(s)
         self.metrics.connections[conn.dialect.name] += 1
         try:
-            self._send_env(s, self._welcome(s))
             wanted = hello.channels if hello.channels is not None else ["#general"]
+            self._send_env(s, self._welcome(s, wanted))
             for name in wanted:
                 try:
                     self._check_join(s, name)
@@ -298,6 +294,7 @@ class Router:
         if space.online.get(s.id) is not s:
             return
         del space.online[s.id]
+        self.rates.keep(space.id, s.id, s.rate)
         space.dm_marks[s.id] = space.dm_seq  # DMs from here on wait for its return
         self.store.put_dm_mark(space.id, s.id, space.dm_seq)
         self.metrics.connections[s.conn.dialect.name] -= 1
@@ -320,17 +317,27 @@ class Router:
                     asyncio.get_running_loop().call_soon(self.detach, s)
                     return
 
-    def _welcome(self, s: Session) -> Envelope:
+    def _welcome(self, s: Session, first: Sequence[str]) -> Envelope:
+        """The welcome: at most ``limits.welcome_channels`` channels, those in ``first`` (the
+        ones the participant asked to join) first, and ``channels_total``."""
         space = s.space
+        channels = space.channels
+        most = self.limits.welcome_channels
+        names = [n for n in dict.fromkeys(first) if n in channels][:most]
+        if len(names) < most:
+            own = set(names)
+            rest = (n for n in channels if n not in own)
+            names.extend(itertools.islice(rest, most - len(names)))
         return self._server_env(
             "system/welcome",
             {
                 "you": {"id": s.id, "kind": s.kind, "capabilities": s.caps.capabilities},
                 "participants": [o.summary() for o in space.online.values()],
                 "channels": [
-                    {"name": ch.name, "members": len(ch.members), "seq": ch.seq}
-                    for ch in space.channels.values()
+                    {"name": n, "members": len(channels[n].members), "seq": channels[n].seq}
+                    for n in names
                 ],
+                "channels_total": len(channels),
                 "space": space.id,
                 "server": self.server_name,
                 "dm_seq": space.dm_seq,
@@ -384,12 +391,7 @@ class Router:
     def check_rate(self, space: SpaceState, pid: str) -> None:
         """Spend one message of ``pid``'s rate (HTTP posts share it with the WebSocket)."""
         online = space.online.get(pid)
-        bucket = online.rate if online is not None else self._http_rates.get((space.id, pid))
-        if bucket is None:
-            if len(self._http_rates) >= 10_000:
-                self._http_rates.clear()  # bounded memory; a full bucket is the fresh state
-            bucket = TokenBucket(self.limits.rate_per_s, self.limits.rate_burst)
-            self._http_rates[(space.id, pid)] = bucket
+        bucket = online.rate if online is not None else self.rates.get(space.id, pid)
         if not bucket.take():
             raise self._rate_error()
 
@@ -796,6 +798,14 @@ def _on_create(r: Router, sender: Sender, env: Envelope) -> None:
     space = sender.space
     if name in space.channels:
         raise ProtocolError(ErrorCode.CHANNEL_EXISTS, f"channel {name} already exists; join it")
+    most = r.limits.max_channels
+    if len(space.channels) >= most:
+        raise ProtocolError(
+            ErrorCode.CHANNEL_LIMIT,
+            f"space {space.id!r} has {len(space.channels)} channels, the most it may have "
+            f"(limits.max_channels = {most}): join an existing channel (channel/list lists "
+            "them) or ask the operator to raise HUBBUB_MAX_CHANNELS",
+        )
     space.channels[name] = Channel(name, 0, HISTORY_CACHE)
     r._spawn(r.store.save_channel(space.id, name))
     if isinstance(sender, Session):
