@@ -18,7 +18,9 @@ def space() -> SpaceConfig:
         space="team",
         channels=["#general", "#ops"],
         participants={
-            "boss": ParticipantConfig(kind="human", token_hash=hash_token("boss-token")),
+            "boss": ParticipantConfig(
+                kind="human", role="admin", token_hash=hash_token("boss-token")
+            ),
             "bot": ParticipantConfig(
                 kind="agent", token_hash=hash_token("bot-token"), capabilities=AGENT_CAPS
             ),

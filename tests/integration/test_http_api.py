@@ -49,7 +49,10 @@ async def test_post_and_read_with_tokens(tmp_path: Path) -> None:
         space="team",
         participants={
             "ci": ParticipantConfig(
-                kind="service", token_hash=hash_token("ci-token"), capabilities=[{"kind": "chat"}]
+                kind="service",
+                token_hash=hash_token("ci-token"),
+                # posting into a channel over HTTP needs the right to join it, as on a WebSocket
+                capabilities=[{"kind": ["chat", "channel/join"]}],
             ),
             "eve": ParticipantConfig(kind="human", token_hash=hash_token("eve-token")),
         },

@@ -19,6 +19,7 @@ from hubbub.errors import (
 from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.envelope import Envelope
 from hubbub.sdk import Participant, Resource, Tool
+from tests.conftest import RunningGateway
 from tests.sdk.conftest import PROPOSER_CAPS, MakeClient, MakeParticipant
 
 
@@ -247,7 +248,12 @@ async def test_payload_patterns_choose_between_request_and_proposal(
         await call
 
 
-async def test_granted_capabilities_apply_at_once(participant: MakeParticipant) -> None:
+async def test_granted_capabilities_apply_at_once(
+    gw: RunningGateway, participant: MakeParticipant
+) -> None:
+    # open-mode participants have role participant: this space lets that role grant, as
+    # `grant_roles: [admin, participant]` in a space.yaml would
+    gw.router.spaces["default"].config.grant_roles = ["admin", "participant"]
     await calculator(participant)
     agent = await participant("agent", capabilities=PROPOSER_CAPS)
     human = await participant("human", kind="human")

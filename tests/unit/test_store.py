@@ -82,3 +82,27 @@ def test_reopen_keeps_everything(tmp_path: Path) -> None:
         await again.close()
 
     asyncio.run(run())
+
+
+def test_capabilities_are_saved_replaced_forgotten_and_reopened(tmp_path: Path) -> None:
+    async def run() -> None:
+        mem, sql = MemoryStore(), SqliteStore(tmp_path / "h.db")
+        await mem.open()
+        await sql.open()
+        narrow = [{"kind": "mcp/request", "payload": {"method": ["tools/list", "!x"]}}]
+        for store in (mem, sql):
+            store.put_capabilities("s", "bot", [{"kind": "chat"}])
+            store.put_capabilities("s", "bot", narrow)  # the latest replaces the earlier
+            store.put_capabilities("s", "eve", [])  # everything revoked is kept as such
+            store.put_capabilities("s", "tmp", [{"kind": "**"}])
+            store.put_capabilities("s", "tmp", None)
+        expected = {"bot": narrow, "eve": []}
+        assert await mem.capabilities("s") == await sql.capabilities("s") == expected
+        assert await sql.capabilities("t") == {}
+        await sql.close()
+        again = SqliteStore(tmp_path / "h.db")
+        await again.open()
+        assert await again.capabilities("s") == expected
+        await again.close()
+
+    asyncio.run(run())

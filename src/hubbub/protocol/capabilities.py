@@ -18,7 +18,7 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import regex
 
@@ -63,26 +63,42 @@ class CapabilityError(ValueError):
 # ---------------------------------------------------------------------------------------------
 
 
-def _glob_to_regex(glob: str) -> str:
-    """Translate a glob (``*`` within a ``/`` segment, ``**`` across, ``?`` one char)."""
+PatternType = Literal["negation", "regex", "glob", "literal"]
+GLOB_WILDCARDS: Final = {"**": ".*", "*": "[^/]*", "?": "[^/]"}
+"""Glob wildcards and the regexes they stand for: ``**`` crosses ``/``, ``*`` and ``?`` do not."""
+
+
+def pattern_type(pattern: str) -> PatternType:
+    """How a string pattern is read: ``!negation``, ``/regex/``, glob (``*``/``?``) or literal."""
+    if pattern.startswith("!"):
+        return "negation"
+    if len(pattern) >= 2 and pattern[0] == "/" and pattern[-1] == "/":
+        return "regex"
+    if "*" in pattern or "?" in pattern:
+        return "glob"
+    return "literal"
+
+
+def glob_tokens(glob: str) -> list[str]:
+    """A glob split into wildcards (``**``, ``*``, ``?``; runs of ``*`` are one ``**``) and
+    single literal characters (there is no escape, so a token is a wildcard or one char)."""
     out: list[str] = []
     i, n = 0, len(glob)
     while i < n:
-        char = glob[i]
-        if char == "*":
-            if i + 1 < n and glob[i + 1] == "*":
-                out.append(".*")
-                i += 2
-                while i < n and glob[i] == "*":
-                    i += 1
-                continue
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        else:
-            out.append(re.escape(char))
+        if glob.startswith("**", i):
+            out.append("**")
+            i += 2
+            while i < n and glob[i] == "*":
+                i += 1
+            continue
+        out.append(glob[i])
         i += 1
-    return "".join(out)
+    return out
+
+
+def _glob_to_regex(glob: str) -> str:
+    """Translate a glob (``*`` within a ``/`` segment, ``**`` across, ``?`` one char)."""
+    return "".join(GLOB_WILDCARDS.get(token) or re.escape(token) for token in glob_tokens(glob))
 
 
 def _negate(inner: _StrMatcher) -> _StrMatcher:
@@ -96,9 +112,7 @@ def _any_of_str(alternatives: Sequence[_StrMatcher]) -> _StrMatcher:
 
 def _is_literal(pattern: str) -> bool:
     """Whether a string pattern has no special syntax (so it matches by equality)."""
-    if pattern.startswith("!") or "*" in pattern or "?" in pattern:
-        return False
-    return not (len(pattern) >= 2 and pattern[0] == "/" and pattern[-1] == "/")
+    return pattern_type(pattern) == "literal"
 
 
 REGEX_TIMEOUT_S = 0.005
@@ -123,11 +137,17 @@ def _bounded_search(compiled: regex.Pattern[str], pattern: str) -> _StrMatcher:
     return search
 
 
+def string_matcher(pattern: str, where: str = "pattern") -> Callable[[str], bool]:
+    """The compiled matcher of one string pattern (raises :class:`CapabilityError`)."""
+    return _compile_string(pattern, where)
+
+
 def _compile_string(pattern: str, where: str) -> _StrMatcher:
     """Compile one string pattern: ``!neg``, ``/regex/``, glob, or a literal."""
-    if pattern.startswith("!"):
+    read = pattern_type(pattern)
+    if read == "negation":
         return _negate(_compile_string(pattern[1:], where))
-    if len(pattern) >= 2 and pattern[0] == "/" and pattern[-1] == "/":
+    if read == "regex":
         try:
             compiled = regex.compile(pattern[1:-1])
         except (regex.error, OverflowError, RecursionError) as exc:
@@ -136,7 +156,7 @@ def _compile_string(pattern: str, where: str) -> _StrMatcher:
                 "(write /regex/ in Python 're' syntax, or drop the slashes for a literal)"
             ) from None
         return _bounded_search(compiled, pattern)
-    if "*" in pattern or "?" in pattern:
+    if read == "glob":
         fullmatch = re.compile(_glob_to_regex(pattern), re.DOTALL).fullmatch
         return lambda value: fullmatch(value) is not None
     return lambda value: value == pattern

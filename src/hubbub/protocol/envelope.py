@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 import msgspec
@@ -9,6 +10,8 @@ import msgspec
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 
 PROTOCOL: Final = "mew/v0.4"
+PROTOCOL_RE: Final = re.compile(r"mew/v0\.[0-9]{1,3}")
+"""The ``protocol`` values a client may send: MEW v0.x (absent means :data:`PROTOCOL`)."""
 
 
 class Envelope(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -21,7 +24,9 @@ class Envelope(msgspec.Struct, omit_defaults=True, kw_only=True):
     """
 
     kind: str
-    protocol: str = ""
+    # a factory, not a default, so that it is always written: MEW clients drop envelopes
+    # without ``protocol``
+    protocol: str = msgspec.field(default_factory=lambda: PROTOCOL)
     id: str = ""
     ts: str = ""
     from_: str = msgspec.field(default="", name="from")
@@ -157,6 +162,14 @@ def decode_envelope(data: bytes | str) -> Envelope:
         brackets = data.count(b"[") + data.count(b"{")
     if brackets > MAX_NESTING and _nests_deeper(env.payload, MAX_NESTING):
         raise _too_deep()
+    if env.protocol != PROTOCOL and PROTOCOL_RE.fullmatch(env.protocol) is None:
+        shown = env.protocol if len(env.protocol) <= 40 else env.protocol[:37] + "..."
+        raise ProtocolError(
+            ErrorCode.INVALID_ENVELOPE,
+            f"protocol {shown!r} is not supported: write {PROTOCOL!r} (any mew/v0.x is "
+            "accepted) or leave 'protocol' out",
+            correlation_id=env.id or None,
+        )
     return env
 
 

@@ -18,6 +18,7 @@ class ErrorCode(StrEnum):
     INVALID_CHANNEL = "invalid_channel"
     UNKNOWN_CHANNEL = "unknown_channel"
     CHANNEL_EXISTS = "channel_exists"
+    CHANNEL_LIMIT = "channel_limit"
     NOT_IN_CHANNEL = "not_in_channel"
     UNKNOWN_PARTICIPANT = "unknown_participant"
     CAPABILITY_VIOLATION = "capability_violation"

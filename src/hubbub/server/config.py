@@ -38,8 +38,15 @@ AGENT_DEFAULT_CAPABILITIES: list[dict[str, Any]] = [
 ]
 """What an agent or service may send when the space config gives it no capabilities."""
 
-HUMAN_DEFAULT_CAPABILITIES: list[dict[str, Any]] = [{"kind": "**"}]
-"""What a human may send when the space config gives them no capabilities."""
+HUMAN_DEFAULT_CAPABILITIES: list[dict[str, Any]] = [
+    {"kind": "!capability/*"},
+    {"kind": "capability/grant-ack"},
+]
+"""What a human may send when the space config gives them no capabilities: everything but
+``capability/grant`` and ``capability/revoke`` (changing capabilities is for admins)."""
+
+ADMIN_DEFAULT_CAPABILITIES: list[dict[str, Any]] = [{"kind": "**"}]
+"""What a participant with ``role: admin`` may send when the space config gives it none."""
 
 OPEN_MODE_CAPABILITIES: list[dict[str, Any]] = [{"kind": "**"}]
 """Open mode (local use, loopback only) lets everyone send everything unless they ask for less."""
@@ -66,6 +73,10 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """WebSocket ping period; a peer that does not answer within half of it is dropped (0: off)."""
     idempotency_ids: int = 200_000
     """Message ids remembered per space for idempotent resends (also: 24 h, 10,000 per sender)."""
+    max_channels: int = 1000
+    """Most channels a space may have; ``channel/create`` past it answers ``channel_limit``."""
+    welcome_channels: int = 100
+    """Most channels listed in ``system/welcome`` (the rest: ``channel/list``)."""
 
     def validate(self) -> None:
         """Raise ConfigError for a nonsensical limit."""
@@ -78,6 +89,8 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             raise ConfigError("limits.history_on_join must be >= 0, history_page_max >= 1")
         if self.idempotency_ids < 1000:
             raise ConfigError("limits.idempotency_ids must be at least 1000")
+        if self.max_channels < 1 or self.welcome_channels < 1:
+            raise ConfigError("limits.max_channels and limits.welcome_channels must be >= 1")
 
 
 class ParticipantConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -89,9 +102,11 @@ class ParticipantConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     role: Role = "participant"
 
     def effective_capabilities(self) -> list[dict[str, Any]]:
-        """The configured capabilities, or the defaults for this participant's kind."""
+        """The configured capabilities, or the defaults for this participant's role and kind."""
         if self.capabilities is not None:
             return self.capabilities
+        if self.role == "admin":
+            return ADMIN_DEFAULT_CAPABILITIES
         return HUMAN_DEFAULT_CAPABILITIES if self.kind == "human" else AGENT_DEFAULT_CAPABILITIES
 
 
@@ -110,6 +125,8 @@ class SpaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     channels: list[str] = msgspec.field(default_factory=lambda: ["#general"])
     participants: dict[str, ParticipantConfig] = msgspec.field(default_factory=dict)
     defaults: SpaceDefaults = msgspec.field(default_factory=SpaceDefaults)
+    grant_roles: list[Role] = msgspec.field(default_factory=lambda: ["admin"])
+    """Roles whose participants may send ``capability/grant`` and ``capability/revoke``."""
 
     def validate(self, source: str = "space config") -> None:
         """Check ids, channel names and capabilities; raise ConfigError naming the bad key."""

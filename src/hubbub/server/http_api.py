@@ -7,10 +7,12 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
+from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.envelope import decode_envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import is_participant_id, normalize_channel
 from hubbub.server.auth import Identity
+from hubbub.server.authorization import channel_access
 from hubbub.server.router import HttpSender, Router
 from hubbub.server.space import SpaceState
 
@@ -26,6 +28,7 @@ _STATUS = {
     ErrorCode.PAYLOAD_TOO_LARGE: 413,
     ErrorCode.FRAME_TOO_LARGE: 413,
     ErrorCode.BANNED: 403,
+    ErrorCode.CHANNEL_LIMIT: 403,
 }
 
 
@@ -121,7 +124,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Router]) -> None:
                         f"{idem!r}; send one of them",
                     )
                 env.id = idem
-            caps = router.capability_overrides.get((space.id, ident.id)) or ident.capability_set()
+            caps = router.capabilities_for(ident)
             router.check_rate(space, ident.id)
             space.known.add(ident.id)
             sender = HttpSender(space, ident, caps)
@@ -144,7 +147,9 @@ def add_http_routes(app: web.Application, key: web.AppKey[Router]) -> None:
     async def participants(request: web.Request) -> web.Response:
         router = request.app[key]
         try:
-            space, _ = _resolve(router, request)
+            space, ident = _resolve(router, request)
+            if ident is not None:
+                router.bans.check(space.id, ident.id)  # a ban refuses reads too
         except ProtocolError as exc:
             return _error(exc)
         out: list[dict[str, Any]] = []
@@ -164,9 +169,13 @@ def add_http_routes(app: web.Application, key: web.AppKey[Router]) -> None:
         router = request.app[key]
         name = normalize_channel(request.match_info["channel"])
         try:
-            space, _ = _resolve(router, request)
-            if name not in space.channels:
-                raise ProtocolError(ErrorCode.UNKNOWN_CHANNEL, f"channel {name} does not exist")
+            space, ident = _resolve(router, request)
+            if ident is None:  # an open space read without a token
+                channel_access(
+                    router.bans, space, None, CapabilitySet(space.config.open_capabilities()), name
+                )
+            else:  # the WebSocket's rule (server/authorization.py)
+                channel_access(router.bans, space, ident.id, router.capabilities_for(ident), name)
             after = _int_param(request, "after_seq")
             before = _int_param(request, "before_seq")
             limit = min(_int_param(request, "limit") or 50, router.limits.history_page_max)

@@ -7,6 +7,7 @@ message is accepted, numbered, queued for storage and written to every recipient
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -33,6 +34,7 @@ from hubbub.server import observe  # dashboard
 from hubbub.server.activity import Activity
 from hubbub.server.admin import BanList  # admin kill switch
 from hubbub.server.auth import Authenticator, Identity
+from hubbub.server.authorization import channel_access, check_grant, may_join
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig
 from hubbub.server.connection import (
     CLOSE_GOING_AWAY,
@@ -43,7 +45,7 @@ from hubbub.server.connection import (
 )
 from hubbub.server.coordination import Coordination, now_ms
 from hubbub.server.metrics import Metrics
-from hubbub.server.space import Channel, Session, SpaceState, TokenBucket
+from hubbub.server.space import Channel, RateBuckets, Session, SpaceState
 from hubbub.store.base import DM_STREAM, MessageRef, Store
 
 log = logging.getLogger("hubbub.router")
@@ -80,6 +82,7 @@ class HttpSender:
     def __init__(self, space: SpaceState, identity: Identity, caps: CapabilitySet) -> None:
         self.id = identity.id
         self.kind = identity.kind
+        self.role = identity.role
         self.space = space
         self.caps = caps
         self.refusals: list[ProtocolError] = []
@@ -117,7 +120,9 @@ class Router:
         """The store's history identity, sent in every welcome (see docs/reliability.md)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self.shutting_down = False
-        self._http_rates: dict[tuple[str, str], TokenBucket] = {}
+        self.rates = RateBuckets(limits.rate_per_s, limits.rate_burst)
+        """Each participant's rate, shared by its connections (also across reconnects) and
+        its HTTP posts."""
         self.activity = Activity()
         self.bans = BanList(self.store)  # admin kill switch (hubbub.server.admin)
         self.proposal_board = observe.ProposalBoard()  # dashboard (hubbub.server.observe)
@@ -134,16 +139,49 @@ class Router:
         for space in self.spaces.values():
             await self.bans.load(space.id)
             await self._load_message_ids(space)
+            await self._load_capabilities(space)
             seqs = await self.store.last_seqs(space.id)
-            names = list(space.config.channels)
-            for extra in await self.store.channels(space.id):
-                if extra not in names:
-                    names.append(extra)
+            names = dict.fromkeys(space.config.channels)  # ordered, O(1) membership
+            names.update(dict.fromkeys(await self.store.channels(space.id)))
             for name in names:
                 space.channels[name] = Channel(name, seqs.get(name, 0), HISTORY_CACHE)
             space.dm_seq = space.dm_assigned = seqs.get(DM_STREAM, 0)
             await self._load_dm_marks(space)
         await self.coordination.start()
+
+    async def _load_capabilities(self, space: SpaceState) -> None:
+        """Read back the capabilities that grants and revokes left (they outlive restarts)."""
+        for pid, saved in (await self.store.capabilities(space.id)).items():
+            try:
+                self.capability_overrides[(space.id, pid)] = CapabilitySet(saved)
+            except CapabilityError as exc:
+                log.warning("ignoring the saved capabilities of %s in %s: %s", pid, space.id, exc)
+
+    def capabilities_for(self, ident: Identity) -> CapabilitySet:
+        """``ident``'s capabilities: as grants and revokes left them, else as configured."""
+        saved = self.capability_overrides.get((ident.space, ident.id))
+        return saved if saved is not None else ident.capability_set()
+
+    def set_capabilities(self, space: SpaceState, pid: str, caps: CapabilitySet) -> None:
+        """Replace ``pid``'s capabilities now and for good (saved; they win over space.yaml)."""
+        self.capability_overrides[(space.id, pid)] = caps
+        self.store.put_capabilities(space.id, pid, caps.capabilities)
+        s = space.online.get(pid)
+        if s is not None:
+            s.caps = caps
+
+    def leave_channels_not_allowed(self, s: Session) -> None:
+        """End ``s``'s memberships of channels its capabilities no longer let it join."""
+        for name in sorted(s.channels):
+            ch = s.space.channels.get(name)
+            if may_join(s.caps, name) or ch is None or not ch.remove(s):
+                continue
+            reason = "your channel/join capability for it was revoked"
+            left = self._server_env(
+                "channel/left", {"channel": name, "reason": reason}, to=[s.id], channel=name
+            )
+            self._send_env(s, left)
+            self._queue_presence(s.space, "leave", s.summary(), channel=name)
 
     async def _load_dm_marks(self, space: SpaceState) -> None:
         """Read back where each offline participant's DMs stopped (those participants stay
@@ -233,16 +271,9 @@ class Router:
     async def attach(self, ident: Identity, conn: Connection, hello: Hello) -> Session:
         """Register a connection, send the welcome, join its channels, replay missed DMs."""
         space = self.spaces[ident.space]
-        caps = self.capability_overrides.get((space.id, ident.id)) or ident.capability_set()
-        s = Session(
-            ident.id,
-            ident.kind,
-            ident.role,
-            space,
-            conn,
-            caps,
-            TokenBucket(self.limits.rate_per_s, self.limits.rate_burst),
-        )
+        caps = self.capabilities_for(ident)
+        rate = self.rates.get(space.id, ident.id)  # a reconnect continues the same bucket
+        s = Session(ident.id, ident.kind, ident.role, space, conn, caps, rate)
         old = space.online.get(ident.id)
         if old is not None:
             old.conn.close(CLOSE_REPLACED, "replaced by a new connection with the same id")
@@ -254,9 +285,9 @@ class Router:
         # DMs up to here come from the store, later ones arrive live: none twice, none lost
         replay_upto = space.dm_seq
         try:
-            self._send_env(s, self._welcome(s))
             reset = hello.epoch is not None and hello.epoch != self.epoch
             wanted = hello.channels if hello.channels is not None else ["#general"]
+            self._send_env(s, self._welcome(s, wanted))
             for name in wanted:
                 try:
                     self._check_join(s, name)
@@ -314,6 +345,7 @@ class Router:
         if space.online.get(s.id) is not s:
             return
         del space.online[s.id]
+        self.rates.keep(space.id, s.id, s.rate)
         self.metrics.connections[s.conn.dialect.name] -= 1
         channels = sorted(s.channels)
         for name in channels:
@@ -334,17 +366,27 @@ class Router:
                     asyncio.get_running_loop().call_soon(self.detach, s)
                     return
 
-    def _welcome(self, s: Session) -> Envelope:
+    def _welcome(self, s: Session, first: Sequence[str]) -> Envelope:
+        """The welcome: at most ``limits.welcome_channels`` channels, those in ``first`` (the
+        ones the participant asked to join) first, and ``channels_total``."""
         space = s.space
+        channels = space.channels
+        most = self.limits.welcome_channels
+        names = [n for n in dict.fromkeys(first) if n in channels][:most]
+        if len(names) < most:
+            own = set(names)
+            rest = (n for n in channels if n not in own)
+            names.extend(itertools.islice(rest, most - len(names)))
         return self._server_env(
             "system/welcome",
             {
                 "you": {"id": s.id, "kind": s.kind, "capabilities": s.caps.capabilities},
                 "participants": [o.summary() for o in space.online.values()],
                 "channels": [
-                    {"name": ch.name, "members": len(ch.members), "seq": ch.seq}
-                    for ch in space.channels.values()
+                    {"name": n, "members": len(channels[n].members), "seq": channels[n].seq}
+                    for n in names
                 ],
+                "channels_total": len(channels),
                 "space": space.id,
                 "server": self.server_name,
                 "dm_seq": space.dm_seq,
@@ -399,12 +441,7 @@ class Router:
     def check_rate(self, space: SpaceState, pid: str) -> None:
         """Spend one message of ``pid``'s rate (HTTP posts share it with the WebSocket)."""
         online = space.online.get(pid)
-        bucket = online.rate if online is not None else self._http_rates.get((space.id, pid))
-        if bucket is None:
-            if len(self._http_rates) >= 10_000:
-                self._http_rates.clear()  # bounded memory; a full bucket is the fresh state
-            bucket = TokenBucket(self.limits.rate_per_s, self.limits.rate_burst)
-            self._http_rates[(space.id, pid)] = bucket
+        bucket = online.rate if online is not None else self.rates.get(space.id, pid)
         if not bucket.take():
             raise self._rate_error()
 
@@ -582,7 +619,7 @@ class Router:
 
     def _destination_channel(self, sender: Sender, env: Envelope) -> Channel:
         """The channel ``env`` goes to (``#general`` by default), with its ``to`` checked."""
-        ch = self._channel_for(sender, env.channel or "#general")
+        ch = self._channel_for(sender, "#general" if env.channel is None else env.channel)
         if env.to is not None:
             if not env.to:
                 raise ProtocolError(
@@ -601,24 +638,10 @@ class Router:
         return to
 
     def _channel_for(self, sender: Sender, name: Any, *, member: bool = True) -> Channel:
-        if not isinstance(name, str) or not is_channel(name):
-            raise ProtocolError(
-                ErrorCode.INVALID_CHANNEL,
-                f"{name!r} is not a channel name: write '#' then 1-31 of [A-Za-z0-9_-]",
-            )
-        ch = sender.space.channels.get(name)
-        if ch is None:
-            raise ProtocolError(
-                ErrorCode.UNKNOWN_CHANNEL,
-                f"channel {name} does not exist in space {sender.space.id!r}; "
-                "create it with channel/create (needs the capability)",
-            )
-        if member and isinstance(sender, Session) and sender.id not in ch.members:
-            raise ProtocolError(
-                ErrorCode.NOT_IN_CHANNEL,
-                f"you are not a member of {name}; send channel/join first",
-            )
-        return ch
+        """The channel ``sender`` may use (``member=False``: may join); see authorization.py."""
+        return channel_access(
+            self.bans, sender.space, sender.id, sender.caps, name, joining=not member
+        )
 
     def _deliver_channel(
         self,
@@ -874,12 +897,6 @@ class Router:
     # ------------------------------------------------------------------ channels and history
 
     def _check_join(self, s: Session, name: str) -> None:
-        if not s.caps.allows("channel/join", {"channel": name}):
-            raise ProtocolError(
-                ErrorCode.CAPABILITY_VIOLATION,
-                f"you may not join {name}",
-                extra={"attempted_kind": "channel/join", "your_capabilities": s.caps.capabilities},
-            )
         self._channel_for(s, name, member=False)
 
     async def _join(
@@ -990,6 +1007,16 @@ def _on_create(r: Router, sender: Sender, env: Envelope) -> None:
         raise ProtocolError(ErrorCode.CHANNEL_EXISTS, f"channel {name} already exists; join it")
     ch = space.channels[name] = Channel(name, 0, HISTORY_CACHE)
     r.store.put_channel(space.id, name)
+    most = r.limits.max_channels
+    if len(space.channels) >= most:
+        raise ProtocolError(
+            ErrorCode.CHANNEL_LIMIT,
+            f"space {space.id!r} has {len(space.channels)} channels, the most it may have "
+            f"(limits.max_channels = {most}): join an existing channel (channel/list lists "
+            "them) or ask the operator to raise HUBBUB_MAX_CHANNELS",
+        )
+    ch = space.channels[name] = Channel(name, 0, HISTORY_CACHE)
+    r.store.put_channel(space.id, name)
     if isinstance(sender, Session):
         ch.add_joining(sender)  # a message sent right after the create frame is accepted
 
@@ -1060,6 +1087,7 @@ def _on_capability(r: Router, sender: Sender, env: Envelope) -> None:
         caps = validate_capabilities(p.get("capabilities"))
     except CapabilityError as exc:
         raise ProtocolError(ErrorCode.INVALID_ENVELOPE, f"{env.kind}: {exc}") from None
+    check_grant(space, sender.id, sender.role, sender.caps, env.kind, caps)
     target = space.online.get(recipient)
     key = (space.id, recipient)
     current = r.capability_overrides.get(key)
@@ -1071,11 +1099,11 @@ def _on_capability(r: Router, sender: Sender, env: Envelope) -> None:
             base = cfg.effective_capabilities() if cfg else space.config.open_capabilities()
             current = CapabilitySet(base)
     new = current.granted(caps) if env.kind == "capability/grant" else current.revoked(caps)
-    r.capability_overrides[key] = new
-    if target is not None:
-        target.caps = new
+    r.set_capabilities(space, recipient, new)
     env.to = [recipient]
     r._deliver_dm(sender, env, r.clock.now_ms())
+    if target is not None:
+        r.leave_channels_not_allowed(target)
 
 
 def _on_claim(r: Router, sender: Sender, env: Envelope) -> None:

@@ -39,6 +39,53 @@ class TokenBucket:
             return True
         return False
 
+    def full(self, now: float) -> bool:
+        """Whether the bucket has refilled completely by ``now`` (it is then like a new one)."""
+        return self.rate <= 0 or self.tokens + (now - self.last) * self.rate >= self.burst
+
+
+class RateBuckets:
+    """The rate of each (space, participant), kept across reconnects and shared with HTTP.
+
+    Memory is bounded: past ``max_entries`` the full buckets are dropped (a full bucket is
+    the same as a new one, so nothing is lost); if too few are full, the oldest go too.
+    """
+
+    def __init__(self, rate: float, burst: int, max_entries: int = 50_000) -> None:
+        self.rate = rate
+        self.burst = burst
+        self.max_entries = max_entries
+        self._buckets: dict[tuple[str, str], TokenBucket] = {}
+
+    def __len__(self) -> int:
+        """Number of buckets kept."""
+        return len(self._buckets)
+
+    def get(self, space: str, pid: str) -> TokenBucket:
+        """The bucket of ``pid`` in ``space`` (a new, full one the first time)."""
+        key = (space, pid)
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            if len(self._buckets) >= self.max_entries:
+                self._trim()
+            bucket = self._buckets[key] = TokenBucket(self.rate, self.burst)
+        return bucket
+
+    def keep(self, space: str, pid: str, bucket: TokenBucket) -> None:
+        """Keep ``bucket`` as the one of ``pid`` (a connection hands its bucket back)."""
+        key = (space, pid)
+        if key not in self._buckets and len(self._buckets) >= self.max_entries:
+            self._trim()
+        self._buckets[key] = bucket
+
+    def _trim(self) -> None:
+        now = time.monotonic()
+        kept = {k: b for k, b in self._buckets.items() if not b.full(now)}
+        target = self.max_entries * 3 // 4
+        if len(kept) > target:
+            kept = dict(list(kept.items())[len(kept) - target :])
+        self._buckets = kept
+
 
 class Session:
     """A connected, authenticated participant."""

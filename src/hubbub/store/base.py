@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from hubbub.protocol.ids import DM_STREAM
 
@@ -136,3 +136,14 @@ class Store(ABC):
     @abstractmethod
     async def bans(self, space: str) -> list[str]:
         """The participant ids banned from a space, sorted."""
+
+    @abstractmethod
+    def put_capabilities(
+        self, space: str, participant: str, capabilities: list[dict[str, Any]] | None
+    ) -> None:
+        """Queue saving a participant's capabilities as grants and revokes left them (None:
+        forget them, the space config applies again)."""
+
+    @abstractmethod
+    async def capabilities(self, space: str) -> dict[str, list[dict[str, Any]]]:
+        """The saved capabilities of a space: participant id → capability list."""

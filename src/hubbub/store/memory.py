@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import copy
 import uuid
 from collections import defaultdict
 from collections.abc import Callable
+from typing import Any
 
 from hubbub.store.base import DM_STREAM, MessageRef, Store, StoredMessage
 
@@ -23,6 +25,7 @@ class MemoryStore(Store):
         self._marks: dict[str, dict[str, int]] = defaultdict(dict)
         self._refs: dict[str, dict[str, MessageRef]] = defaultdict(dict)
         self._epoch = uuid.uuid4().hex
+        self._caps: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(dict)
 
     async def open(self) -> None:
         """Nothing to open."""
@@ -148,3 +151,16 @@ class MemoryStore(Store):
     async def dm_marks(self, space: str) -> dict[str, int]:
         """The saved DM marks of a space."""
         return dict(self._marks[space])
+
+    def put_capabilities(
+        self, space: str, participant: str, capabilities: list[dict[str, Any]] | None
+    ) -> None:
+        """Save (or, with None, forget) a participant's capabilities at once."""
+        if capabilities is None:
+            self._caps[space].pop(participant, None)
+        else:
+            self._caps[space][participant] = copy.deepcopy(capabilities)
+
+    async def capabilities(self, space: str) -> dict[str, list[dict[str, Any]]]:
+        """The saved capabilities of a space."""
+        return copy.deepcopy(self._caps[space])

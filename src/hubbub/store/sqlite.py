@@ -45,6 +45,10 @@ CREATE TABLE IF NOT EXISTS bans (
     space TEXT NOT NULL, id TEXT NOT NULL,
     PRIMARY KEY (space, id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS capabilities (
+    space TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL,
+    PRIMARY KEY (space, id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS channels (
     space TEXT NOT NULL, channel TEXT NOT NULL, created INTEGER NOT NULL,
     PRIMARY KEY (space, channel)
@@ -85,7 +89,7 @@ class SqliteStore(Store):
         self._pending_marks: dict[tuple[str, str], int | None] = {}
         """DM marks by (space, participant): the latest value of a batch wins."""
         self._pending_rows: list[tuple[str, tuple[Any, ...]]] = []
-        """Single-row saves and deletions (callbacks, bans, channels), in order."""
+        """Single-row saves and deletions (callbacks, bans, capabilities, channels), in order."""
         self._waiters: list[Callable[[], None]] = []
         self._commit_task: asyncio.Task[None] | None = None
         self._epoch = ""
@@ -191,6 +195,20 @@ class SqliteStore(Store):
             )
         else:
             self._queue_row("DELETE FROM bans WHERE space=? AND id=?", space, participant)
+
+    def put_capabilities(
+        self, space: str, participant: str, capabilities: list[dict[str, Any]] | None
+    ) -> None:
+        """Queue saving (or, with None, forgetting) a participant's capabilities."""
+        if capabilities is None:
+            self._queue_row("DELETE FROM capabilities WHERE space=? AND id=?", space, participant)
+        else:
+            self._queue_row(
+                "INSERT OR REPLACE INTO capabilities (space, id, data) VALUES (?,?,?)",
+                space,
+                participant,
+                json.dumps(capabilities, separators=(",", ":")),
+            )
 
     def _queue_row(self, sql: str, *params: Any) -> None:
         """Queue one single-row statement for the next commit."""
@@ -422,3 +440,13 @@ class SqliteStore(Store):
             ).fetchall()
         )
         return {str(r[0]): int(r[1]) for r in rows}
+
+    async def capabilities(self, space: str) -> dict[str, list[dict[str, Any]]]:
+        """The saved capabilities of a space."""
+        await self.flush()
+        rows = await self._run(
+            lambda: self._db.execute(  # type: ignore[union-attr]
+                "SELECT id, data FROM capabilities WHERE space=?", (space,)
+            ).fetchall()
+        )
+        return {str(r[0]): json.loads(r[1]) for r in rows}
