@@ -23,6 +23,7 @@ from hubbub.server.dashboard_http import add_dashboard_routes
 from hubbub.server.http_api import add_http_routes
 from hubbub.server.metrics import Metrics
 from hubbub.server.router import Router
+from hubbub.server.web_guard import browser_guard
 from hubbub.store.base import Store
 from hubbub.store.memory import MemoryStore
 from hubbub.store.sqlite import SqliteStore
@@ -172,7 +173,10 @@ async def health(request: web.Request) -> web.Response:
 
 def build_app(router: Router) -> web.Application:
     """The aiohttp application serving the gateway on one port."""
-    app = web.Application(client_max_size=router.limits.max_frame_bytes + 4096)
+    app = web.Application(
+        client_max_size=router.limits.max_frame_bytes + 4096,
+        middlewares=[browser_guard(router.limits.allowed_origins)],
+    )
     app[ROUTER_KEY] = router
     app.router.add_get("/ws", websocket_endpoint)
     app.router.add_get("/", websocket_endpoint)
