@@ -19,6 +19,8 @@ class Metrics:
         self.messages_out = 0
         self.errors: Counter[str] = Counter()
         self.slow_consumer_disconnects = 0
+        self.connections_refused: Counter[str] = Counter()
+        """Connections refused or cut by the listener, by reason (see server/listener.py)."""
         self.registry = CollectorRegistry(auto_describe=True)
         self.registry.register(_Collector(self))
 
@@ -53,3 +55,11 @@ class _Collector(Collector):
             "Connections closed because their send buffer overflowed",
             value=self.m.slow_consumer_disconnects,
         )
+        refused = CounterMetricFamily(
+            "hubbub_connections_refused",
+            "Connections refused at the limits or cut at the request-head timeout, by reason",
+            labels=["reason"],
+        )
+        for reason, n in sorted(self.m.connections_refused.items()):
+            refused.add_metric([reason], n)
+        yield refused
