@@ -21,6 +21,7 @@ from hubbub.server.config import EngineSettings, Limits, SpaceConfig, open_space
 from hubbub.server.connection import CLOSE_POLICY, CLOSE_TOO_BIG, Connection, ws_text_frame
 from hubbub.server.dashboard_http import add_dashboard_routes
 from hubbub.server.http_api import add_http_routes
+from hubbub.server.listener import GuardedSite
 from hubbub.server.metrics import Metrics
 from hubbub.server.router import Router
 from hubbub.server.web_guard import browser_guard
@@ -220,13 +221,21 @@ def make_router(
     )
 
 
-async def serve_forever(router: Router, host: str, port: int) -> None:
-    """Run the gateway until cancelled (used by tests and the demo)."""
-    runner = web.AppRunner(build_app(router), shutdown_timeout=5.0, handle_signals=False)
+async def serve_forever(
+    router: Router, host: str, port: int, stop: asyncio.Event | None = None
+) -> None:
+    """Run the gateway until ``stop`` is set or the task is cancelled, then shut down cleanly."""
+    runner = web.AppRunner(
+        build_app(router),
+        shutdown_timeout=5.0,
+        handle_signals=False,
+        access_log=None,
+        keepalive_timeout=75.0,
+    )
     await runner.setup()
-    site = web.TCPSite(runner, host, port, backlog=4096)
+    site = GuardedSite(runner, host, port, router.limits, router.metrics)
     await site.start()
     try:
-        await asyncio.Event().wait()
+        await (stop or asyncio.Event()).wait()
     finally:
         await runner.cleanup()

@@ -104,7 +104,8 @@ def _origin_setting(text: str) -> str:
     origin = canonical_origin(text)
     if origin is None:
         raise ConfigError(
-            f"limits.allowed_origins: {text!r} is not an origin; write scheme://host[:port] "
+            f"--allow-origin / limits.allowed_origins: {text!r} is not an origin; write "
+            "scheme://host[:port] "
             "with scheme http or https and no path, e.g. http://localhost:5173"
         )
     return origin
