@@ -10,22 +10,23 @@ Every accepted connection passes a gate before aiohttp sees it:
 - when even that pool is full it is **dropped**: closed at accept, without an answer.
 
 So a flood of half-open connections never reaches the open-file limit, and the clients
-already served, and ``/health`` from other addresses, keep working. Accept errors that still
-happen (``EMFILE`` when the open-file limit is too low for the configured caps) are logged
-at most once per second with a count, not once per retry with a traceback.
+already served, and ``/health`` from other addresses, keep working. The site runs its own
+accept loop (asyncio's retries a failing ``accept()`` up to the backlog in one tick, logging a
+traceback each time): an accept error such as ``EMFILE`` (an open-file limit too low for the
+configured caps) pauses accepting for ``ACCEPT_RETRY_S`` and is logged at most once per
+second with a count.
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
-import errno
 import json
 import logging
 import resource
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from aiohttp import web
 
@@ -40,7 +41,10 @@ MIN_CONNECTIONS = 16
 MIN_REFUSALS = 64
 REFUSAL_LINGER_S = 2.0
 """How long a refused connection may take to read its 503 before it is cut."""
-ACCEPT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+ACCEPT_BATCH = 256
+"""Most connections accepted in one turn of the event loop (other work runs in between)."""
+ACCEPT_RETRY_S = 0.1
+"""Pause after a failed ``accept()`` before trying again."""
 _HEAD_ENDS = (b"\r\n\r\n", b"\n\n")
 
 
@@ -136,56 +140,6 @@ class Throttle:
         return self._last + self.interval_s if self._pending else None
 
 
-class AcceptErrorLog:
-    """The event loop's exception handler: resource errors (EMFILE…) become one line a second."""
-
-    def __init__(
-        self, loop: asyncio.AbstractEventLoop, caps: Caps, nofile: int, interval_s: float = 1.0
-    ) -> None:
-        self.loop = loop
-        self.caps = caps
-        self.nofile = nofile
-        self.throttle = Throttle(interval_s, loop.time)
-        self.previous = loop.get_exception_handler()
-        self._last_error = ""
-        self._flush: asyncio.TimerHandle | None = None
-
-    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        exc = context.get("exception")
-        if not (isinstance(exc, OSError) and exc.errno in ACCEPT_ERRNOS):
-            if self.previous is not None:
-                self.previous(loop, context)
-            else:
-                loop.default_exception_handler(context)
-            return
-        self._last_error = f"{context.get('message', 'socket error')}: {exc}"
-        self._report(self.throttle.hit())
-
-    def _report(self, n: int) -> None:
-        if n:
-            log.warning(
-                "%s (%d times since the last report); new connections wait in the backlog. "
-                "The open-file limit is %d and the gateway serves up to %d connections "
-                "(limits.max_connections): raise the limit (ulimit -n) or lower the cap",
-                self._last_error,
-                n,
-                self.nofile,
-                self.caps.total,
-            )
-        due = self.throttle.due()
-        if due is not None and self._flush is None:
-            self._flush = self.loop.call_at(due, self._on_flush)
-
-    def _on_flush(self) -> None:
-        self._flush = None
-        self._report(self.throttle.flush())
-
-    def close(self) -> None:
-        """Stop the pending report timer."""
-        if self._flush is not None:
-            self._flush.cancel()
-
-
 def _answer(status: str, error: str, message: str) -> bytes:
     body = json.dumps({"error": error, "message": message}).encode()
     head = (
@@ -196,37 +150,33 @@ def _answer(status: str, error: str, message: str) -> bytes:
 
 
 class _Guarded(asyncio.Protocol):
-    """One accepted connection: the gate's verdict, then aiohttp's own protocol if served."""
+    """One admitted connection: aiohttp's own protocol if served, a 503 answer if refused."""
 
-    __slots__ = ("_inner", "_ip", "_site", "_tail", "_timer", "_transport", "_verdict")
+    __slots__ = ("_inner", "_ip", "_site", "_tail", "_timer", "_transport", "_verdict", "made")
 
-    def __init__(self, site: GuardedSite) -> None:
+    def __init__(self, site: GuardedSite, ip: str, verdict: Verdict) -> None:
         self._site = site
+        self._ip = ip
+        self._verdict = verdict
         self._inner: asyncio.Protocol | None = None
         self._transport: asyncio.Transport | None = None
-        self._ip = ""
-        self._verdict = Verdict.DROP
         self._timer: asyncio.TimerHandle | None = None
         self._tail = b""
+        self.made = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
+        self.made = True
         site = self._site
         self._transport = transport
-        peer = transport.get_extra_info("peername")
-        self._ip = str(peer[0]) if isinstance(peer, tuple) else str(peer)
-        self._verdict = verdict = site.gate.admit(self._ip)
         loop = asyncio.get_running_loop()
-        if verdict is Verdict.SERVE:
+        if self._verdict is Verdict.SERVE:
             self._timer = loop.call_later(site.limits.header_timeout_s, self._head_timeout)
             self._inner = site.handler_factory()
             self._inner.connection_made(transport)
             return
-        site.metrics.connections_refused[verdict.value] += 1
-        if verdict is Verdict.DROP:
-            transport.abort()
-            return
-        transport.write(site.refusals[verdict])
+        site.metrics.connections_refused[self._verdict.value] += 1
+        transport.write(site.refusals[self._verdict])
         if transport.can_write_eof():
             transport.write_eof()  # the client reads the answer, then closes: no reset
         self._timer = loop.call_later(REFUSAL_LINGER_S, transport.abort)
@@ -315,11 +265,16 @@ class GuardedSite(web.BaseSite):
             f"no complete HTTP request within {limits.header_timeout_s:g} s of connecting "
             "(limits.header_timeout_s); send the request line and headers at once",
         )
-        self._accept_log: AcceptErrorLog | None = None
-        self.handler_factory: Callable[[], asyncio.Protocol] = self._no_server
+        self.handler_factory: Callable[[], asyncio.Protocol] = self._not_started
+        self._listening: list[socket.socket] = []
+        self._paused: dict[int, asyncio.TimerHandle] = {}
+        self._handshakes: set[asyncio.Task[None]] = set()
+        self._throttle: Throttle | None = None
+        self._accept_error = ""
+        self._report_timer: asyncio.TimerHandle | None = None
 
     @staticmethod
-    def _no_server() -> asyncio.Protocol:
+    def _not_started() -> asyncio.Protocol:
         raise RuntimeError("GuardedSite.start() was not called")
 
     @property
@@ -330,18 +285,18 @@ class GuardedSite(web.BaseSite):
     @property
     def port(self) -> int:
         """The bound port (the requested one before start)."""
-        server = self._server
-        if isinstance(server, asyncio.Server) and server.sockets:
-            return int(server.sockets[0].getsockname()[1])
+        if self._listening:
+            return int(self._listening[0].getsockname()[1])
         return self.requested_port
 
     async def start(self) -> None:
-        """Listen, and route resource errors of this loop through the throttled log."""
+        """Bind the port and start the accept loop."""
         await super().start()
         server = self._runner.server
         assert server is not None, "call runner.setup() first"
         self.handler_factory = server
         loop = asyncio.get_running_loop()
+        self._throttle = Throttle(1.0, loop.time)
         caps = self.gate.caps
         if caps.total + caps.refusals > self.nofile - RESERVED_FDS:
             log.warning(
@@ -351,20 +306,97 @@ class GuardedSite(web.BaseSite):
                 caps.refusals,
                 self.nofile,
             )
-        if not isinstance(loop.get_exception_handler(), AcceptErrorLog):
-            self._accept_log = AcceptErrorLog(loop, caps, self.nofile)
-            loop.set_exception_handler(self._accept_log)
-        self._server = await loop.create_server(
-            lambda: _Guarded(self), self.host, self.requested_port, backlog=self._backlog
+        # asyncio binds (every address of the host, v6-only where needed); this site accepts
+        bound = await loop.create_server(
+            asyncio.Protocol,
+            self.host,
+            self.requested_port,
+            backlog=self._backlog,
+            start_serving=False,
         )
+        self._server = bound
+        for tsock in bound.sockets:
+            sock = tsock.dup()
+            sock.setblocking(False)
+            sock.listen(self._backlog)
+            self._listening.append(sock)
+            loop.add_reader(sock.fileno(), self._accept, sock)
 
     async def stop(self) -> None:
-        """Stop listening; put the loop's previous exception handler back."""
-        accept_log = self._accept_log
-        if accept_log is not None:
-            accept_log.close()
-            loop = asyncio.get_running_loop()
-            if loop.get_exception_handler() is accept_log:
-                loop.set_exception_handler(accept_log.previous)
-            self._accept_log = None
+        """Stop accepting (connections already made are closed by the runner)."""
+        loop = asyncio.get_running_loop()
+        for timer in [*self._paused.values(), self._report_timer]:
+            if timer is not None:
+                timer.cancel()
+        self._paused.clear()
+        for sock in self._listening:
+            loop.remove_reader(sock.fileno())
+            sock.close()
+        self._listening.clear()
         await super().stop()
+
+    def _accept(self, sock: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        for _ in range(ACCEPT_BATCH):
+            try:
+                conn, addr = sock.accept()
+            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                return
+            except OSError as exc:
+                self._accept_failed(sock, exc)
+                return
+            ip = str(addr[0]) if isinstance(addr, tuple) else str(addr)
+            verdict = self.gate.admit(ip)
+            if verdict is Verdict.DROP:
+                self.metrics.connections_refused[verdict.value] += 1
+                conn.close()
+                continue
+            conn.setblocking(False)
+            task = loop.create_task(self._connect(conn, ip, verdict))
+            self._handshakes.add(task)
+            task.add_done_callback(self._handshakes.discard)
+
+    async def _connect(self, conn: socket.socket, ip: str, verdict: Verdict) -> None:
+        protocol = _Guarded(self, ip, verdict)
+        try:
+            await asyncio.get_running_loop().connect_accepted_socket(lambda: protocol, conn)
+        except OSError:
+            if not protocol.made:  # else connection_lost releases it
+                self.gate.release(ip, verdict)
+            conn.close()
+
+    def _accept_failed(self, sock: socket.socket, exc: OSError) -> None:
+        """Pause this socket's accept loop for a moment and report the error, throttled."""
+        loop = asyncio.get_running_loop()
+        fd = sock.fileno()
+        loop.remove_reader(fd)
+        self._paused[fd] = loop.call_later(ACCEPT_RETRY_S, self._resume, sock)
+        self._accept_error = f"accept() failed: {exc}"
+        assert self._throttle is not None
+        self._report(self._throttle.hit())
+
+    def _resume(self, sock: socket.socket) -> None:
+        fd = sock.fileno()
+        if self._paused.pop(fd, None) is not None and fd >= 0:
+            asyncio.get_running_loop().add_reader(fd, self._accept, sock)
+
+    def _report(self, n: int) -> None:
+        if n:
+            log.warning(
+                "%s (%d times since the last report); new connections wait in the backlog. "
+                "The open-file limit is %d and the gateway serves up to %d connections "
+                "(limits.max_connections): raise the limit (ulimit -n) or lower the cap",
+                self._accept_error,
+                n,
+                self.nofile,
+                self.gate.caps.total,
+            )
+        assert self._throttle is not None
+        due = self._throttle.due()
+        if due is not None and self._report_timer is None:
+            self._report_timer = asyncio.get_running_loop().call_at(due, self._report_due)
+
+    def _report_due(self) -> None:
+        self._report_timer = None
+        assert self._throttle is not None
+        self._report(self._throttle.flush())
