@@ -59,8 +59,9 @@ class Caps:
 
 
 def open_file_limit() -> int:
-    """This process's soft limit on open files."""
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    """This process's soft limit on open files (2**20 when it is unlimited)."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return soft if 0 < soft != resource.RLIM_INFINITY else 1 << 20
 
 
 def connection_caps(limits: Limits, nofile: int) -> Caps:
@@ -152,7 +153,7 @@ def _answer(status: str, error: str, message: str) -> bytes:
 class _Guarded(asyncio.Protocol):
     """One admitted connection: aiohttp's own protocol if served, a 503 answer if refused."""
 
-    __slots__ = ("_inner", "_ip", "_site", "_tail", "_timer", "_transport", "_verdict", "made")
+    __slots__ = ("_counted", "_inner", "_ip", "_site", "_tail", "_timer", "_transport", "_verdict")
 
     def __init__(self, site: GuardedSite, ip: str, verdict: Verdict) -> None:
         self._site = site
@@ -162,11 +163,10 @@ class _Guarded(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._tail = b""
-        self.made = False
+        self._counted = True
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
-        self.made = True
         site = self._site
         self._transport = transport
         loop = asyncio.get_running_loop()
@@ -200,9 +200,15 @@ class _Guarded(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self._site.gate.release(self._ip, self._verdict)
+        self.release()
         if self._inner is not None:
             self._inner.connection_lost(exc)
+
+    def release(self) -> None:
+        """Give the connection's place at the gate back (once)."""
+        if self._counted:
+            self._counted = False
+            self._site.gate.release(self._ip, self._verdict)
 
     def pause_writing(self) -> None:
         if self._inner is not None:
@@ -360,9 +366,8 @@ class GuardedSite(web.BaseSite):
         protocol = _Guarded(self, ip, verdict)
         try:
             await asyncio.get_running_loop().connect_accepted_socket(lambda: protocol, conn)
-        except OSError:
-            if not protocol.made:  # else connection_lost releases it
-                self.gate.release(ip, verdict)
+        except (OSError, RuntimeError):
+            protocol.release()
             conn.close()
 
     def _accept_failed(self, sock: socket.socket, exc: OSError) -> None:
