@@ -105,8 +105,8 @@ def _origin_setting(text: str) -> str:
     if origin is None:
         raise ConfigError(
             f"--allow-origin / limits.allowed_origins: {text!r} is not an origin; write "
-            "scheme://host[:port] "
-            "with scheme http or https and no path, e.g. http://localhost:5173"
+            "scheme://host[:port] with scheme http or https and no path, e.g. "
+            "http://localhost:5173"
         )
     return origin
 
