@@ -15,6 +15,7 @@ from aiohttp import web
 
 from hubbub.server.app import build_app, make_router
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig
+from hubbub.server.listener import GuardedSite
 from hubbub.server.router import Router
 
 
@@ -126,7 +127,7 @@ async def start_gateway(
     )
     runner = web.AppRunner(build_app(router), handle_signals=False, shutdown_timeout=2.0)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", port)
+    site = GuardedSite(runner, "127.0.0.1", port, router.limits, router.metrics)
     await site.start()
     server = site._server
     assert server is not None

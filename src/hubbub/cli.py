@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import resource
+import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from aiohttp import web
 
 from hubbub import __version__
 from hubbub.cli_support import freeze_start_up_objects, setup_logging
@@ -26,6 +27,9 @@ from hubbub.server.config import (
     new_token,
     save_space,
 )
+
+if TYPE_CHECKING:
+    from hubbub.server.router import Router
 
 
 def _raise_fd_limit() -> None:
@@ -78,6 +82,26 @@ def main() -> None:
 @click.option("--rate-burst", type=int, default=None, help="Burst allowance [40].")
 @click.option("--max-frame-bytes", type=int, default=None, help="Largest frame accepted [262144].")
 @click.option("--history-on-join", type=int, default=None, help="Messages sent on join [50].")
+@click.option(
+    "--allow-origin",
+    "allow_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="A web origin (http://host:port) besides the gateway's own whose pages may open /ws "
+    "and POST (repeat for several).",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(0),
+    default=None,
+    help="Connections served at once; more get 503 [0: derived from `ulimit -n`].",
+)
+@click.option(
+    "--max-connections-per-ip",
+    type=click.IntRange(0),
+    default=None,
+    help="Connections one address may hold [0: half of --max-connections].",
+)
 @click.option("--log-level", default="info", show_default=True)
 def serve(
     host: str | None,
@@ -90,10 +114,13 @@ def serve(
     rate_burst: int | None,
     max_frame_bytes: int | None,
     history_on_join: int | None,
+    allow_origins: tuple[str, ...],
+    max_connections: int | None,
+    max_connections_per_ip: int | None,
     log_level: str,
 ) -> None:
     """Run the gateway: WebSocket at /ws, HTTP API, metrics."""
-    from hubbub.server.app import build_app, make_router
+    from hubbub.server.app import make_router
     from hubbub.server.config import open_space
 
     setup_logging(log_level)
@@ -107,6 +134,12 @@ def serve(
             limits.max_frame_bytes = max_frame_bytes
         if history_on_join is not None:
             limits.history_on_join = history_on_join
+        if allow_origins:
+            limits.allowed_origins = list(allow_origins)
+        if max_connections is not None:
+            limits.max_connections = max_connections
+        if max_connections_per_ip is not None:
+            limits.max_connections_per_ip = max_connections_per_ip
         limits.validate()
         spaces = [load_space(p) for p in space_configs] or [open_space()]
         engines = engine_settings_from_env()
@@ -137,15 +170,18 @@ def serve(
     )
     logging.getLogger("hubbub").info("dashboard: http://%s:%d/dashboard", bind, port)
     freeze_start_up_objects()
-    web.run_app(
-        build_app(router),
-        host=bind,
-        port=port,
-        print=None,
-        backlog=4096,
-        shutdown_timeout=5.0,
-        access_log=None,
-    )
+    asyncio.run(_serve_until_signalled(router, bind, port))
+
+
+async def _serve_until_signalled(router: Router, host: str, port: int) -> None:
+    """Serve until SIGINT or SIGTERM, then close every socket with 1001 and commit."""
+    from hubbub.server.app import serve_forever
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await serve_forever(router, host, port, stop)
 
 
 @main.group()

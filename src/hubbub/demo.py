@@ -34,6 +34,7 @@ from hubbub.protocol.envelope import Envelope
 from hubbub.sdk import Agent, Participant
 from hubbub.sdk.server_notes import CallbackFired, Wake
 from hubbub.server.app import build_app, make_router
+from hubbub.server.listener import GuardedSite
 from hubbub.server.router import Router
 
 Moment = Callable[[], Awaitable[None]]
@@ -285,7 +286,7 @@ async def gateway(port: int) -> AsyncIterator[tuple[Router, int]]:
     router = make_router(data_dir=Path(tempfile.mkdtemp(prefix="hubbub-demo-")))
     runner = web.AppRunner(build_app(router), handle_signals=False)
     await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
+    await GuardedSite(runner, "127.0.0.1", port, router.limits, router.metrics).start()
     try:
         yield router, port
     finally:

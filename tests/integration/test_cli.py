@@ -101,3 +101,45 @@ def test_serve_reports_a_bad_config_by_key(tmp_path: Path) -> None:
     assert "'general' is not a channel name" in result.output
     result = CliRunner().invoke(main, ["serve", "--space-config", str(tmp_path / "missing.yaml")])
     assert "does not exist" in result.output
+
+
+def test_serve_refuses_a_bad_origin_or_connection_limit_with_the_flag_named(
+    tmp_path: Path,
+) -> None:
+    result = CliRunner().invoke(main, ["serve", "--allow-origin", "app.example"])
+    assert result.exit_code != 0
+    assert "--allow-origin" in result.output and "scheme://host[:port]" in result.output
+    result = CliRunner().invoke(
+        main, ["serve", "--max-connections", "10", "--max-connections-per-ip", "20"]
+    )
+    assert result.exit_code != 0 and "max_connections_per_ip" in result.output
+
+
+async def test_serve_accepts_browsers_only_from_its_own_and_the_allowed_origins(
+    tmp_path: Path,
+) -> None:
+    port = _free_port()
+    app = "http://app.example:3000"
+    argv = ["serve", "--port", str(port), "--data-dir", str(tmp_path), "--allow-origin", app]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hubbub", *argv, "--max-connections", "50"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        await _wait_ready(proc, port)
+        url = f"ws://127.0.0.1:{port}/ws"
+        for origin in (app, f"http://127.0.0.1:{port}"):
+            async with websockets.connect(url, origin=origin) as ws:  # type: ignore[arg-type]
+                await ws.send(json.dumps({"type": "join", "participantId": "page"}))
+                assert "system/welcome" in str(await ws.recv())
+        try:
+            await websockets.connect(url, origin="http://evil.example")  # type: ignore[arg-type]
+        except websockets.InvalidStatus as exc:
+            assert exc.response.status_code == 403
+        else:
+            raise AssertionError("a foreign origin was let in")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    finally:
+        proc.kill()

@@ -21,8 +21,10 @@ from hubbub.server.config import EngineSettings, Limits, SpaceConfig, open_space
 from hubbub.server.connection import CLOSE_POLICY, CLOSE_TOO_BIG, Connection, ws_text_frame
 from hubbub.server.dashboard_http import add_dashboard_routes
 from hubbub.server.http_api import add_http_routes
+from hubbub.server.listener import GuardedSite
 from hubbub.server.metrics import Metrics
 from hubbub.server.router import Router
+from hubbub.server.web_guard import browser_guard
 from hubbub.store.base import Durability, Store
 from hubbub.store.memory import MemoryStore
 from hubbub.store.sqlite import SqliteStore
@@ -173,7 +175,10 @@ async def health(request: web.Request) -> web.Response:
 
 def build_app(router: Router) -> web.Application:
     """The aiohttp application serving the gateway on one port."""
-    app = web.Application(client_max_size=router.limits.max_frame_bytes + 4096)
+    app = web.Application(
+        client_max_size=router.limits.max_frame_bytes + 4096,
+        middlewares=[browser_guard(router.limits.allowed_origins)],
+    )
     app[ROUTER_KEY] = router
     app.router.add_get("/ws", websocket_endpoint)
     app.router.add_get("/", websocket_endpoint)
@@ -222,13 +227,21 @@ def make_router(
     )
 
 
-async def serve_forever(router: Router, host: str, port: int) -> None:
-    """Run the gateway until cancelled (used by tests and the demo)."""
-    runner = web.AppRunner(build_app(router), shutdown_timeout=5.0, handle_signals=False)
+async def serve_forever(
+    router: Router, host: str, port: int, stop: asyncio.Event | None = None
+) -> None:
+    """Run the gateway until ``stop`` is set or the task is cancelled, then shut down cleanly."""
+    runner = web.AppRunner(
+        build_app(router),
+        shutdown_timeout=5.0,
+        handle_signals=False,
+        access_log=None,
+        keepalive_timeout=75.0,
+    )
     await runner.setup()
-    site = web.TCPSite(runner, host, port, backlog=4096)
+    site = GuardedSite(runner, host, port, router.limits, router.metrics)
     await site.start()
     try:
-        await asyncio.Event().wait()
+        await (stop or asyncio.Event()).wait()
     finally:
         await runner.cleanup()

@@ -16,6 +16,7 @@ import yaml
 
 from hubbub.protocol.capabilities import CapabilityError, validate_capabilities
 from hubbub.protocol.ids import SPACE_ID_RE, is_channel, is_participant_id
+from hubbub.server.web_guard import canonical_origin
 
 _T = TypeVar("_T")
 ParticipantKind = Literal["human", "agent", "service"]
@@ -77,6 +78,15 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Most channels a space may have; ``channel/create`` past it answers ``channel_limit``."""
     welcome_channels: int = 100
     """Most channels listed in ``system/welcome`` (the rest: ``channel/list``)."""
+    header_timeout_s: float = 10.0
+    """A new connection must send a complete HTTP request head within this long, or is closed."""
+    max_connections: int = 0
+    """Connections served at once; more are answered 503 (0: derived from the open-file limit)."""
+    max_connections_per_ip: int = 0
+    """Connections one address may hold at once (0: half of max_connections)."""
+    allowed_origins: list[str] = msgspec.field(default_factory=list)
+    """Browser origins besides the gateway's own that may open /ws and send state-changing
+    requests (``scheme://host[:port]``)."""
 
     def validate(self) -> None:
         """Raise ConfigError for a nonsensical limit."""
@@ -91,6 +101,31 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             raise ConfigError("limits.idempotency_ids must be at least 1000")
         if self.max_channels < 1 or self.welcome_channels < 1:
             raise ConfigError("limits.max_channels and limits.welcome_channels must be >= 1")
+        if not self.header_timeout_s > 0:
+            raise ConfigError("limits.header_timeout_s must be > 0 seconds")
+        if self.max_connections < 0 or self.max_connections_per_ip < 0:
+            raise ConfigError(
+                "limits.max_connections and limits.max_connections_per_ip must be >= 0 "
+                "(0: derived from the open-file limit)"
+            )
+        if self.max_connections and self.max_connections_per_ip > self.max_connections:
+            raise ConfigError(
+                f"limits.max_connections_per_ip ({self.max_connections_per_ip}) must not exceed "
+                f"limits.max_connections ({self.max_connections})"
+            )
+        self.allowed_origins = [_origin_setting(o) for o in self.allowed_origins]
+
+
+def _origin_setting(text: str) -> str:
+    """One ``limits.allowed_origins`` entry in canonical form, or ConfigError saying why not."""
+    origin = canonical_origin(text)
+    if origin is None:
+        raise ConfigError(
+            f"--allow-origin / limits.allowed_origins: {text!r} is not an origin; write "
+            "scheme://host[:port] with scheme http or https and no path, e.g. "
+            "http://localhost:5173"
+        )
+    return origin
 
 
 class ParticipantConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -244,6 +279,9 @@ def limits_from_env(base: Limits | None = None) -> Limits:
     for field in msgspec.structs.fields(Limits):
         env = os.environ.get("HUBBUB_" + field.name.upper())
         if env is None:
+            continue
+        if field.type == list[str]:
+            setattr(lim, field.name, [part.strip() for part in env.split(",") if part.strip()])
             continue
         try:
             value: Any = float(env) if field.type is float else int(env)

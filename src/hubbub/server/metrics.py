@@ -21,6 +21,8 @@ class Metrics:
         self.slow_consumer_disconnects = 0
         self.resends = 0
         """Messages sent again under an id already stored (answered, not delivered twice)."""
+        self.connections_refused: Counter[str] = Counter()
+        """Connections refused or cut by the listener, by reason (see server/listener.py)."""
         self.registry = CollectorRegistry(auto_describe=True)
         self.registry.register(_Collector(self))
 
@@ -60,3 +62,11 @@ class _Collector(Collector):
             "Messages resent under a stored id: answered with the original, not delivered again",
             value=self.m.resends,
         )
+        refused = CounterMetricFamily(
+            "hubbub_connections_refused",
+            "Connections refused at the limits or cut at the request-head timeout, by reason",
+            labels=["reason"],
+        )
+        for reason, n in sorted(self.m.connections_refused.items()):
+            refused.add_metric([reason], n)
+        yield refused

@@ -1,0 +1,155 @@
+"""Browser safety on every route: which web pages may talk to the gateway, and no framing.
+
+A web page the user opens can make the browser connect to the gateway (it is often on
+loopback, in open mode, with nothing to guess). So, as one middleware in front of every route:
+
+- a WebSocket upgrade or a state-changing request (POST, PUT, PATCH, DELETE) that carries an
+  ``Origin`` header is served only when that origin is the gateway's own (the scheme, host
+  and port the request was addressed to) or is listed in ``limits.allowed_origins``; others
+  get 403 ``forbidden_origin``. Requests without ``Origin`` (curl, scripts, the SDK) are not
+  browsers' cross-site requests and pass;
+- a state-changing request to the dashboard's actions (``/admin/…``) must also be one a page
+  on another site cannot send without the gateway's consent (a CORS preflight it does not
+  grant): it carries ``X-Hubbub-Request`` or ``Authorization``;
+- listed origins get CORS answers, so their pages may also call the HTTP API;
+- every response gets ``X-Frame-Options: DENY``, CSP ``frame-ancestors 'none'`` and
+  ``X-Content-Type-Options: nosniff``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
+
+STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+SCRIPT_HEADER = "X-Hubbub-Request"
+"""The header the dashboard sends on its actions (any value; ``1`` by convention)."""
+DASHBOARD_ACTIONS = "/admin/"
+"""Path prefix of the state-changing endpoints a browser page of the dashboard calls."""
+PROTECT = {
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+}
+CORS_METHODS = "GET, POST"
+CORS_HEADERS = f"Authorization, Content-Type, {SCRIPT_HEADER}"
+
+
+def canonical_origin(text: str) -> str | None:
+    """``scheme://host:port`` (lower case, port spelled out) of an origin; None if it is none."""
+    try:
+        parts = urlsplit(text.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    host = parts.hostname
+    if (
+        scheme not in ("http", "https")
+        or not host
+        or parts.username is not None
+        or parts.query
+        or parts.fragment
+        or parts.path not in ("", "/")
+    ):
+        return None
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{scheme}://{host}:{port or (443 if scheme == 'https' else 80)}"
+
+
+def own_origin(request: web.Request) -> str | None:
+    """The origin a request was addressed to: its scheme and its ``Host`` header."""
+    return canonical_origin(f"{request.scheme}://{request.host}")
+
+
+def _forbidden(error: str, message: str, **extra: str) -> web.Response:
+    return web.json_response({"error": error, "message": message, **extra}, status=403)
+
+
+def _refuse_origin(request: web.Request, origin: str) -> web.Response:
+    shown = origin[:200]
+    own = own_origin(request) or "its own origin"
+    return _forbidden(
+        "forbidden_origin",
+        f"refused a request from the web page at {shown}: the gateway accepts browsers only "
+        f"from its own origin ({own}) and from limits.allowed_origins; if you trust that "
+        f"page, start the gateway with --allow-origin {shown} "
+        f"(or set HUBBUB_ALLOWED_ORIGINS={shown})",
+        origin=shown,
+    )
+
+
+def _preflight(origin: str) -> web.Response:
+    return web.Response(
+        status=204,
+        headers={
+            "Access-Control-Allow-Origin": origin,
+            "Access-Control-Allow-Methods": CORS_METHODS,
+            "Access-Control-Allow-Headers": CORS_HEADERS,
+            "Access-Control-Max-Age": "600",
+            "Vary": "Origin",
+        },
+    )
+
+
+def _protect(resp: web.StreamResponse) -> None:
+    if not resp.prepared:
+        for name, value in PROTECT.items():
+            resp.headers.setdefault(name, value)
+
+
+async def _screen(
+    request: web.Request, handler: Handler, allowed: frozenset[str]
+) -> web.StreamResponse:
+    """Refuse what a foreign page may not do; otherwise run the handler."""
+    changes = request.method in STATE_CHANGING
+    sent = request.headers.get("Origin")
+    listed_foreign = False
+    if sent is not None:
+        origin = canonical_origin(sent)
+        own = origin is not None and origin == own_origin(request)
+        listed = origin is not None and origin in allowed
+        if request.method == "OPTIONS" and listed and not own:
+            return _preflight(sent)
+        upgrade = request.headers.get("Upgrade", "").lower() == "websocket"
+        if (changes or upgrade) and not (own or listed):
+            return _refuse_origin(request, sent)
+        listed_foreign = listed and not own
+    if (
+        changes
+        and request.path.startswith(DASHBOARD_ACTIONS)
+        and SCRIPT_HEADER not in request.headers
+        and "Authorization" not in request.headers
+    ):
+        return _forbidden(
+            "not_a_script_request",
+            f"{request.path} changes state, so it answers only requests a page on another "
+            f"site cannot forge: send the header '{SCRIPT_HEADER}: 1' (the dashboard does) "
+            "or 'Authorization: Bearer <admin token>'",
+        )
+    resp = await handler(request)
+    if listed_foreign and not resp.prepared:
+        resp.headers["Access-Control-Allow-Origin"] = sent or ""
+        resp.headers["Vary"] = "Origin"
+    return resp
+
+
+def browser_guard(allowed_origins: Iterable[str]) -> Middleware:
+    """The middleware applying this module's rules (``Limits.validate`` refuses bad origins)."""
+    allowed = frozenset(o for o in map(canonical_origin, allowed_origins) if o is not None)
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            resp = await _screen(request, handler, allowed)
+        except web.HTTPException as exc:
+            _protect(exc)
+            raise
+        _protect(resp)
+        return resp
+
+    return guard
