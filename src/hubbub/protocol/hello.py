@@ -17,5 +17,7 @@ class Hello(msgspec.Struct, kw_only=True):
     capabilities: list[dict[str, Any]] | None = None
     channels: list[str] | None = None
     resume: dict[str, int] = msgspec.field(default_factory=dict)
+    auto_join: bool = False
+    """Join the space's auto-join channels (``agentchat_auto_join``) instead of ``channels``."""
     unique_name: bool = False
     """In open mode, pick a free id derived from ``participant_id`` instead of displacing."""
