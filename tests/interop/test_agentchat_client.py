@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from hubbub.server.config import ParticipantConfig, SpaceConfig, hash_token
+from hubbub.server.config import (
+    AUTO_JOIN_MAX,
+    ConfigError,
+    ParticipantConfig,
+    SpaceConfig,
+    hash_token,
+    load_space,
+)
 from tests.conftest import RunningGateway, WsClient, start_gateway, stop_gateway
 
 Frame = dict[str, Any]
@@ -392,3 +399,21 @@ async def test_capability_errors_name_the_frame(team: RunningGateway) -> None:
     err = await bot.expect_type("ERROR")
     assert err["code"] == "CAPABILITY_VIOLATION"
     assert "CREATE_CHANNEL" in err["message"] and "channel/" not in err["message"]
+
+
+# ---------------------------------------------------------------------------------------------
+# the space.yaml setting
+# ---------------------------------------------------------------------------------------------
+
+
+def test_agentchat_auto_join_is_read_and_checked_from_space_yaml(tmp_path: Path) -> None:
+    cfg = tmp_path / "space.yaml"
+    cfg.write_text('space: team\nchannels: ["#ops"]\nagentchat_auto_join: ["#ops"]\n')
+    assert load_space(cfg).agentchat_auto_join == ["#ops"]
+    cfg.write_text("space: team\nagentchat_auto_join: [ops]\n")
+    with pytest.raises(ConfigError, match="agentchat_auto_join: 'ops' is not a channel name"):
+        load_space(cfg)
+    many = ", ".join(f'"#c{i}"' for i in range(AUTO_JOIN_MAX + 1))
+    cfg.write_text(f"space: team\nagentchat_auto_join: [{many}]\n")
+    with pytest.raises(ConfigError, match=f"more than {AUTO_JOIN_MAX} channels"):
+        load_space(cfg)
