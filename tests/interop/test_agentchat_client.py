@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from hubbub.server.config import (
@@ -171,6 +172,12 @@ async def test_set_presence_busy_with_status_text_reaches_both_dialects(
     agents = await bob.expect_type("AGENTS")
     me = next(a for a in agents["list"] if a["id"] == "@bob")
     assert (me["presence"], me["status_text"]) == ("busy", "reviewing PR 12")
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"{gateway.http}/participants") as resp,
+    ):
+        people = {p["id"]: p for p in (await resp.json())["participants"]}
+    assert (people["bob"]["presence"], people["bob"]["status_text"]) == ("busy", "reviewing PR 12")
 
 
 @pytest.mark.parametrize("status", ["online", "away", "busy", "listening", "offline"])
