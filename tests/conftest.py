@@ -53,13 +53,18 @@ class RunningGateway:
         return c
 
     async def agentchat(self, name: str, *, join: bool = True, **extra: Any) -> WsClient:
-        """Connect with IDENTIFY (and JOIN #general)."""
+        """Connect with IDENTIFY; return once WELCOME and the auto-join of #general arrived.
+
+        ``join=False`` asks for no channel at all (``channels: []``, a hubbub extension).
+        """
         c = await self.connect()
-        await c.send({"type": "IDENTIFY", "name": name, **extra})
+        hello = {"type": "IDENTIFY", "name": name, **extra}
+        if not join:
+            hello.setdefault("channels", [])
+        await c.send(hello)
         c.welcome = await c.expect_type("WELCOME")
         if join:
-            await c.send({"type": "JOIN", "channel": "#general"})
-            await c.expect_type("JOINED")
+            await c.next_where(lambda f: f.get("type") == "JOINED" and f["channel"] == "#general")
         return c
 
 

@@ -94,12 +94,11 @@ async def join(client: WSClient, dialect: str, participant: str, timeout: float 
                         % participant.encode()
                     )
                     await _reply(client, joined)
-                elif dialect == "agentchat":
+                elif dialect == "agentchat":  # IDENTIFY joins #general (auto-join)
                     welcome = expect.expect(b'"WELCOME"')
+                    joined = expect.expect(b'"JOINED"')
                     client.send_text(b'{"type":"IDENTIFY","name":"%s"}' % participant.encode())
                     await _reply(client, welcome)
-                    joined = expect.expect(b'"JOINED"')
-                    client.send_text(b'{"type":"JOIN","channel":"#general"}')
                     await _reply(client, joined)
                 else:
                     raise ValueError(f"unknown dialect {dialect!r}")

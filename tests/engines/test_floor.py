@@ -106,6 +106,15 @@ def test_human_outranks_earlier_agent() -> None:
     assert floor.holder(CH, "m1").human  # type: ignore[union-attr]
 
 
+def test_the_outcome_says_why_the_loser_yields() -> None:
+    _, floor = make()
+    assert claim(floor, "a2", TS + 100).reason == ""  # nobody yields
+    assert "earlier started_at" in claim(floor, "a3", TS + 200).reason  # newcomer loses
+    assert "same started_at" in claim(floor, "a1", TS + 100).reason  # holder a2 loses the tie
+    assert "human" in claim(floor, "zed", TS + 900, human=True).reason
+    assert "human" in claim(floor, "a0", TS, now=NOW + 1).reason
+
+
 def test_humans_contest_among_themselves_by_start_then_id() -> None:
     _, floor = make()
     claim(floor, "bob", TS + 50, human=True)

@@ -201,6 +201,7 @@ async def test_agentchat_channel_callback_frame(egw: EngineGateway) -> None:
     assert fire == {
         "type": "MSG",
         "from": "@server",
+        "from_name": "server",
         "to": "#general",
         "content": "@@cb-fire@@standup",
         "msg_id": fire["msg_id"],

@@ -41,7 +41,12 @@ async def test_earlier_claim_displaces_holder_who_gets_yield(egw: EngineGateway)
     await b.send(_claim(q["id"], t0 + 10))  # started earlier: b wins
     y = await a.expect("floor/yield")
     assert y["from"] == "system:gateway"
-    assert y["payload"] == {"msg_id": q["id"], "winner": "agent-b"}
+    assert y["payload"] == {
+        "msg_id": q["id"],
+        "winner": "agent-b",
+        "winner_started_at": t0 + 10,
+        "reason": "another claim has an earlier started_at",
+    }
     assert y["channel"] == "#general"
     claimed = await human.expect("floor/claimed")
     assert claimed["payload"]["holder"] == "agent-b"
@@ -212,6 +217,7 @@ async def test_agentchat_frames_match_the_document(egw: EngineGateway) -> None:
     assert relay["started_at"] == t0 + 40 and relay["channel"] == "#general"
     fc = await a.expect_type("FLOOR_CLAIMED")
     assert fc["agent"] == "@b1" and fc["msg_id"] == msg["msg_id"]
+    assert fc["holder"] == "@b1" and fc["holder_name"] == "b1"
     await a.send(
         {
             "type": "RESPONDING_TO",
@@ -225,6 +231,9 @@ async def test_agentchat_frames_match_the_document(egw: EngineGateway) -> None:
         "type": "YIELD",
         "msg_id": msg["msg_id"],
         "winner": "@a1",
+        "holder": "@a1",
+        "holder_started_at": t0 + 10,
+        "reason": "another claim has an earlier started_at",
         "channel": "#general",
         "ts": y["ts"],
     }

@@ -663,7 +663,6 @@ async def still_fine(room: Room) -> None:
 
 HANDSHAKE_CASES: list[tuple[str, Frame, str]] = [
     ("mew-chat-first", {"kind": "chat", "payload": {"text": "hi"}}, "must be"),
-    ("agentchat-msg-first", {"type": "MSG", "to": "#general", "content": "hi"}, "must be"),
     ("unknown-type-first", {"type": "HELLO", "name": "x"}, "must be"),
     ("invalid-json-first", '{"type": "join", "participantId": ', "not valid JSON"),
     ("invalid-utf8-first", b'{"type":"join","participantId":"\xff"}', "not valid JSON"),

@@ -406,7 +406,9 @@ class Reader:
 
 
 async def random_first_frame(gw: RunningGateway, frame: str | bytes) -> str:
-    """Open a connection with a random first frame: welcome, or an error and close 1008."""
+    """Open a connection with a random first frame: welcome, or an error and close 1008, or
+    (an agentchat frame before IDENTIFY) AUTH_REQUIRED on a connection that IDENTIFY can
+    still use."""
     # max_queue=None: keep reading even if nobody consumes (welcome, joins, history replay),
     # or the close handshake would wait behind unread frames
     ws = await websockets.connect(
@@ -419,6 +421,11 @@ async def random_first_frame(gw: RunningGateway, frame: str | bytes) -> str:
             return "welcome"
         assert is_error(first), first
         assert error_code(first) != "internal_error", first
+        if error_code(first) == "auth_required":
+            await ws.send(json.dumps({"type": "IDENTIFY", "name": "hs-late"}))
+            welcome = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            assert welcome["type"] == "WELCOME", welcome
+            return "auth_required"
         await asyncio.wait_for(ws.wait_closed(), 10)
         assert ws.close_code == 1008, (ws.close_code, first)
         return error_code(first)

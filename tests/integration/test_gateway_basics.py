@@ -116,4 +116,4 @@ async def test_presence_update_reaches_both_dialects_and_the_api(gateway: Runnin
     assert people["alice"]["presence"] == "away" and people["bob"]["presence"] == "away"
     await bob.send({"type": "SET_PRESENCE", "status": "sleeping"})
     err = await bob.expect_type("ERROR")
-    assert "'online' or 'away'" in err["message"]
+    assert "'online', 'away', 'busy'" in err["message"]

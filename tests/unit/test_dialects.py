@@ -44,6 +44,7 @@ def test_agentchat_outgoing_msg_has_at_ids_and_ms_timestamps() -> None:
         {
             "type": "MSG",
             "from": "@alice",
+            "from_name": "alice",
             "to": "#general",
             "content": "hello",
             "msg_id": "01X",
@@ -51,6 +52,38 @@ def test_agentchat_outgoing_msg_has_at_ids_and_ms_timestamps() -> None:
             "seq": 4,
         }
     ]
+
+
+def test_extra_msg_fields_ride_in_the_payload_and_back_out() -> None:
+    env = AC.decode(
+        json.dumps(
+            {
+                "type": "MSG",
+                "to": "#general",
+                "content": "hi",
+                "sig": "s1",
+                "in_reply_to": "01A",
+                "ts": 5,
+                "verified": True,
+                "from": "@eve",
+            }
+        )
+    )
+    assert isinstance(env, Envelope)
+    assert env.payload == {"text": "hi", "sig": "s1"}
+    assert env.correlation_id == ["01A"]
+    env.id, env.ts, env.from_ = "01B", TS, "bob"
+    (frame,) = frames(env)
+    assert frame["sig"] == "s1" and frame["in_reply_to"] == "01A"
+    assert (frame["from"], frame["ts"]) == ("@bob", TS_MS) and "verified" not in frame
+
+
+def test_extra_msg_fields_may_not_nest_deeper_than_envelopes() -> None:
+    deep: object = 1
+    for _ in range(150):
+        deep = [deep]
+    with pytest.raises(ProtocolError, match="nests"):
+        AC.decode(json.dumps({"type": "MSG", "to": "#general", "content": "x", "x": deep}))
 
 
 def test_callback_and_wake_fields_pass_through() -> None:
@@ -83,35 +116,125 @@ def test_responding_to_and_yield_frames() -> None:
         payload={"msg_id": "m1", "winner": "bob"},
     )
     assert frames(env) == [
-        {"type": "YIELD", "msg_id": "m1", "winner": "@bob", "channel": "#general", "ts": TS_MS}
+        {
+            "type": "YIELD",
+            "msg_id": "m1",
+            "winner": "@bob",
+            "holder": "@bob",
+            "holder_started_at": None,
+            "reason": "",
+            "channel": "#general",
+            "ts": TS_MS,
+        }
     ]
+    env.payload |= {"winner_started_at": 1650, "reason": "another claim has an earlier started_at"}
+    (frame,) = frames(env)
+    assert frame["holder_started_at"] == 1650 and frame["reason"].startswith("another claim")
+    claimed = Envelope(
+        kind="floor/claimed",
+        ts=TS,
+        channel="#general",
+        payload={"msg_id": "m1", "holder": "bob", "started_at": 1650, "expires_at": 9},
+    )
+    (frame,) = frames(claimed)
+    assert (frame["holder"], frame["holder_name"], frame["agent"]) == ("@bob", "bob", "@bob")
 
 
 def test_presence_frames() -> None:
     join = Envelope(
         kind="system/presence",
         ts=TS,
-        payload={
-            "event": "join",
-            "participants": [
-                {"id": "a", "channels": ["#general", "#ops"]},
-                {"id": "b", "channels": ["#general"]},
-            ],
-        },
+        payload={"event": "join", "channel": "#ops", "participants": [{"id": "a"}, {"id": "b"}]},
     )
-    assert [(f["type"], f["agent"], f["channel"]) for f in frames(join)] == [
-        ("AGENT_JOINED", "@a", "#general"),
-        ("AGENT_JOINED", "@a", "#ops"),
-        ("AGENT_JOINED", "@b", "#general"),
+    assert [(f["type"], f["agent"], f["name"], f["channel"]) for f in frames(join)] == [
+        ("AGENT_JOINED", "@a", "a", "#ops"),
+        ("AGENT_JOINED", "@b", "b", "#ops"),
     ]
+    connected = Envelope(  # about the space, not a channel: the router sends it per channel
+        kind="system/presence",
+        ts=TS,
+        payload={"event": "join", "participant": {"id": "a", "channels": ["#general"]}},
+    )
+    assert frames(connected) == []
     sleep = Envelope(
         kind="system/presence",
         ts=TS,
         payload={"event": "update", "participant": {"id": "a", "presence": "sleeping"}},
     )
     assert frames(sleep) == [
-        {"type": "PRESENCE", "agent": "@a", "presence": "sleeping", "ts": TS_MS}
+        {"type": "PRESENCE", "agent": "@a", "presence": "sleeping", "ts": TS_MS},
+        {
+            "type": "PRESENCE_CHANGED",
+            "agent_id": "@a",
+            "name": "a",
+            "presence": "sleeping",
+            "status": "sleeping",
+            "status_text": None,
+            "ts": TS_MS,
+        },
     ]
+
+
+def test_set_presence_carries_status_text() -> None:
+    env = AC.decode('{"type":"SET_PRESENCE","status":"busy","status_text":"on PR 12"}')
+    assert isinstance(env, Envelope) and env.kind == "participant/status"
+    assert env.payload == {"presence": "busy", "status_text": "on PR 12"}
+
+
+def test_agents_lists_objects() -> None:
+    env = Envelope(
+        kind="channel/members-response",
+        ts=TS,
+        payload={
+            "channel": "#general",
+            "members": ["a", "b"],
+            "participants": [
+                {"id": "a", "presence": "busy", "status_text": "x"},
+                {"id": "b", "presence": "online"},
+            ],
+        },
+    )
+    (frame,) = frames(env)
+    assert frame["list"] == [
+        {"id": "@a", "name": "a", "presence": "busy", "status_text": "x"},
+        {"id": "@b", "name": "b", "presence": "online", "status_text": None},
+    ]
+
+
+def test_session_displaced_on_both_dialects() -> None:
+    env = Envelope(kind="system/session-displaced", ts=TS, payload={"reason": "replaced"})
+    assert frames(env) == [{"type": "SESSION_DISPLACED", "reason": "replaced", "ts": TS_MS}]
+    (mew,) = MEW.encode(env)
+    assert json.loads(mew)["kind"] == "system/error"
+    assert json.loads(mew)["payload"] == {"error": "session_displaced", "message": "replaced"}
+
+
+@pytest.mark.parametrize(
+    ("message", "said"),
+    [
+        ("you are not a member of #ops; send channel/join first", "send JOIN first"),
+        ("create it with channel/create (needs the capability)", "create it with CREATE_CHANNEL"),
+        ("you may not send kind 'chat' with this payload", "you may not send MSG with"),
+        ("unknown kind 'x/y'", "unknown kind 'x/y'"),
+    ],
+)
+def test_error_messages_name_frames(message: str, said: str) -> None:
+    env = Envelope(kind="system/error", ts=TS, payload={"error": "x", "message": message})
+    (frame,) = frames(env)
+    assert said in frame["message"]
+
+
+def test_marketplace_frames_are_unsupported() -> None:
+    with pytest.raises(ProtocolError) as info:
+        AC.decode('{"type":"PROPOSAL","to":"@bob","task":"t","sig":"s"}')
+    assert info.value.code == ErrorCode.UNSUPPORTED
+    assert info.value.message.startswith("PROPOSAL is not supported")
+
+
+def test_identify_without_channels_asks_for_auto_join() -> None:
+    assert AC.parse_hello({"type": "IDENTIFY", "name": "a"}).auto_join
+    hello = AC.parse_hello({"type": "IDENTIFY", "name": "a", "channels": ["#ops"]})
+    assert not hello.auto_join and hello.channels == ["#ops"]
 
 
 def test_kinds_agentchat_cannot_express_are_not_sent() -> None:

@@ -54,11 +54,22 @@ class FloorOutcome:
     relay: bool = True
     changed: bool = True
     yielded: list[str] = field(default_factory=list)
+    reason: str = ""
+    """Why the participants in ``yielded`` lost, in words (sent with their yield)."""
 
     @property
     def winner(self) -> str:
         """The participant holding the floor."""
         return self.holder.holder
+
+
+def _why(winner: Claim, loser: Claim) -> str:
+    """Why ``loser`` yields to ``winner`` (the order of ``Claim.rank``, in words)."""
+    if winner.human and not loser.human:
+        return "a human claimed this message; humans keep the floor"
+    if winner.started_at < loser.started_at:
+        return "another claim has an earlier started_at"
+    return "another claim has the same started_at; ties go to the smaller id"
 
 
 class FloorControl:
@@ -139,8 +150,10 @@ class FloorControl:
         if new.rank() < current.rank():
             self._drop(current)
             self._hold(new)
-            return FloorOutcome(new, yielded=[current.holder])
-        return FloorOutcome(current, changed=False, yielded=[participant])
+            return FloorOutcome(new, yielded=[current.holder], reason=_why(new, current))
+        return FloorOutcome(
+            current, changed=False, yielded=[participant], reason=_why(current, new)
+        )
 
     def spoke(
         self, channel: str, participant: str, reply_to: list[str] | None = None

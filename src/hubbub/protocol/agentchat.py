@@ -5,12 +5,13 @@ Ids carry ``@`` on this dialect only; timestamps (``ts``, ``started_at``) are Un
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
 
 from hubbub.protocol.dialect import Reply
-from hubbub.protocol.envelope import Envelope, decode_envelope, encode
+from hubbub.protocol.envelope import Envelope, check_payload_depth, decode_envelope, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.hello import Hello
 from hubbub.protocol.ids import Clock, iso_to_ms
@@ -28,6 +29,70 @@ CLIENT_TYPES = (
     "PING",
     "SET_PRESENCE",
 )
+UNSUPPORTED: dict[str, str] = {
+    **dict.fromkeys(
+        ("PROPOSAL", "ACCEPT", "REJECT", "COMPLETE", "DISPUTE"),
+        "proposals and escrow (agentchat's marketplace) are not part of hubbub",
+    ),
+    **dict.fromkeys(
+        (
+            "DISPUTE_INTENT",
+            "DISPUTE_REVEAL",
+            "EVIDENCE",
+            "ARBITER_ACCEPT",
+            "ARBITER_DECLINE",
+            "ARBITER_VOTE",
+        ),
+        "agentcourt disputes (agentchat's marketplace) are not part of hubbub",
+    ),
+    **dict.fromkeys(
+        ("REGISTER_SKILLS", "SEARCH_SKILLS"),
+        "the skills directory (agentchat's marketplace) is not part of hubbub",
+    ),
+    "FILE_CHUNK": "file transfer is not part of hubbub; send a link in a MSG",
+    **dict.fromkeys(
+        ("VERIFY_IDENTITY", "VERIFY_REQUEST", "VERIFY_RESPONSE"),
+        "hubbub does not verify public keys; authenticate with IDENTIFY {name, token}",
+    ),
+    "CAPTCHA_RESPONSE": "hubbub sends no captcha; authenticate with IDENTIFY {name, token}",
+    **dict.fromkeys(
+        (
+            "ADMIN_APPROVE",
+            "ADMIN_REVOKE",
+            "ADMIN_LIST",
+            "ADMIN_KICK",
+            "ADMIN_BAN",
+            "ADMIN_UNBAN",
+            "ADMIN_MOTD",
+            "ADMIN_VERIFY",
+            "ADMIN_OPEN_WINDOW",
+        ),
+        "administer hubbub with admin tokens on the dashboard and HTTP API (docs/dashboard.md)",
+    ),
+    "INVITE": "hubbub has no invite-only channels; capabilities decide who may JOIN",
+    "SET_NICK": "ids are names in hubbub; reconnect with another IDENTIFY name",
+    "TYPING": "hubbub relays no typing indicators",
+}
+"""agentchat client frames hubbub answers with ``ERROR {code:"UNSUPPORTED"}``, and why."""
+
+_FRAME_OF_KIND = {
+    "chat": "MSG",
+    "channel/join": "JOIN",
+    "channel/leave": "LEAVE",
+    "channel/create": "CREATE_CHANNEL",
+    "channel/list": "LIST_CHANNELS",
+    "channel/members": "LIST_AGENTS",
+    "floor/responding-to": "RESPONDING_TO",
+    "participant/status": "SET_PRESENCE",
+    "capability/grant": "capability grant (an admin sends it over MEW or HTTP)",
+}
+"""How this dialect names the kinds that error messages mention."""
+_KIND_IN_TEXT = re.compile(r"kind '([a-z/-]+)'|\b([a-z]+/[a-z-]+)\b")
+_MSG_FIELDS = frozenset(
+    {"type", "to", "content", "ts", "from", "from_name", "msg_id", "seq", "replay", "verified"}
+    | {"text", "cb_id", "cb_origin", "buffered", "in_reply_to"}
+)
+"""MSG fields the server writes (or maps) itself: never relayed from a client's frame."""
 
 
 class _Frame(msgspec.Struct, tag_field="type", kw_only=True):
@@ -56,6 +121,7 @@ class _Leave(_Frame, tag="LEAVE"):
 class _Msg(_Frame, tag="MSG"):
     to: str
     content: str
+    in_reply_to: str | None = None
 
 
 class _RespondingTo(_Frame, tag="RESPONDING_TO"):
@@ -82,6 +148,7 @@ class _Ping(_Frame, tag="PING"):
 
 class _SetPresence(_Frame, tag="SET_PRESENCE"):
     status: str
+    status_text: str | None = None
 
 
 _AnyFrame = (
@@ -96,7 +163,7 @@ _AnyFrame = (
     | _Ping
     | _SetPresence
 )
-_decoder = msgspec.json.Decoder(_AnyFrame)
+_read_json = msgspec.json.Decoder().decode
 _clock = Clock()
 
 
@@ -114,8 +181,29 @@ def _bare(name: str) -> str:
     return name[1:] if name.startswith("@") else name
 
 
+def _name(pid: str) -> str:
+    """A participant's display name on this dialect: its id (``server`` for the server)."""
+    return "server" if pid == "system:gateway" else pid
+
+
 def _ms(env: Envelope) -> int:
     return iso_to_ms(env.ts) if env.ts else Clock.now_ms()
+
+
+def in_frames(message: str) -> str:
+    """An error message with the kinds it names written as this dialect's frames."""
+
+    def frame(m: re.Match[str]) -> str:
+        kind = m.group(1) or m.group(2)
+        return _FRAME_OF_KIND.get(kind, m.group(0))
+
+    return _KIND_IN_TEXT.sub(frame, message)
+
+
+def is_agentchat_frame(frame: dict[str, Any]) -> bool:
+    """Tell whether a frame is one of agentchat's client frames (IDENTIFY or any other)."""
+    kind = frame.get("type")
+    return isinstance(kind, str) and (kind in CLIENT_TYPES or kind in UNSUPPORTED)
 
 
 class AgentchatDialect:
@@ -123,6 +211,7 @@ class AgentchatDialect:
 
     name = "agentchat"
     server_id = SERVER_NAME
+    channel_presence = True
 
     def parse_hello(self, frame: dict[str, Any]) -> Hello:
         """Read ``{"type":"IDENTIFY","name":...,"token"?:...}``."""
@@ -135,7 +224,8 @@ class AgentchatDialect:
             space=ident.space,
             token=ident.token or None,
             kind=ident.kind,
-            channels=ident.channels if ident.channels is not None else [],
+            channels=ident.channels,
+            auto_join=ident.channels is None,
             resume=ident.resume,
             epoch=ident.epoch,
             unique_name=True,
@@ -144,7 +234,13 @@ class AgentchatDialect:
     def decode(self, data: bytes | str) -> Envelope | Reply:
         """Map one frame to its canonical envelope."""
         try:
-            frame = _decoder.decode(data)
+            raw = _read_json(data)
+            kind = raw.get("type") if isinstance(raw, dict) else None
+            if isinstance(kind, str) and kind in UNSUPPORTED:
+                raise ProtocolError(
+                    ErrorCode.UNSUPPORTED, f"{kind} is not supported: {UNSUPPORTED[kind]}"
+                )
+            frame = msgspec.convert(raw, _AnyFrame)
         except msgspec.DecodeError as exc:
             text = str(exc)
             if text.startswith("JSON is malformed") or "truncated" in text:
@@ -167,16 +263,7 @@ class AgentchatDialect:
                 ErrorCode.INVALID_ENVELOPE, "frame nests objects/arrays too deeply"
             ) from None
         if isinstance(frame, _Msg):
-            if frame.to.startswith("#"):
-                return Envelope(kind="chat", channel=frame.to, payload={"text": frame.content})
-            if frame.to.startswith("@"):
-                return Envelope(
-                    kind="chat", to=[frame.to[1:]], private=True, payload={"text": frame.content}
-                )
-            raise ProtocolError(
-                ErrorCode.INVALID_ENVELOPE,
-                f"MSG target {frame.to!r} must start with '#' (channel) or '@' (participant)",
-            )
+            return self._chat(frame, raw)
         if isinstance(frame, _Join):
             payload: dict[str, Any] = {"channel": frame.channel}
             if frame.after_seq is not None:
@@ -197,10 +284,37 @@ class AgentchatDialect:
         if isinstance(frame, _CreateChannel):
             return Envelope(kind="channel/create", payload={"channel": frame.channel})
         if isinstance(frame, _SetPresence):
-            return Envelope(kind="participant/status", payload={"presence": frame.status})
+            status: dict[str, Any] = {"presence": frame.status}
+            if frame.status_text is not None:
+                status["status_text"] = frame.status_text
+            return Envelope(kind="participant/status", payload=status)
         if isinstance(frame, _Ping):
             return Reply(encode({"type": "PONG", "ts": Clock.now_ms()}))
         raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "already identified; IDENTIFY is sent once")
+
+    def _chat(self, frame: _Msg, raw: dict[str, Any]) -> Envelope:
+        """``MSG`` → ``chat``; fields the client added (``sig``, …) ride along in the payload."""
+        payload: dict[str, Any] = {"text": frame.content}
+        for key, value in raw.items():
+            if key not in _MSG_FIELDS:
+                payload[key] = value
+        if len(payload) > 1:
+            check_payload_depth(payload)
+        reply_to = [frame.in_reply_to] if frame.in_reply_to else None
+        if frame.to.startswith("#"):
+            return Envelope(kind="chat", channel=frame.to, correlation_id=reply_to, payload=payload)
+        if frame.to.startswith("@"):
+            return Envelope(
+                kind="chat",
+                to=[frame.to[1:]],
+                private=True,
+                correlation_id=reply_to,
+                payload=payload,
+            )
+        raise ProtocolError(
+            ErrorCode.INVALID_ENVELOPE,
+            f"MSG target {frame.to!r} must start with '#' (channel) or '@' (participant)",
+        )
 
     def welcome(self, env: Envelope) -> list[bytes]:
         """``WELCOME {agent_id, name, server}``."""
@@ -257,12 +371,21 @@ class AgentchatDialect:
                 )
             ]
         if kind == "channel/members-response":
+            people = p.get("participants") or [{"id": m} for m in p.get("members", [])]
             return [
                 encode(
                     {
                         "type": "AGENTS",
                         "channel": p.get("channel"),
-                        "list": [at(m) for m in p.get("members", [])],
+                        "list": [
+                            {
+                                "id": at(str(m.get("id", ""))),
+                                "name": _name(str(m.get("id", ""))),
+                                "presence": m.get("presence", "online"),
+                                "status_text": m.get("status_text"),
+                            }
+                            for m in people
+                        ],
                         "ts": _ms(env),
                     }
                 )
@@ -271,10 +394,14 @@ class AgentchatDialect:
             frame = {
                 "type": "ERROR",
                 "code": str(p.get("error", "internal_error")).upper(),
-                "message": p.get("message", ""),
+                "message": in_frames(str(p.get("message", ""))),
                 "ts": _ms(env),
             }
             return [encode(frame)]
+        if kind == "system/session-displaced":
+            return [
+                encode({"type": "SESSION_DISPLACED", "reason": p.get("reason", ""), "ts": _ms(env)})
+            ]
         if kind == "floor/responding-to":
             return [
                 encode(
@@ -295,6 +422,8 @@ class AgentchatDialect:
                         "type": "FLOOR_CLAIMED",
                         "msg_id": p.get("msg_id"),
                         "agent": at(str(p.get("holder", ""))),
+                        "holder": at(str(p.get("holder", ""))),
+                        "holder_name": _name(str(p.get("holder", ""))),
                         "started_at": p.get("started_at"),
                         "expires_at": p.get("expires_at"),
                         "channel": env.channel,
@@ -303,12 +432,16 @@ class AgentchatDialect:
                 )
             ]
         if kind == "floor/yield":
+            winner = at(str(p.get("winner", "")))
             return [
                 encode(
                     {
                         "type": "YIELD",
                         "msg_id": p.get("msg_id"),
-                        "winner": at(str(p.get("winner", ""))),
+                        "winner": winner,
+                        "holder": winner,
+                        "holder_started_at": p.get("winner_started_at"),
+                        "reason": p.get("reason", ""),
                         "channel": env.channel or p.get("channel"),
                         "ts": _ms(env),
                     }
@@ -318,19 +451,27 @@ class AgentchatDialect:
 
     def _msg(self, env: Envelope) -> dict[str, Any]:
         to = env.channel if env.channel else at(env.to[0]) if env.to else ""
-        frame: dict[str, Any] = {
+        p = env.payload
+        frame: dict[str, Any] = (
+            {k: v for k, v in p.items() if k not in _MSG_FIELDS} if len(p) > 1 else {}
+        )
+        frame |= {
             "type": "MSG",
             "from": at(env.from_),
+            "from_name": _name(env.from_),
             "to": to,
-            "content": env.payload.get("text", ""),
+            "content": p.get("text", ""),
             "msg_id": env.id,
             "ts": _ms(env),
         }
         if env.seq is not None:
             frame["seq"] = env.seq
+        reply_to = env.correlation_ids()
+        if reply_to:
+            frame["in_reply_to"] = reply_to[0]
         for extra in ("cb_id", "late_ms", "buffered"):
-            if extra in env.payload:
-                frame[extra] = env.payload[extra]
+            if extra in p:
+                frame[extra] = p[extra]
         origin = env.payload.get("cb_origin")
         if isinstance(origin, str):
             frame["cb_origin"] = at(origin)  # an id like every other one here: "@bot"
@@ -344,20 +485,31 @@ class AgentchatDialect:
         out: list[dict[str, Any]] = []
         for person in people:
             pid = at(str(person.get("id", "")))
-            if event in ("join", "leave"):
-                frame_type = "AGENT_JOINED" if event == "join" else "AGENT_LEFT"
-                channels = [p["channel"]] if "channel" in p else person.get("channels", [])
-                out.extend(
-                    {"type": frame_type, "channel": ch, "agent": pid, "ts": ts} for ch in channels
+            if event in ("join", "leave") and "channel" in p:
+                out.append(
+                    {
+                        "type": "AGENT_JOINED" if event == "join" else "AGENT_LEFT",
+                        "channel": p["channel"],
+                        "agent": pid,
+                        "name": _name(str(person.get("id", ""))),
+                        "ts": ts,
+                    }
                 )
             elif event == "update":
-                frame: dict[str, Any] = {
-                    "type": "PRESENCE",
-                    "agent": pid,
-                    "presence": person.get("presence", "online"),
-                    "ts": ts,
-                }
+                presence = person.get("presence", "online")
+                frame: dict[str, Any] = {"type": "PRESENCE", "agent": pid, "presence": presence}
                 if isinstance(person.get("wake_at"), str):
                     frame["wake_at"] = iso_to_ms(person["wake_at"])
-                out.append(frame)
+                out.append(frame | {"ts": ts})
+                out.append(
+                    {
+                        "type": "PRESENCE_CHANGED",
+                        "agent_id": pid,
+                        "name": _name(str(person.get("id", ""))),
+                        "presence": presence,
+                        "status": presence,
+                        "status_text": person.get("status_text"),
+                        "ts": ts,
+                    }
+                )
         return out

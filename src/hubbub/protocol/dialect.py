@@ -21,6 +21,9 @@ class Dialect(Protocol):
     """One wire dialect. Nothing behind it knows which dialect a participant speaks."""
 
     name: str
+    channel_presence: bool
+    """Membership events go per channel to that channel's other members (agentchat's
+    ``AGENT_JOINED``/``AGENT_LEFT``) instead of to the whole space (MEW's ``system/presence``)."""
 
     def parse_hello(self, frame: dict[str, Any]) -> Hello:
         """Turn the first frame into a Hello, or raise ProtocolError."""

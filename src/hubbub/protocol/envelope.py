@@ -99,6 +99,7 @@ SERVER_KINDS: Final = frozenset(
         "history/response",
         "floor/yield",
         "floor/claimed",
+        "system/session-displaced",
     }
 )
 
@@ -135,6 +136,12 @@ def _too_deep() -> ProtocolError:
         ErrorCode.INVALID_ENVELOPE,
         f"payload nests objects/arrays deeper than {MAX_NESTING} levels; flatten it",
     )
+
+
+def check_payload_depth(payload: dict[str, Any]) -> None:
+    """Raise ``ProtocolError`` when a payload nests deeper than ``MAX_NESTING`` levels."""
+    if _nests_deeper(payload, MAX_NESTING):
+        raise _too_deep()
 
 
 def decode_envelope(data: bytes | str) -> Envelope:

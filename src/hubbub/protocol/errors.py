@@ -31,6 +31,9 @@ class ErrorCode(StrEnum):
     BANNED = "banned"
     INVALID_CLAIM = "invalid_claim"
     CALLBACK_REJECTED = "callback_rejected"
+    AUTH_REQUIRED = "auth_required"
+    UNSUPPORTED = "unsupported"
+    SESSION_DISPLACED = "session_displaced"
     INTERNAL = "internal_error"
 
 

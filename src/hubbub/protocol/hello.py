@@ -19,5 +19,7 @@ class Hello(msgspec.Struct, kw_only=True):
     resume: dict[str, int] = msgspec.field(default_factory=dict)
     epoch: str | None = None
     """The history epoch the ``resume`` points belong to (from an earlier welcome)."""
+    auto_join: bool = False
+    """Join the space's auto-join channels (``agentchat_auto_join``) instead of ``channels``."""
     unique_name: bool = False
     """In open mode, pick a free id derived from ``participant_id`` instead of displacing."""

@@ -34,6 +34,7 @@ class MewDialect:
 
     name = "mew"
     server_id = "system:gateway"
+    channel_presence = False
 
     def parse_hello(self, frame: dict[str, Any]) -> Hello:
         """Read ``{"type":"join",...}`` or ``{"kind":"system/join","payload":{...}}``."""
@@ -68,7 +69,11 @@ class MewDialect:
         return decode_envelope(data)
 
     def encode(self, env: Envelope) -> list[bytes]:
-        """The envelope itself."""
+        """The envelope itself (a displacement, which MEW v0.4 has no kind for, as an error)."""
+        if env.kind == "system/session-displaced":
+            reason = env.payload.get("reason", "")
+            error = {"error": ErrorCode.SESSION_DISPLACED.value, "message": reason}
+            env = msgspec.structs.replace(env, kind="system/error", payload=error)
         return [encode(env)]
 
     def welcome(self, env: Envelope) -> list[bytes]:

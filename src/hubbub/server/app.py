@@ -11,7 +11,7 @@ import msgspec
 from aiohttp import WSMsgType, web
 
 from hubbub import __version__
-from hubbub.protocol.agentchat import AgentchatDialect, is_agentchat_hello
+from hubbub.protocol.agentchat import AgentchatDialect, is_agentchat_frame, is_agentchat_hello
 from hubbub.protocol.dialect import Dialect
 from hubbub.protocol.envelope import PROTOCOL, Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
@@ -55,6 +55,30 @@ async def _refuse(
     await ws.close(code=CLOSE_POLICY, message=exc.message[:120].encode())
 
 
+MAX_FRAMES_BEFORE_IDENTIFY = 10
+"""agentchat frames answered ``AUTH_REQUIRED`` before the connection is refused (as agentchat's
+own server, which allows 10 frames before IDENTIFY)."""
+
+
+def _read_first(data: str | bytes) -> tuple[object, str]:
+    """A handshake frame as JSON, or None and why it is not JSON."""
+    try:
+        # msgspec, like the codecs after the handshake: it refuses lone surrogates in strings
+        # (json.loads accepts them, and they crash token hashing).
+        return msgspec.json.decode(data), ""
+    except RecursionError:
+        return None, " (it nests too deeply)"
+    except ValueError as exc:  # msgspec.DecodeError and UnicodeDecodeError are ValueErrors
+        return None, f" (it is not valid JSON: {exc})"
+
+
+def _before_identify(frame: object) -> str | None:
+    """The type of a handshake frame that is an agentchat frame other than IDENTIFY."""
+    if isinstance(frame, dict) and is_agentchat_frame(frame) and not is_agentchat_hello(frame):
+        return str(frame["type"])
+    return None
+
+
 async def websocket_endpoint(request: web.Request) -> web.StreamResponse:
     """``/ws`` (and ``/``): the first frame selects the dialect, then frames are routed."""
     router = request.app[ROUTER_KEY]
@@ -78,30 +102,39 @@ async def websocket_endpoint(request: web.Request) -> web.StreamResponse:
     transport = request.transport
     assert transport is not None
     peer = str(request.remote)
-    try:
-        first = await ws.receive(timeout=limits.handshake_timeout_s)
-    except TimeoutError:
-        await _refuse(
-            ws,
-            transport,
-            _MEW,
-            ProtocolError(
-                ErrorCode.HANDSHAKE_REQUIRED,
-                "no join frame within the handshake timeout; send join or IDENTIFY first",
-            ),
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limits.handshake_timeout_s
+    early = 0  # agentchat frames before IDENTIFY, each answered AUTH_REQUIRED
+    while True:
+        try:
+            first = await ws.receive(timeout=max(deadline - loop.time(), 0.001))
+        except TimeoutError:
+            await _refuse(
+                ws,
+                transport,
+                _AGENTCHAT if early else _MEW,
+                ProtocolError(
+                    ErrorCode.AUTH_REQUIRED if early else ErrorCode.HANDSHAKE_REQUIRED,
+                    "no join frame within the handshake timeout; send join or IDENTIFY first",
+                ),
+            )
+            return ws
+        if first.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
+            return ws
+        frame, why = _read_first(first.data)
+        early_type = _before_identify(frame)
+        if early_type is None:
+            break
+        early += 1
+        refusal = ProtocolError(
+            ErrorCode.AUTH_REQUIRED,
+            f"{early_type} before IDENTIFY: send IDENTIFY {{name, token?}} first",
         )
-        return ws
-    if first.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
-        return ws
-    try:
-        # msgspec, like the codecs after the handshake: it refuses lone surrogates in strings
-        # (json.loads accepts them, and they crash token hashing).
-        frame = msgspec.json.decode(first.data)
-        why = ""
-    except RecursionError:
-        frame, why = None, " (it nests too deeply)"
-    except ValueError as exc:  # msgspec.DecodeError and UnicodeDecodeError are ValueErrors
-        frame, why = None, f" (it is not valid JSON: {exc})"
+        if early > MAX_FRAMES_BEFORE_IDENTIFY:
+            await _refuse(ws, transport, _AGENTCHAT, refusal)
+            return ws
+        if not transport.is_closing():
+            transport.write(_error_frame(_AGENTCHAT, refusal))
     if not isinstance(frame, dict):
         await _refuse(
             ws,

@@ -53,6 +53,10 @@ OPEN_MODE_CAPABILITIES: list[dict[str, Any]] = [{"kind": "**"}]
 """Open mode (local use, loopback only) lets everyone send everything unless they ask for less."""
 
 
+AUTO_JOIN_MAX = 32
+"""At most this many channels are joined automatically on connect (``agentchat_auto_join``)."""
+
+
 class ConfigError(ValueError):
     """A configuration file or value is wrong; the message names the key and the fix."""
 
@@ -162,6 +166,9 @@ class SpaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     defaults: SpaceDefaults = msgspec.field(default_factory=SpaceDefaults)
     grant_roles: list[Role] = msgspec.field(default_factory=lambda: ["admin"])
     """Roles whose participants may send ``capability/grant`` and ``capability/revoke``."""
+    agentchat_auto_join: list[str] | None = None
+    """Channels an agentchat client (IDENTIFY without ``channels``) joins on connect, of those
+    its capabilities allow; None: every channel it may join, up to ``AUTO_JOIN_MAX``."""
 
     def validate(self, source: str = "space config") -> None:
         """Check ids, channel names and capabilities; raise ConfigError naming the bad key."""
@@ -175,6 +182,17 @@ class SpaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 )
         if "#general" not in self.channels:
             self.channels.insert(0, "#general")
+        for ch in self.agentchat_auto_join or []:
+            if not is_channel(ch):
+                raise ConfigError(
+                    f"{source}: agentchat_auto_join: {ch!r} is not a channel name "
+                    "(write '#name' with 1-31 of [A-Za-z0-9_-], quoted in YAML)"
+                )
+        if len(self.agentchat_auto_join or []) > AUTO_JOIN_MAX:
+            raise ConfigError(
+                f"{source}: agentchat_auto_join lists more than {AUTO_JOIN_MAX} channels; "
+                "list fewer (clients JOIN the others themselves)"
+            )
         for pid, p in self.participants.items():
             if not is_participant_id(pid):
                 raise ConfigError(

@@ -247,7 +247,12 @@ class Coordination:
                     target,
                     r._server_env(
                         "floor/yield",
-                        {"msg_id": msg_id, "winner": out.winner},
+                        {
+                            "msg_id": msg_id,
+                            "winner": out.winner,
+                            "winner_started_at": out.holder.started_at,
+                            "reason": out.reason,
+                        },
                         to=[loser],
                         channel=ch.name,
                     ),

@@ -35,7 +35,7 @@ from hubbub.server.activity import Activity
 from hubbub.server.admin import BanList  # admin kill switch
 from hubbub.server.auth import Authenticator, Identity
 from hubbub.server.authorization import channel_access, check_grant, may_join
-from hubbub.server.config import EngineSettings, Limits, SpaceConfig
+from hubbub.server.config import AUTO_JOIN_MAX, EngineSettings, Limits, SpaceConfig
 from hubbub.server.connection import (
     CLOSE_GOING_AWAY,
     CLOSE_REPLACED,
@@ -53,6 +53,10 @@ log = logging.getLogger("hubbub.router")
 SERVER_ID = "system:gateway"
 DIALECTS: dict[str, Dialect] = {"mew": MewDialect(), "agentchat": AgentchatDialect()}
 HISTORY_CACHE = 512
+SETTABLE_PRESENCE = ("online", "away", "busy", "listening", "offline")
+"""Presence values a participant may set itself (agentchat's set; ``sleeping`` is the server's)."""
+MAX_STATUS_TEXT = 200
+_PRESENCE_FIELDS = frozenset({"presence", "status_text"})
 MAX_SEQ = 2**62
 """Sequence numbers sent by clients are clamped to [0, MAX_SEQ] (SQLite integers are 64-bit)."""
 MAX_ID_LEN = 128
@@ -276,8 +280,7 @@ class Router:
         s = Session(ident.id, ident.kind, ident.role, space, conn, caps, rate)
         old = space.online.get(ident.id)
         if old is not None:
-            old.conn.close(CLOSE_REPLACED, "replaced by a new connection with the same id")
-            self.detach(old)
+            self._displace(old)
         space.online[s.id] = s
         space.known.add(s.id)
         self.coordination.connected(s)
@@ -287,6 +290,8 @@ class Router:
         try:
             reset = hello.epoch is not None and hello.epoch != self.epoch
             wanted = hello.channels if hello.channels is not None else ["#general"]
+            if hello.auto_join:
+                wanted = self._auto_join_channels(s)
             self._send_env(s, self._welcome(s, wanted))
             for name in wanted:
                 try:
@@ -338,6 +343,27 @@ class Router:
         if space.dm_marks.get(s.id, -1) < seq:
             space.dm_marks[s.id] = seq
             self.store.put_dm_mark(space.id, s.id, seq)
+
+    def _displace(self, old: Session) -> None:
+        """Tell an older connection of the same id that a newer one replaces it, then close it."""
+        reason = "replaced by a new connection with the same id"
+        displaced = self._server_env("system/session-displaced", {"reason": reason}, to=[old.id])
+        self._send_env(old, displaced)
+        old.conn.close(CLOSE_REPLACED, reason)
+        self.detach(old)
+
+    def _auto_join_channels(self, s: Session) -> list[str]:
+        """The channels joined on connect when the hello asks for auto-join: the space's
+        ``agentchat_auto_join`` list, or else every channel; only those ``s`` may join."""
+        space = s.space
+        listed = space.config.agentchat_auto_join
+        names = list(space.channels) if listed is None else listed
+        allowed = [
+            n
+            for n in names
+            if n in space.channels and s.caps.allows("channel/join", {"channel": n})
+        ]
+        return allowed[:AUTO_JOIN_MAX]
 
     def detach(self, s: Session) -> None:
         """Forget a session: leave its channels, announce it offline."""
@@ -521,8 +547,8 @@ class Router:
                 handler(self, sender, env)
                 return env
             if kind == "participant/status" and "presence" in env.payload:
-                self._set_presence(sender, env.payload["presence"])
-                if set(env.payload) == {"presence"}:
+                self._set_presence(sender, env.payload["presence"], env.payload.get("status_text"))
+                if set(env.payload) <= _PRESENCE_FIELDS:
                     return env  # a bare presence change: the presence broadcast is its delivery
             if sender.space.pending_presence:
                 # nobody may hear from a participant before hearing that it joined
@@ -836,18 +862,27 @@ class Router:
 
     # ------------------------------------------------------------------ presence
 
-    def _set_presence(self, sender: Sender, presence: object) -> None:
-        """A participant says it is ``online`` or ``away``; everyone in the space hears it."""
-        if presence not in ("online", "away"):
+    def _set_presence(self, sender: Sender, presence: object, status_text: object = None) -> None:
+        """A participant sets its presence (and status text); everyone in the space hears it."""
+        if presence not in SETTABLE_PRESENCE:
             raise ProtocolError(
                 ErrorCode.INVALID_ENVELOPE,
-                f"presence {presence!r} cannot be set by a participant: use 'online' or 'away' "
-                "(sleeping comes from @@sleep markers, offline from disconnecting)",
+                f"presence {presence!r} cannot be set by a participant: use one of "
+                + ", ".join(repr(p) for p in SETTABLE_PRESENCE)
+                + " (sleeping comes from @@sleep markers)",
+            )
+        if status_text is not None and (
+            not isinstance(status_text, str) or len(status_text) > MAX_STATUS_TEXT
+        ):
+            raise ProtocolError(
+                ErrorCode.INVALID_ENVELOPE,
+                f"status_text must be a string of at most {MAX_STATUS_TEXT} characters",
             )
         if not isinstance(sender, Session):
             raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "presence needs a WebSocket connection")
-        if sender.presence != presence:
+        if sender.presence != presence or sender.status_text != status_text:
             sender.presence = str(presence)
+            sender.status_text = status_text
             self._queue_presence(sender.space, "update", sender.summary())
 
     def _queue_presence(
@@ -885,14 +920,61 @@ class Router:
             else:
                 recipients = space.online.values()
             env = self._server_env("system/presence", payload)
+            membership = event in ("join", "leave")
             frames: dict[str, bytes] = {}
             for s in list(recipients):
-                dname = s.conn.dialect.name
+                dialect = s.conn.dialect
+                if membership and dialect.channel_presence:
+                    continue  # told per channel, below
+                dname = dialect.name
                 if dname not in frames:
-                    frames[dname] = ws_text_frames(s.conn.dialect.encode(env))
+                    frames[dname] = ws_text_frames(dialect.encode(env))
                 if frames[dname]:
                     s.conn.send(frames[dname])
                     self.metrics.messages_out += 1
+            if membership:
+                self._membership_by_channel(space, event, channel, entries)
+
+    def _membership_by_channel(
+        self, space: SpaceState, event: str, channel: str | None, entries: list[dict[str, Any]]
+    ) -> None:
+        """Send join/leave events to the channel-scoped dialects: per channel, to its members
+        only, never to the participant the event is about."""
+        by_channel: dict[str, list[dict[str, Any]]] = {}
+        if channel is not None:
+            by_channel[channel] = entries
+        else:
+            for entry in entries:
+                for name in entry.get("channels", ()):
+                    by_channel.setdefault(name, []).append(entry)
+        for name, people in by_channel.items():
+            ch = space.channels.get(name)
+            if ch is None:
+                continue
+            # per dialect: each person's frames, so that a subject can be left out of its own
+            pieces: dict[str, list[tuple[str, bytes]]] = {}
+            for s in list(ch.members.values()):
+                dialect = s.conn.dialect
+                if not dialect.channel_presence:
+                    continue
+                mine = pieces.get(dialect.name)
+                if mine is None:
+                    mine = pieces[dialect.name] = [
+                        (str(e.get("id")), self._membership_frames(dialect, event, e, name))
+                        for e in people
+                    ]
+                buf = b"".join(frames for pid, frames in mine if pid != s.id)
+                if buf:
+                    s.conn.send(buf)
+                    self.metrics.messages_out += 1
+
+    def _membership_frames(
+        self, dialect: Dialect, event: str, entry: dict[str, Any], channel: str
+    ) -> bytes:
+        env = self._server_env(
+            "system/presence", {"event": event, "participant": entry, "channel": channel}
+        )
+        return ws_text_frames(dialect.encode(env))
 
     # ------------------------------------------------------------------ channels and history
 
@@ -979,8 +1061,9 @@ def _on_join(r: Router, sender: Sender, env: Envelope) -> None:
     if after is not None and (not isinstance(after, int) or isinstance(after, bool) or after < 0):
         raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "after_seq must be a non-negative integer")
     ch = r._channel_for(sender, name, member=False)
+    rejoin = sender.id in ch.members  # answered again (with history), announced only once
     ch.add_joining(sender)  # a message sent right after the join frame is accepted
-    r._spawn(r._join(sender, ch.name, after), answer=sender)
+    r._spawn(r._join(sender, ch.name, after, announce=not rejoin), answer=sender)
 
 
 def _on_leave(r: Router, sender: Sender, env: Envelope) -> None:
@@ -1035,7 +1118,14 @@ def _on_list(r: Router, sender: Sender, env: Envelope) -> None:
 def _on_members(r: Router, sender: Sender, env: Envelope) -> None:
     ch = r._channel_for(sender, env.payload.get("channel"), member=False)
     r._reply(
-        sender, env, "channel/members-response", {"channel": ch.name, "members": list(ch.members)}
+        sender,
+        env,
+        "channel/members-response",
+        {
+            "channel": ch.name,
+            "members": list(ch.members),
+            "participants": [m.summary() for m in ch.members.values()],
+        },
     )
 
 

@@ -92,6 +92,7 @@ class Session:
 
     __slots__ = (
         "_presence",
+        "_status_text",
         "_summary",
         "_wake_at",
         "caps",
@@ -124,18 +125,28 @@ class Session:
         self.rate = rate
         self.channels: set[str] = set()
         self._presence = "online"
+        self._status_text: str | None = None
         self._wake_at: int | None = None
         self._summary: dict[str, Any] | None = None
         self.connected_at = time.time()
 
     @property
     def presence(self) -> str:
-        """online, away, busy, sleeping, … (offline once detached)."""
+        """online, away, busy, listening, sleeping, … (offline once detached or when set)."""
         return self._presence
 
     @presence.setter
     def presence(self, value: str) -> None:
         self._presence, self._summary = value, None
+
+    @property
+    def status_text(self) -> str | None:
+        """A short free text the participant set with its presence (agentchat ``status_text``)."""
+        return self._status_text
+
+    @status_text.setter
+    def status_text(self, value: str | None) -> None:
+        self._status_text, self._summary = value, None
 
     @property
     def wake_at(self) -> int | None:
@@ -154,6 +165,8 @@ class Session:
         """
         if self._summary is None:
             out: dict[str, Any] = {"id": self.id, "kind": self.kind, "presence": self._presence}
+            if self._status_text is not None:
+                out["status_text"] = self._status_text
             if self._wake_at is not None:
                 out["wake_at"] = _ISO.iso(self._wake_at)
             self._summary = out
