@@ -202,7 +202,7 @@ class Router:
         """Check the hello's token and id; raises ProtocolError on refusal."""
         ident = self.auth.authenticate(hello)
         space = self.spaces[ident.space]
-        if hello.unique_name and not hello.token and ident.id in space.online:
+        if hello.unique_name and not ident.by_token and ident.id in space.online:
             base, n = ident.id[:28], 2
             while f"{base}-{n}" in space.online:
                 n += 1
@@ -291,7 +291,7 @@ class Router:
             "system/welcome",
             {
                 "you": {"id": s.id, "kind": s.kind, "capabilities": s.caps.capabilities},
-                "participants": [o.summary() for o in space.online.values()],
+                "participants": [o.summary_json() for o in space.online.values()],
                 "channels": [
                     {"name": ch.name, "members": len(ch.members), "seq": ch.seq}
                     for ch in space.channels.values()
@@ -861,6 +861,7 @@ def _on_capability(r: Router, sender: Sender, env: Envelope) -> None:
     r.capability_overrides[key] = new
     if target is not None:
         target.caps = new
+        r._queue_presence(space, "update", target.summary())  # others track its capabilities
     env.to = [recipient]
     r._deliver_dm(sender, env)
 
