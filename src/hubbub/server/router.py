@@ -397,7 +397,7 @@ class Router:
                 "chat payload needs 'text' (a string)",
                 correlation_id=client_id,
             )
-        if kind == "mcp/withdraw":  # checked before the id is replaced, so errors quote it
+        if kind.startswith("mcp/"):  # proposal rules, checked before the id is replaced
             sender.space.proposals.check(env, sender.id)
         now = self.clock.now_ms()
         env.from_ = sender.id
