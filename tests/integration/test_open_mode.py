@@ -163,6 +163,25 @@ async def test_requested_capabilities_are_kept_within_everything(gateway: Runnin
     assert err["payload"]["error"] == "capability_violation"
 
 
+async def test_a_plain_mew_join_sees_general_whatever_it_may_send(
+    gateway: RunningGateway,
+) -> None:
+    speaker = await gateway.mew("speaker")
+    c = await gateway.connect()
+    await c.send(mew_join("reader", "tok", [{"kind": "mcp/proposal"}, {"kind": "chat"}]))
+    await c.expect("system/welcome")
+    assert (await c.expect("channel/joined"))["payload"]["channel"] == "#general"
+    await speaker.send({"kind": "chat", "payload": {"text": "everyone sees this"}})
+    assert (await c.expect("chat"))["payload"]["text"] == "everyone sees this"
+    # naming the channels is asking to join them: that needs channel/join
+    c = await gateway.connect()
+    await c.send(mew_join("picky", "tok", [{"kind": "chat"}]) | {"channels": ["#general"]})
+    await c.expect("system/welcome")
+    err = await c.expect("system/error")
+    assert err["payload"]["error"] == "capability_violation"
+    assert err["payload"]["attempted_kind"] == "channel/join"
+
+
 async def test_requested_capabilities_never_exceed_the_defaults(narrow: RunningGateway) -> None:
     asked = [{"kind": "chat"}, {"kind": "channel/*"}, {"kind": "mcp/*"}, {"kind": "space/kick"}]
     c = await narrow.mew("agent", capabilities=asked)

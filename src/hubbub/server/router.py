@@ -236,7 +236,8 @@ class Router:
             wanted = hello.channels if hello.channels is not None else ["#general"]
             for name in wanted:
                 try:
-                    self._check_join(s, name)
+                    if hello.channels is not None:  # a plain MEW join sees the space: no check
+                        self._check_join(s, name)
                     await self._join(s, name, hello.resume.get(name), announce=False)
                 except ProtocolError as exc:
                     self.error(s, exc)
