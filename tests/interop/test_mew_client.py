@@ -19,13 +19,15 @@ import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 import websockets
 
 from hubbub.sdk import Participant
-from tests.conftest import RunningGateway
+from hubbub.server.config import Limits
+from tests.conftest import RunningGateway, start_gateway, stop_gateway
 
 PROTOCOL = "mew/v0.4"
 DEFAULTS = [{"kind": "**"}]  # an open space's defaults
@@ -222,6 +224,24 @@ async def test_welcome_lists_participants_with_capabilities(mew: MakePeer) -> No
     assert second.welcome["payload"]["you"]["capabilities"] == PROPOSAL_ONLY
     joined = await first.next_where(lambda f: "second" in presence_of(f, "join"))
     assert presence_of(joined, "join")["second"]["capabilities"] == PROPOSAL_ONLY
+
+
+async def test_every_presence_names_a_participant(tmp_path: Path) -> None:
+    """MEWParticipant and MEWAgent read ``payload.participant.id`` of every presence: a burst
+    of joins coalesced into ``participants`` still carries ``participant``."""
+    gw = await start_gateway(tmp_path, limits=Limits(presence_coalesce_ms=300))
+    try:
+        observer = await MewPeer.join(gw, "observer")
+        a, b = await asyncio.gather(MewPeer.join(gw, "a"), MewPeer.join(gw, "b"))
+        seen: set[str] = set()
+        while not {"a", "b"} <= seen:
+            frame = await observer.expect("system/presence")
+            assert isinstance(frame["payload"]["participant"]["id"], str)
+            seen |= set(presence_of(frame, "join"))
+        for peer in (observer, a, b):
+            await peer.ws.close()
+    finally:
+        await stop_gateway(gw)
 
 
 # ------------------------------------------------------------------ chat

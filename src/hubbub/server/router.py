@@ -662,10 +662,9 @@ class Router:
             else:
                 runs.append((event, channel, [entry]))
         for event, channel, entries in runs:
-            payload: dict[str, Any] = {"event": event}
-            if len(entries) == 1:
-                payload["participant"] = entries[0]
-            else:
+            # MEW clients read payload.participant of every presence: a run keeps its first
+            payload: dict[str, Any] = {"event": event, "participant": entries[0]}
+            if len(entries) > 1:
                 payload["participants"] = entries
             if channel is not None:
                 payload["channel"] = channel
