@@ -1,4 +1,4 @@
-"""The gateway shows a proposal's outcome to its proposer and guards withdrawals."""
+"""The gateway enforces document 003's proposal rules and shows an outcome to the proposer."""
 
 from __future__ import annotations
 
@@ -66,3 +66,62 @@ async def test_reject_reaches_the_proposer_and_forged_withdraw_is_refused(
     assert rejected["from"] == "human" and rejected["payload"]["reason"] == "unsafe"
     await agent.send({"kind": "mcp/withdraw", "correlation_id": [proposal["id"]], "payload": {}})
     assert (await human.expect("mcp/withdraw"))["from"] == "agent"
+
+
+async def test_a_proposal_without_to_is_refused(gateway: RunningGateway) -> None:
+    agent = await gateway.mew("agent")
+    human = await gateway.mew("human")
+    for to in ({}, {"to": []}):
+        await agent.send(
+            {
+                "id": "prop-1",
+                "kind": "mcp/proposal",
+                "channel": "#general",
+                "payload": {"method": "tools/list"},
+                **to,
+            }
+        )
+        err = await agent.expect("system/error")
+        assert err["payload"]["error"] == "invalid_envelope"
+        assert err["payload"]["attempted_kind"] == "mcp/proposal"
+        assert "mcp/proposal needs 'to'" in err["payload"]["message"]
+        assert err["correlation_id"] == ["prop-1"]
+    await human.silent(lambda f: f.get("kind") == "mcp/proposal")
+
+
+async def test_a_fulfilment_goes_to_the_proposals_to(gateway: RunningGateway) -> None:
+    agent = await gateway.mew("agent")
+    human = await gateway.mew("human")
+    tool = await gateway.mew("tool")
+    await gateway.mew("other")
+    call = {"method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 2}}}
+    await agent.send(
+        {"kind": "mcp/proposal", "channel": "#general", "to": ["tool"], "payload": call}
+    )
+    proposal = await human.expect("mcp/proposal")
+    for wrong in (["other"], ["tool", "other"], []):
+        await human.send(
+            {
+                "id": "ful-1",
+                "kind": "mcp/request",
+                "to": wrong,
+                "channel": "#general",
+                "correlation_id": [proposal["id"]],
+                "payload": call,
+            }
+        )
+        err = await human.expect("system/error")
+        assert err["payload"]["error"] == "invalid_envelope"
+        assert f"fulfils proposal {proposal['id']}" in err["payload"]["message"]
+        assert "['tool']" in err["payload"]["message"]
+        assert err["correlation_id"] == ["ful-1"]
+    await human.send(
+        {
+            "kind": "mcp/request",
+            "to": ["tool", "tool"],
+            "correlation_id": [proposal["id"]],
+            "payload": call,
+        }
+    )
+    request = await tool.expect("mcp/request")
+    assert request["correlation_id"] == [proposal["id"]]

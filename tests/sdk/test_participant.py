@@ -284,6 +284,50 @@ async def test_granted_capabilities_apply_at_once(
     assert not agent.can_send({"kind": "mcp/request", "payload": {"method": "tools/call"}})
 
 
+async def test_capabilities_of_follows_welcome_presence_and_grants(
+    participant: MakeParticipant,
+) -> None:
+    watcher = await participant("watcher")
+    asked = [{"kind": "chat"}, {"kind": "channel/join"}]
+    limited = await participant("limited", capabilities=asked)
+    assert limited.capabilities_of("watcher") == [{"kind": "**"}]  # from the welcome
+    assert limited.capabilities_of("limited") == asked
+    await watcher.client.wait_for_participant("limited", timeout=5)
+    assert watcher.capabilities_of("limited") == asked  # from the join's presence
+    granted = [*asked, {"kind": "mcp/response"}]
+    announced = watcher.client.expect(
+        "system/presence", lambda _env: watcher.capabilities_of("limited") == granted
+    )
+    await watcher.client.send(
+        Envelope(
+            kind="capability/grant",
+            to=["limited"],
+            payload={"recipient": "limited", "capabilities": [{"kind": "mcp/response"}]},
+        )
+    )
+    await asyncio.wait_for(announced, 5)
+    assert watcher.capabilities_of("nobody") is None
+
+
+async def test_answers_mcp_initialize_and_ping(participant: MakeParticipant) -> None:
+    await calculator(participant)
+    client = await participant("mcp-client")
+    params = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "some-mcp-client", "version": "1.0"},
+    }
+    init = await client.mcp_request("calc", {"method": "initialize", "params": params})
+    assert init["protocolVersion"] == "2025-06-18"
+    assert init["serverInfo"]["name"] == "calc"
+    assert "tools" in init["capabilities"] and "resources" in init["capabilities"]
+    future = await client.mcp_request(
+        "calc", {"method": "initialize", "params": {**params, "protocolVersion": "2099-01-01"}}
+    )
+    assert future["protocolVersion"] == "2025-11-25"  # unknown version: the latest it speaks
+    assert await client.mcp_request("calc", {"method": "ping"}) == {}
+
+
 async def test_chat_join_leave_and_hooks(participant: MakeParticipant) -> None:
     listener = await participant("listener")
     heard = listener.client.messages()

@@ -13,6 +13,7 @@ from hubbub.protocol.capabilities import (
     CapabilitySet,
     can_send,
     matches,
+    narrowed,
     validate_capabilities,
 )
 
@@ -580,3 +581,119 @@ def test_a_runaway_regex_denies_instead_of_stalling() -> None:
     caps = CapabilitySet([{"kind": "chat", "payload": {"text": "/^(a|aa)+$/"}}])
     assert caps.allows("chat", {"text": "aaaa"})
     assert not caps.allows("chat", {"text": "a" * 40 + "!"})
+
+
+# ---------------------------------------------------------------------------------------------
+# narrowed: what a participant asked for, within what it may have
+# ---------------------------------------------------------------------------------------------
+
+NARROW_CASES: list[Any] = [
+    pytest.param([{"kind": "chat"}], [{"kind": "**"}], [{"kind": "chat"}], id="within-everything"),
+    pytest.param([{"kind": "**"}], [{"kind": "chat"}], [{"kind": "chat"}], id="everything-cut"),
+    pytest.param(
+        [{"kind": "mcp/*"}],
+        [{"kind": "mcp/request"}],
+        [{"kind": "mcp/request"}],
+        id="glob-cut-to-literal",
+    ),
+    pytest.param(
+        [{"kind": "mcp/request"}], [{"kind": "mcp/*"}], [{"kind": "mcp/request"}], id="literal-kept"
+    ),
+    pytest.param([{"kind": "space/kick"}], [{"kind": "mcp/*"}], [], id="outside"),
+    pytest.param(
+        [{"kind": ["chat", "space/kick"]}],
+        [{"kind": "**"}, {"kind": "chat"}],
+        [{"kind": ["chat", "space/kick"]}, {"kind": "chat"}],
+        id="kind-list-kept-whole",
+    ),
+    pytest.param(
+        [{"kind": ["chat", "space/kick"]}],
+        [{"kind": "chat"}],
+        [{"kind": "chat"}],
+        id="kind-list-cut",
+    ),
+    pytest.param(
+        [{"kind": "mcp/request"}],
+        [{"kind": "mcp/*", "payload": {"method": "tools/list"}}],
+        [{"kind": "mcp/request", "payload": {"method": "tools/list"}}],
+        id="payload-from-bound",
+    ),
+    pytest.param(
+        [{"kind": "mcp/request", "payload": {"params": {"name": "read_*"}}}],
+        [{"kind": "mcp/request", "payload": {"method": "tools/call"}}],
+        [
+            {
+                "kind": "mcp/request",
+                "payload": {"params": {"name": "read_*"}, "method": "tools/call"},
+            }
+        ],
+        id="payload-keys-joined",
+    ),
+    pytest.param(
+        [{"kind": "mcp/request", "payload": {"method": "tools/*"}}],
+        [{"kind": "mcp/request", "payload": {"method": ["tools/call", "resources/read"]}}],
+        [{"kind": "mcp/request", "payload": {"method": "tools/call"}}],
+        id="one-of-cut",
+    ),
+    pytest.param(
+        [{"kind": "mcp/request", "payload": {"method": "tools/list"}}],
+        [{"kind": "mcp/request", "payload": {"method": "!tools/call"}}],
+        [{"kind": "mcp/request", "payload": {"method": "tools/list"}}],
+        id="literal-within-negation",
+    ),
+    pytest.param(
+        [{"kind": "mcp/request", "payload": {"method": "tools/*"}}],
+        [{"kind": "mcp/request", "payload": {"method": "!tools/call"}}],
+        [],
+        id="glob-and-negation-not-expressible",
+    ),
+    pytest.param([{"kind": "a*"}], [{"kind": "*b"}], [], id="unrelated-globs-give-nothing"),
+    pytest.param(
+        [{"kind": "chat", "id": "talk"}],
+        [{"kind": "**"}],
+        [{"kind": "chat", "id": "talk"}],
+        id="notes-kept",
+    ),
+]
+
+
+@pytest.mark.parametrize(("asked", "bounds", "expected"), NARROW_CASES)
+def test_narrowed(asked: list[Any], bounds: list[Any], expected: list[Any]) -> None:
+    assert narrowed(asked, bounds) == expected
+
+
+def test_narrowed_refuses_a_bad_request() -> None:
+    with pytest.raises(CapabilityError, match="requested capability 0"):
+        narrowed([{"kinds": "chat"}], [{"kind": "**"}])
+
+
+_KINDS = st.sampled_from(["chat", "mcp/request", "mcp/response", "mcp/a/b", "space/kick"])
+_KIND_PATTERNS = st.sampled_from(
+    ["chat", "mcp/*", "mcp/**", "**", "*", "mcp/request", "!chat", "/^mcp/", "*/request", "m*"]
+)
+_METHODS = st.sampled_from(["tools/call", "tools/list", "ping", "x/y/z"])
+_METHOD_PATTERNS = st.sampled_from(
+    ["tools/call", "tools/*", "!tools/call", "**", "/list/", "ping", "*"]
+)
+_CAP = st.builds(
+    lambda kind, method: {"kind": kind} | ({"payload": {"method": method}} if method else {}),
+    st.one_of(_KIND_PATTERNS, st.lists(_KIND_PATTERNS, min_size=1, max_size=3)),
+    st.one_of(st.none(), _METHOD_PATTERNS, st.lists(_METHOD_PATTERNS, min_size=1, max_size=2)),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    asked=st.lists(_CAP, max_size=3),
+    bounds=st.lists(_CAP, max_size=3),
+    kind=_KINDS,
+    method=st.one_of(st.none(), _METHODS),
+)
+def test_narrowed_never_allows_more_than_either(
+    asked: list[Any], bounds: list[Any], kind: str, method: str | None
+) -> None:
+    payload = None if method is None else {"method": method}
+    cut = CapabilitySet(narrowed(asked, bounds))
+    if cut.allows(kind, payload):
+        assert CapabilitySet(asked).allows(kind, payload)
+        assert CapabilitySet(bounds).allows(kind, payload)

@@ -28,6 +28,7 @@ __all__ = [
     "CapabilitySet",
     "can_send",
     "matches",
+    "narrowed",
     "validate_capabilities",
 ]
 
@@ -384,6 +385,117 @@ def matches(
     if not isinstance(kind, str):
         return False
     return compiled.matches(kind, payload)
+
+
+# ---------------------------------------------------------------------------------------------
+# narrowing: what a participant asked for, within what it may have
+# ---------------------------------------------------------------------------------------------
+
+_NONE: Final = object()
+"""No pattern matches both sides (the meet of two patterns is empty or not expressible)."""
+
+
+def _is_regex(pattern: str) -> bool:
+    return len(pattern) >= 2 and pattern[0] == "/" and pattern[-1] == "/"
+
+
+def _covers_str(outer: str, inner: str) -> bool:
+    """Whether every string ``inner`` matches is matched by ``outer`` (sound, not complete)."""
+    if outer == inner or ("**" in outer and set(outer) == {"*"}):
+        return True
+    if _is_literal(inner):
+        return _compile_string(outer, "pattern")(inner)
+    if inner.startswith("!") or _is_regex(inner) or "**" in inner:
+        return False
+    if outer.startswith("!") or _is_regex(outer) or "?" in outer or "*" not in outer:
+        return False
+    # A one-segment glob stands for runs without '/'; ``outer`` (only * and **) matching its
+    # text matches every expansion of it.
+    return re.fullmatch(_glob_to_regex(outer), inner, re.DOTALL) is not None
+
+
+def _covers_value(outer: object, inner: object) -> bool:
+    """Whether every value ``inner`` matches is matched by ``outer`` (payload patterns)."""
+    if _canonical(outer) == _canonical(inner):
+        return True
+    if isinstance(inner, list | tuple):
+        return all(_covers_value(outer, alt) for alt in inner)
+    if isinstance(outer, list | tuple):
+        return any(_covers_value(alt, inner) for alt in outer)
+    if isinstance(outer, Mapping):
+        return isinstance(inner, Mapping) and all(
+            key in inner and _covers_value(sub, inner[key]) for key, sub in outer.items()
+        )
+    if isinstance(outer, str) and isinstance(inner, str):
+        return _covers_str(outer, inner)
+    return False
+
+
+def _meet_value(a: object, b: object) -> object:
+    """A pattern matching exactly what both match, or ``_NONE`` (empty or not expressible)."""
+    if _covers_value(a, b):
+        return b
+    if _covers_value(b, a):
+        return a
+    if isinstance(a, list | tuple) or isinstance(b, list | tuple):
+        alts: list[object] = []
+        for x in a if isinstance(a, list | tuple) else [a]:
+            for y in b if isinstance(b, list | tuple) else [b]:
+                m = _meet_value(x, y)
+                if m is not _NONE and all(_canonical(m) != _canonical(o) for o in alts):
+                    alts.append(m)
+        return _NONE if not alts else alts[0] if len(alts) == 1 else alts
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        out = dict(a)
+        for key, sub in b.items():
+            if key in out:
+                m = _meet_value(out[key], sub)
+                if m is _NONE:
+                    return _NONE
+                out[key] = m
+            else:
+                out[key] = sub
+        return out
+    return _NONE
+
+
+def _meet(asked: Capability, bound: Capability) -> Capability | None:
+    kinds: list[str] = []
+    asked_kinds = asked["kind"] if isinstance(asked["kind"], list) else [asked["kind"]]
+    bound_kinds = bound["kind"] if isinstance(bound["kind"], list) else [bound["kind"]]
+    for a in asked_kinds:
+        for b in bound_kinds:
+            k = a if _covers_str(b, a) else b if _covers_str(a, b) else None
+            if k is not None and k not in kinds:
+                kinds.append(k)
+    if not kinds:
+        return None
+    payload = _meet_value(asked.get("payload") or {}, bound.get("payload") or {})
+    if payload is _NONE:
+        return None
+    out: Capability = {"kind": kinds[0] if len(kinds) == 1 else kinds}
+    if payload:
+        out["payload"] = payload
+    for note in _NOTE_KEYS:
+        if note in asked:
+            out[note] = asked[note]
+    return out
+
+
+def narrowed(
+    requested: Iterable[Mapping[str, Any]], bounds: Iterable[Mapping[str, Any]]
+) -> list[Capability]:
+    """The capabilities a participant asked for, cut down to what ``bounds`` allows.
+
+    Each requested capability is met with each bound: the result allows an envelope only if
+    the request and a bound both do. Where the meet of two patterns cannot be written as one
+    pattern (two unrelated globs or regexes), that pair gives nothing: the participant may get
+    less than the exact intersection, never more than ``bounds``.
+    """
+    asked = [item.entry for item in _compile_list(requested, "requested capability")]
+    allowed = [item.entry for item in _compile_list(bounds, "bound")]
+    out = [m for a in asked for b in allowed if (m := _meet(a, b)) is not None]
+    return [_plain(item.entry) for item in _dedup(_compile_list(out))]
 
 
 class CapabilitySet:

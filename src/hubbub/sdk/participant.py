@@ -55,7 +55,7 @@ from hubbub.protocol.markers import SleepMode, callback_marker, sleep_marker
 from hubbub.sdk.client import Client, gateway_error, to_envelope
 from hubbub.sdk.options import ParticipantOptions
 from hubbub.sdk.proposals import Proposal, ProposalInbox
-from hubbub.sdk.provider import JSONRPC, answer, error_body
+from hubbub.sdk.provider import JSONRPC, answer, error_body, is_notification
 from hubbub.sdk.server_notes import CallbackFired, Wake, server_note
 from hubbub.sdk.tools import (
     ERROR_META_KEY,
@@ -313,6 +313,15 @@ class Participant:
         if not isinstance(kind, str):
             return False
         return self.capabilities.allows(kind, envelope.get("payload"))
+
+    def capabilities_of(self, participant_id: str) -> list[dict[str, Any]] | None:
+        """What ``participant_id`` may send, as the gateway last announced it (welcome, then
+        presence on join and after each grant or revoke); None if it is not online."""
+        if participant_id == self.id:
+            return self.capabilities.capabilities
+        entry = self.client.participants.get(participant_id)
+        caps = entry.get("capabilities") if entry is not None else None
+        return [dict(c) for c in caps if isinstance(c, dict)] if isinstance(caps, list) else None
 
     def _require(self, env: Envelope, what: str) -> None:
         if not self.can_send(env):
@@ -893,7 +902,7 @@ class Participant:
     async def _serve(self, env: Envelope) -> None:
         """Answer one request addressed to us; never raises."""
         payload = env.payload
-        has_id = "id" in payload
+        notification = is_notification(payload)
         try:
             result = await answer(
                 payload.get("method"), payload.get("params"), self._tools, self._resources, self.id
@@ -906,8 +915,8 @@ class Participant:
         except Exception as exc:
             log.exception("%s failed to answer %s", self.id, payload.get("method"))
             body = error_body(payload.get("id"), mt.INTERNAL_ERROR, f"internal error: {exc}")
-        if not has_id:
-            return  # a notification: no response
+        if notification:
+            return  # no response
         reply = Envelope(
             kind="mcp/response",
             to=[env.from_],

@@ -1,6 +1,6 @@
-"""What a participant answers to the MCP requests addressed to it: ``tools/list``,
-``tools/call``, ``resources/list``, ``resources/read`` and ``ping`` (JSON-RPC results, or
-:class:`~hubbub.errors.RequestFailed` for the error response)."""
+"""What a participant answers to the MCP requests addressed to it: ``initialize``,
+``ping``, ``tools/list``, ``tools/call``, ``resources/list`` and ``resources/read`` (JSON-RPC
+results, or :class:`~hubbub.errors.RequestFailed` for the error response)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from typing import Any, Final
 
 import mcp.types as mt
 from mcp import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
+from hubbub import __version__
 from hubbub.errors import InvalidArguments, RequestFailed, ToolError
 from hubbub.sdk.tools import INVALID_ARGUMENTS, Resource, Tool, dump, error_result
 
@@ -41,10 +43,40 @@ async def answer(
         return await _read_resource(params, resources, who)
     if method == "ping":
         return {}
+    if method == "initialize":
+        return _initialize(params, who)
     raise RequestFailed(
         mt.METHOD_NOT_FOUND,
-        f"method {method!r} is not supported by {who} (it answers tools/list, "
-        "tools/call, resources/list, resources/read, ping)",
+        f"method {method!r} is not supported by {who} (it answers initialize, ping, "
+        "tools/list, tools/call, resources/list, resources/read)",
+    )
+
+
+def is_notification(payload: Mapping[str, Any]) -> bool:
+    """Whether an ``mcp/request`` payload expects no response.
+
+    A JSON-RPC message without ``id`` is a notification, and so is every
+    ``notifications/*`` method; a bare MEW payload (``{"method": "tools/list"}``, no
+    ``jsonrpc`` and no ``id``, as MEW's ``MEWParticipant`` sends) is a request, answered by
+    envelope correlation.
+    """
+    if str(payload.get("method", "")).startswith("notifications/"):
+        return True
+    return "id" not in payload and "jsonrpc" in payload
+
+
+def _initialize(params: dict[str, Any], who: str) -> dict[str, Any]:
+    """MCP's handshake: the client's protocol version if this SDK speaks it, else the latest."""
+    asked = params.get("protocolVersion")
+    version = asked if asked in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
+    return dump(
+        mt.InitializeResult(
+            protocol_version=version,
+            capabilities=mt.ServerCapabilities(
+                tools=mt.ToolsCapability(), resources=mt.ResourcesCapability()
+            ),
+            server_info=mt.Implementation(name=who, version=__version__),
+        )
     )
 
 
@@ -97,4 +129,4 @@ def error_body(request_id: Any, code: int, message: str, data: Any = None) -> di
     return {"jsonrpc": JSONRPC, "id": request_id, "error": error}
 
 
-__all__ = ["JSONRPC", "answer", "error_body"]
+__all__ = ["JSONRPC", "answer", "error_body", "is_notification"]

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
-from hubbub.protocol.capabilities import CapabilityError, CapabilitySet, validate_capabilities
+from hubbub.protocol.capabilities import Capability, CapabilityError, CapabilitySet, narrowed
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.hello import Hello
 from hubbub.protocol.ids import is_participant_id
 from hubbub.server.config import SpaceConfig, hash_token
+
+log = logging.getLogger("hubbub.auth")
+_NOTED_MAX = 10_000
+"""Bound on the (space, id) pairs whose ignored token was logged (cleared when reached)."""
 
 
 @dataclass(frozen=True)
@@ -21,6 +26,8 @@ class Identity:
     kind: str
     role: str
     capabilities: tuple[dict[str, Any], ...]
+    by_token: bool = False
+    """Authenticated by a configured token (not an open-mode participant)."""
 
     def capability_set(self) -> CapabilitySet:
         """The capabilities compiled for matching."""
@@ -33,6 +40,7 @@ class Authenticator:
     def __init__(self, spaces: dict[str, SpaceConfig]) -> None:
         self.spaces = spaces
         self._by_hash: dict[str, tuple[str, str]] = {}
+        self._noted: set[tuple[str, str]] = set()
         for sid, cfg in spaces.items():
             for pid, p in cfg.participants.items():
                 if p.token_hash:
@@ -41,6 +49,25 @@ class Authenticator:
     def lookup_token(self, token: str) -> tuple[str, str] | None:
         """The (space, participant) a token belongs to, if any."""
         return self._by_hash.get(hash_token(token))
+
+    def ignores_unknown_token(self, space: str, who: str) -> bool:
+        """Whether a token no participant owns may be ignored: only in an open space, where
+        clients that always send a token (MEW's CLI and templates) join as open-mode
+        participants. Logged once per ``(space, who)``."""
+        cfg = self.spaces.get(space)
+        if cfg is None or not cfg.open:
+            return False
+        key = (space, who)
+        if key not in self._noted:
+            if len(self._noted) >= _NOTED_MAX:
+                self._noted.clear()
+            self._noted.add(key)
+            log.info(
+                "space %r is open: ignoring a token that no configured participant owns (%r)",
+                space,
+                who,
+            )
+        return True
 
     def authenticate(self, hello: Hello) -> Identity:
         """Check a hello against the configs; raise ProtocolError with a fix-it message."""
@@ -51,14 +78,18 @@ class Authenticator:
                 f"space {hello.space!r} does not exist on this server; "
                 f"known spaces: {', '.join(sorted(self.spaces))}",
             )
-        if hello.token:
-            owner = self.lookup_token(hello.token)
-            if owner is None:
-                raise ProtocolError(
-                    ErrorCode.AUTH_FAILED,
-                    "unknown token: check MEW_TOKEN / --token, or create one with "
-                    "`hubbub token create --space space.yaml --id <id>`",
-                )
+        owner = self.lookup_token(hello.token) if hello.token else None
+        if (
+            hello.token
+            and owner is None
+            and not self.ignores_unknown_token(cfg.space, hello.participant_id)  # open mode
+        ):
+            raise ProtocolError(
+                ErrorCode.AUTH_FAILED,
+                "unknown token: check MEW_TOKEN / --token, or create one with "
+                "`hubbub token create --space space.yaml --id <id>`",
+            )
+        if owner is not None:
             sid, pid = owner
             if sid != hello.space:
                 raise ProtocolError(
@@ -72,7 +103,9 @@ class Authenticator:
                     f"this token belongs to participant {pid!r}, not {hello.participant_id!r}",
                 )
             p = cfg.participants[pid]
-            return Identity(sid, pid, p.kind, p.role, tuple(p.effective_capabilities()))
+            return Identity(
+                sid, pid, p.kind, p.role, tuple(p.effective_capabilities()), by_token=True
+            )
         if not cfg.open:
             raise ProtocolError(
                 ErrorCode.AUTH_FAILED,
@@ -90,7 +123,7 @@ class Authenticator:
             raise ProtocolError(
                 ErrorCode.AUTH_FAILED,
                 f"participant {pid!r} is configured with a token in space {cfg.space!r}; "
-                "present its token",
+                + ("the token presented is not its token" if hello.token else "present its token"),
             )
         kind = hello.kind or cfg.defaults.kind
         if kind not in ("human", "agent", "service"):
@@ -98,10 +131,25 @@ class Authenticator:
                 ErrorCode.INVALID_ENVELOPE,
                 f"kind {kind!r} must be one of human, agent, service",
             )
-        caps = cfg.open_capabilities()
-        if hello.capabilities is not None:
-            try:
-                caps = validate_capabilities(hello.capabilities)
-            except CapabilityError as exc:
-                raise ProtocolError(ErrorCode.INVALID_ENVELOPE, f"capabilities: {exc}") from None
-        return Identity(cfg.space, pid, kind, "participant", tuple(caps))
+        return Identity(
+            cfg.space, pid, kind, "participant", tuple(_open_capabilities(cfg, hello.capabilities))
+        )
+
+
+def _open_capabilities(cfg: SpaceConfig, asked: list[dict[str, Any]] | None) -> list[Capability]:
+    """An open-mode participant's capabilities: the space's defaults when it asks for none
+    (MEW clients send ``[]``), else what it asks for within the defaults."""
+    defaults = cfg.open_capabilities()
+    if not asked:
+        return defaults
+    try:
+        caps = narrowed(asked, defaults)
+    except CapabilityError as exc:
+        raise ProtocolError(ErrorCode.INVALID_ENVELOPE, f"capabilities: {exc}") from None
+    if not caps:
+        raise ProtocolError(
+            ErrorCode.CAPABILITY_VIOLATION,
+            f"none of the requested capabilities is within what space {cfg.space!r} allows "
+            f"({defaults}); ask for some of those, or send 'capabilities': [] for all of them",
+        )
+    return caps

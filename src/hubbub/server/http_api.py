@@ -51,13 +51,16 @@ def _resolve(router: Router, request: web.Request) -> tuple[SpaceState, Identity
     """The space a request addresses and who makes it (None in open mode without a token)."""
     token = _bearer(request)
     wanted = request.query.get("space")
-    if token:
-        owner = router.auth.lookup_token(token)
-        if owner is None:
+    owner = router.auth.lookup_token(token) if token else None
+    if token and owner is None:
+        sid = wanted or ("default" if len(router.spaces) != 1 else next(iter(router.spaces)))
+        who = request.match_info.get("pid", "an HTTP client")
+        if not router.auth.ignores_unknown_token(sid, who):  # open mode ignores it
             raise ProtocolError(
                 ErrorCode.AUTH_FAILED,
                 "unknown bearer token; create one with `hubbub token create`",
             )
+    if owner is not None:
         sid, pid = owner
         if wanted and wanted != sid:
             raise ProtocolError(

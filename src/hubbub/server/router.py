@@ -264,7 +264,7 @@ class Router:
         """Check the hello's token and id; raises ProtocolError on refusal."""
         ident = self.auth.authenticate(hello)
         space = self.spaces[ident.space]
-        if hello.unique_name and not hello.token and ident.id in space.online:
+        if hello.unique_name and not ident.by_token and ident.id in space.online:
             base, n = ident.id[:28], 2
             while f"{base}-{n}" in space.online:
                 n += 1
@@ -295,7 +295,9 @@ class Router:
             self._send_env(s, self._welcome(s, wanted))
             for name in wanted:
                 try:
-                    self._check_join(s, name)
+                    if hello.channels is not None or not space.config.open:
+                        # a plain MEW join in open mode sees the space: no check
+                        self._check_join(s, name)
                     after = None if reset else hello.resume.get(name)
                     await self._join(
                         s, name, after, announce=False, reset="epoch" if reset else None
@@ -407,7 +409,7 @@ class Router:
             "system/welcome",
             {
                 "you": {"id": s.id, "kind": s.kind, "capabilities": s.caps.capabilities},
-                "participants": [o.summary() for o in space.online.values()],
+                "participants": [o.summary_json() for o in space.online.values()],
                 "channels": [
                     {"name": n, "members": len(channels[n].members), "seq": channels[n].seq}
                     for n in names
@@ -518,7 +520,7 @@ class Router:
             )
         if isinstance(env.correlation_id, str):
             env.correlation_id = [env.correlation_id]
-        if kind == "mcp/withdraw":
+        if kind.startswith("mcp/"):  # proposal rules
             sender.space.proposals.check(env, sender.id)
         if client_id is not None and kind in _DELIVERED_KINDS:
             ref = sender.space.ids.get(client_id)
@@ -908,10 +910,9 @@ class Router:
             else:
                 runs.append((event, channel, [entry]))
         for event, channel, entries in runs:
-            payload: dict[str, Any] = {"event": event}
-            if len(entries) == 1:
-                payload["participant"] = entries[0]
-            else:
+            # MEW clients read payload.participant of every presence: a run keeps its first
+            payload: dict[str, Any] = {"event": event, "participant": entries[0]}
+            if len(entries) > 1:
                 payload["participants"] = entries
             if channel is not None:
                 payload["channel"] = channel
@@ -1190,6 +1191,8 @@ def _on_capability(r: Router, sender: Sender, env: Envelope) -> None:
             current = CapabilitySet(base)
     new = current.granted(caps) if env.kind == "capability/grant" else current.revoked(caps)
     r.set_capabilities(space, recipient, new)
+    if target is not None:
+        r._queue_presence(space, "update", target.summary())  # others track its capabilities
     env.to = [recipient]
     r._deliver_dm(sender, env, r.clock.now_ms())
     if target is not None:

@@ -6,7 +6,10 @@ import time
 from collections import deque
 from typing import Any
 
+import msgspec
+
 from hubbub.protocol.capabilities import CapabilitySet
+from hubbub.protocol.envelope import encode
 from hubbub.protocol.ids import Clock
 from hubbub.server.config import SpaceConfig
 from hubbub.server.connection import Connection
@@ -91,11 +94,12 @@ class Session:
     """A connected, authenticated participant."""
 
     __slots__ = (
+        "_caps",
         "_presence",
         "_status_text",
         "_summary",
+        "_summary_json",
         "_wake_at",
-        "caps",
         "channels",
         "conn",
         "connected_at",
@@ -121,14 +125,24 @@ class Session:
         self.role = role
         self.space = space
         self.conn = conn
-        self.caps = caps
+        self._caps = caps
         self.rate = rate
         self.channels: set[str] = set()
         self._presence = "online"
         self._status_text: str | None = None
         self._wake_at: int | None = None
         self._summary: dict[str, Any] | None = None
+        self._summary_json: msgspec.Raw | None = None
         self.connected_at = time.time()
+
+    @property
+    def caps(self) -> CapabilitySet:
+        """What this participant may send (grant and revoke replace it)."""
+        return self._caps
+
+    @caps.setter
+    def caps(self, value: CapabilitySet) -> None:
+        self._caps, self._summary, self._summary_json = value, None, None
 
     @property
     def presence(self) -> str:
@@ -137,7 +151,7 @@ class Session:
 
     @presence.setter
     def presence(self, value: str) -> None:
-        self._presence, self._summary = value, None
+        self._presence, self._summary, self._summary_json = value, None, None
 
     @property
     def status_text(self) -> str | None:
@@ -146,7 +160,7 @@ class Session:
 
     @status_text.setter
     def status_text(self, value: str | None) -> None:
-        self._status_text, self._summary = value, None
+        self._status_text, self._summary, self._summary_json = value, None, None
 
     @property
     def wake_at(self) -> int | None:
@@ -155,7 +169,7 @@ class Session:
 
     @wake_at.setter
     def wake_at(self, value: int | None) -> None:
-        self._wake_at, self._summary = value, None
+        self._wake_at, self._summary, self._summary_json = value, None, None
 
     def summary(self) -> dict[str, Any]:
         """Short public description, as in welcome and presence frames (do not mutate it).
@@ -164,13 +178,24 @@ class Session:
         shared: 5,000 joins would otherwise build 12.5 million of them.
         """
         if self._summary is None:
-            out: dict[str, Any] = {"id": self.id, "kind": self.kind, "presence": self._presence}
+            out: dict[str, Any] = {
+                "id": self.id,
+                "kind": self.kind,
+                "presence": self._presence,
+                "capabilities": self._caps.capabilities,  # MEW clients track them
+            }
             if self._status_text is not None:
                 out["status_text"] = self._status_text
             if self._wake_at is not None:
                 out["wake_at"] = _ISO.iso(self._wake_at)
             self._summary = out
         return self._summary
+
+    def summary_json(self) -> msgspec.Raw:
+        """:meth:`summary` encoded once per change (welcomes list every participant)."""
+        if self._summary_json is None:
+            self._summary_json = msgspec.Raw(encode(self.summary()))
+        return self._summary_json
 
 
 class Channel:
