@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from hubbub.llm.base import ChatModel, Message
+from hubbub.llm.offline import OfflineModel, OfflineScript
 from hubbub.protocol.envelope import Envelope
 from hubbub.sdk import Client, Subscription
 from hubbub.sdk.runtime import check_history
@@ -245,23 +246,38 @@ async def test_auto_respond_off_and_own_messages_are_ignored(
     assert record.decision.rule == "own_message" and not record.decision.respond
 
 
-async def test_answers_are_rate_limited_per_channel(
+async def test_the_rate_limit_spares_messages_addressed_to_the_agent(
     participant: MakeParticipant, agent: MakeAgent
 ) -> None:
-    bot = await agent("assistant", rate_limit_per_minute=2, reasoning_enabled=False)
+    """Unprompted answers are limited per conversation; DMs and mentions always get one."""
+    script = OfflineScript.from_mapping({"rules": [{"match": r"\bquestion\b", "reply": "yes"}]})
+    bot = await agent(
+        "assistant",
+        model=OfflineModel(script),
+        rate_limit_per_minute=1,
+        reasoning_enabled=False,
+    )
     human = await participant("alice", kind="human")
-    stream = human.client.messages()
-    for _ in range(2):
-        await say(human.client, stream, "hi @assistant")
-        await until_answer(stream, "assistant")
+    bob = await participant("bob", kind="human")
+    stream, bobs = human.client.messages(), bob.client.messages()
+    await say(human.client, stream, "question 1 for the room")
+    assert (await until_answer(stream, "assistant"))[-1].payload["text"] == "yes"
     limited = bot.expect_decision(lambda r: r.envelope.from_ == "alice")
-    await say(human.client, stream, "hi @assistant")
+    await say(human.client, stream, "question 2 for the room")
     record = await asyncio.wait_for(limited, 5)
     assert record.decision.rule == "rate_limited" and not record.decision.respond
-    assert "already 2 answers in #general" in record.decision.reason
-    # a direct message is another conversation, with its own budget
-    await say(human.client, stream, "hi", to=["assistant"])
-    assert (await until_answer(stream, "assistant"))[-1].channel is None
+    assert "already 1 unprompted answers in #general" in record.decision.reason
+    # addressed to it: answered however many there are, in the channel and by DM
+    for i in range(3):
+        await say(human.client, stream, f"@assistant question {3 + i}")
+        assert (await until_answer(stream, "assistant"))[-1].channel == "#general"
+        await say(human.client, stream, f"question {6 + i}", to=["assistant"])
+        assert (await until_answer(stream, "assistant"))[-1].to == ["alice"]
+    await say(bob.client, bobs, "question 9", to=["assistant"])
+    assert (await until_answer(bobs, "assistant"))[-1].to == ["bob"]
+    assert [r.decision.rule for r in bot.decisions if r.envelope.from_ != "assistant"] == [
+        "classifier", "rate_limited", *["mention", "direct"] * 3, "direct"
+    ]  # fmt: skip
 
 
 async def test_discovery_retries_a_participant_that_does_not_answer_at_first(

@@ -419,14 +419,15 @@ class Agent:
             await self.floor.route(env, decision)
         return decision
 
-    async def _deliver_now(self, env: Envelope) -> None:
+    async def _deliver_now(self, env: Envelope, decision: Decision) -> None:
         """Answer ``env`` without floor control (exempt)."""
-        self.policy.answered(where(env), asyncio.get_running_loop().time())
+        self.policy.answered(env, decision.rule, asyncio.get_running_loop().time())
         await self._deliver(env)
 
     async def _deliver_batch(self, key: str, envelopes: list[Envelope]) -> None:
         """Answer channel messages that floor control let through, as one turn."""
-        self.policy.answered(where(envelopes[0]), asyncio.get_running_loop().time())
+        now = asyncio.get_running_loop().time()  # one answer; none of them was addressed to me
+        self.policy.answered(envelopes[0], "classifier", now)
         last = envelopes[-1]
         content = "\n".join(f"{e.from_}: {chat_text(e)}" for e in envelopes)
         self._floor_keys[last.id] = key
@@ -506,7 +507,7 @@ class Agent:
             self.id,
             env.id,
             env.from_,
-            where(env),
+            where(env, self.id),
             decision.describe(),
         )
         for match, future in list(self._waiters):

@@ -159,7 +159,8 @@ class AgentConfig:
     confidence_threshold: float = 0.5
     context_window: int = 10
     rate_limit_per_minute: int = 10
-    """Answers per channel per minute; 0 turns the limit off."""
+    """Unprompted answers per conversation (a channel, or the DMs with one peer) per minute;
+    messages addressed to the agent are always answered and do not count; 0 turns it off."""
     # --- tools and history
     tool_timeout: float = 30.0
     proposal_timeout: float = 300.0

@@ -163,7 +163,7 @@ class AgentFloor:
             if env.channel is None or decision.rule in ("direct", "mention"):
                 self.coordinator.cut_settle()
             self._event("exempt", env.id, reason)
-            await self.agent._deliver_now(env)
+            await self.agent._deliver_now(env, decision)
             return
         assert env.channel is not None
         step = self.coordinator.open(env.id, env.channel, chat_text(env), env.from_)
