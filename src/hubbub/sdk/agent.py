@@ -614,8 +614,10 @@ class Agent:
 
     async def _answered(self, _message: AgentMessage, answer: str) -> None:
         turn, self.current = self._turn(), None
-        allowed = self.floor.may_send(turn)
-        self.floor.finished(turn)
+        try:
+            allowed = await self.floor.may_send(turn, answer)
+        finally:
+            self.floor.finished(turn)
         if not allowed:
             await self._cancel_reasoning(turn, "yielded", turn.floor_reason)
             return
