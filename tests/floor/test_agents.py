@@ -324,6 +324,23 @@ async def test_schedule_callback_round_trip(participant: MakeParticipant, agent:
     assert not any(e.from_ in ("bot", "other") for e in seen)  # no answer turn by itself
 
 
+async def test_an_agents_note_hooks_can_be_removed(
+    participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    bot = await agent("bot", model=SlowAnswers(0.01), **FAST)
+    kept: list[CallbackFired] = []
+    stop = bot.on_callback(lambda note: note.payload == "question time")  # would answer it
+    bot.on_callback(kept.append)
+    bot.on_wake(kept.append)()
+    stop()
+    watcher = await participant("watcher", kind="human")
+    stream = watcher.client.messages()
+    await bot.schedule_callback(0.05, "question time")
+    await bot.wait_until(lambda: len(kept) == 1)
+    await settled(bot)
+    assert await collect(stream, lambda e: e.from_ == "bot" and e.kind == "chat") == []
+
+
 async def test_a_callback_hook_may_ask_for_a_turn(
     participant: MakeParticipant, agent: MakeAgent
 ) -> None:

@@ -19,6 +19,7 @@ Exceptions live in :mod:`hubbub.errors`; the guide is ``docs/sdk.md``.
 from hubbub.sdk.agent import Agent
 from hubbub.sdk.agent_config import AgentConfig
 from hubbub.sdk.client import Client, Disconnected, Reconnecting, Subscription
+from hubbub.sdk.hooks import Unsubscribe
 from hubbub.sdk.options import ClientOptions, ParticipantOptions
 from hubbub.sdk.participant import Participant
 from hubbub.sdk.proposals import Proposal, ProposalInbox
@@ -40,4 +41,5 @@ __all__ = [
     "State",
     "Subscription",
     "Tool",
+    "Unsubscribe",
 ]

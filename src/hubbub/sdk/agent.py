@@ -49,6 +49,7 @@ from hubbub.sdk.agent_config import AgentConfig, floor_env
 from hubbub.sdk.agent_floor import NUDGE_SENDER, AgentFloor
 from hubbub.sdk.decide import Decision, ResponsePolicy, chat_text, where
 from hubbub.sdk.discovery import DiscoveredTool, Discovery, ToolDirectory
+from hubbub.sdk.hooks import Unsubscribe, register
 from hubbub.sdk.participant import Participant
 from hubbub.sdk.react import ReActLoop, Turn
 from hubbub.sdk.runtime import Aborted, AgentMessage, AgentRuntime, QueueFull
@@ -255,16 +256,16 @@ class Agent:
         self.floor.asleep = True
         return await self.participant.sleep(seconds, mode, channel)
 
-    def on_callback(self, hook: F) -> F:
+    def on_callback(self, hook: F) -> Unsubscribe[F]:
         """``hook(CallbackFired)`` for each fired callback (decorator); returning ``True``
-        makes the agent answer it with a turn that reads ``@@cb-fire@@<payload>``."""
-        self.floor.callback_hooks.append(hook)
-        return hook
+        makes the agent answer it with a turn that reads ``@@cb-fire@@<payload>``. Returns an
+        :class:`~hubbub.sdk.hooks.Unsubscribe` that removes it."""
+        return register(self.floor.callback_hooks, hook)
 
-    def on_wake(self, hook: F) -> F:
-        """``hook(Wake)`` when the agent wakes up (decorator); ``True`` asks for a turn."""
-        self.floor.wake_hooks.append(hook)
-        return hook
+    def on_wake(self, hook: F) -> Unsubscribe[F]:
+        """``hook(Wake)`` when the agent wakes up (decorator); ``True`` asks for a turn.
+        Returns an :class:`~hubbub.sdk.hooks.Unsubscribe` that removes it."""
+        return register(self.floor.wake_hooks, hook)
 
     # ------------------------------------------------------------------ own tools
 
