@@ -12,7 +12,7 @@ import pytest
 from hubbub.llm.base import ChatModel, Message
 from hubbub.llm.offline import OfflineModel, OfflineScript
 from hubbub.protocol.envelope import Envelope
-from hubbub.sdk import Client, Subscription
+from hubbub.sdk import Client, Resource, Subscription, Tool
 from hubbub.sdk.runtime import check_history
 from tests.agent.conftest import MakeAgent, calculator
 from tests.sdk.conftest import PROPOSER_CAPS, MakeClient, MakeParticipant
@@ -407,7 +407,32 @@ async def test_own_tools_are_offered_to_the_model_and_run_locally(agent: MakeAge
     result = await bot.execute_llm_tool_call(specs[0].name, {"a": 3, "b": 5})
     assert result.content == "15" and not result.is_error
     unknown = await bot.execute_llm_tool_call("nobody__nothing", {})
-    assert unknown.is_error and "Unknown tool 'nobody__nothing'" in unknown.content
+    assert unknown.is_error and "Unknown tool 'nobody/nothing'" in unknown.content
+    assert "Tools available now: assistant/multiply" in unknown.content
+
+
+async def test_document_003_names_add_tool_add_resource_and_namespaced_tool_calls(
+    participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    """``addTool`` / ``addResource`` serve others and the agent's model;
+    ``executeLLMToolCall`` takes ``participant/tool``."""
+    _, calls = await calculator(participant)
+    bot = await agent("assistant")
+    bot.add_tool(Tool(name="shout", execute=lambda args: str(args["text"]).upper()))
+    bot.add_resource(Resource(uri="notes://motto", read=lambda: "be brief", name="motto"))
+    await bot.wait_for_tools("calculator")
+    added = await bot.execute_llm_tool_call("calculator/add", {"a": 2, "b": 40})
+    assert added.content == "42" and not added.is_error and calls == ["add 2 40"]
+    own = await bot.execute_llm_tool_call("assistant/shout", {"text": "hi"})
+    assert own.content == "HI"
+    missing = await bot.execute_llm_tool_call("calculator/sqrt", {"x": 2})
+    assert missing.is_error and "Unknown tool 'calculator/sqrt'" in missing.content
+    assert "assistant/shout" in [s.display_name for s in bot.prepare_llm_tools()]
+    other = await participant("other")
+    shouted = await other.call_tool("assistant", "shout", {"text": "hey"})
+    assert shouted.content[0].text == "HEY"  # type: ignore[union-attr]
+    motto = await other.read_resource("assistant", "notes://motto")
+    assert motto.contents[0].text == "be brief"  # type: ignore[union-attr]
 
 
 class RecordingModel(ChatModel):

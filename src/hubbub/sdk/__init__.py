@@ -23,6 +23,7 @@ from hubbub.sdk.hooks import Unsubscribe
 from hubbub.sdk.options import ClientOptions, ParticipantOptions
 from hubbub.sdk.participant import Participant
 from hubbub.sdk.proposals import Proposal, ProposalInbox
+from hubbub.sdk.react import Thought, Turn
 from hubbub.sdk.states import State
 from hubbub.sdk.tools import Resource, Tool
 
@@ -40,6 +41,8 @@ __all__ = [
     "Resource",
     "State",
     "Subscription",
+    "Thought",
     "Tool",
+    "Turn",
     "Unsubscribe",
 ]
