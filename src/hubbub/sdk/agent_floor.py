@@ -6,8 +6,8 @@ when it fires), sends ``floor/responding-to`` just before inference, turns relay
 ``floor/claimed`` and ``floor/yield`` into cancellations of the agent's turn, asks the
 agent's model whether a finished draft adds anything to the answers seen meanwhile
 (:mod:`hubbub.sdk.covered`), handles fired callbacks and wake-ups, and nudges an idle
-self-prompting agent. The guide is
-``docs/agent.md`` ("Good citizens: CSMA and floor claims").
+self-prompting agent. The guide is ``docs/agent.md`` ("Good citizens: CSMA and floor
+claims").
 """
 
 from __future__ import annotations
