@@ -19,8 +19,9 @@ with reasoning on, the ``reasoning/start`` round trip usually lets the yield arr
 the model is called at all.
 
 Modes (``AgentConfig.coordination``): ``none`` (answer at once), ``csma`` (random 2-8 s delay,
-skip if a claim or an answer appeared meanwhile), ``claims`` (``floor/responding-to`` before
-inference, yield to an earlier claim), ``both`` (the default).
+skip if a claim appeared meanwhile, discard a draft that repeats an answer seen meanwhile),
+``claims`` (``floor/responding-to`` before inference, yield to an earlier claim), ``both``
+(the default).
 
 ``--time-scale S`` multiplies every CSMA delay and inference time by S (default 0.1 for the
 full run: delays 200-800 ms, inference 100-300 ms), so that 4 modes x 3 sizes x 50 questions
@@ -65,7 +66,7 @@ from typing import Any
 from aiohttp import web
 
 from hubbub.llm.base import Message, StreamEvent, ToolSpec
-from hubbub.llm.offline import CLASSIFY_MARKER, OfflineModel, OfflineScript
+from hubbub.llm.offline import CLASSIFY_MARKER, NOVELTY_MARKER, OfflineModel, OfflineScript
 from hubbub.protocol.envelope import Envelope
 from hubbub.sdk import Agent, Participant
 from hubbub.sdk.floor import Coordination
@@ -104,9 +105,9 @@ class TimedModel(OfflineModel):
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()
     ) -> AsyncGenerator[StreamEvent, None]:
-        """Classify at once; answer after the simulated inference time."""
+        """Classify and judge drafts at once; answer after the simulated inference time."""
         last = next((m.content for m in reversed(messages) if m.role == "user"), "")
-        if CLASSIFY_MARKER not in last:
+        if CLASSIFY_MARKER not in last and NOVELTY_MARKER not in last:  # not a judgment
             record = Inference(self.name, time.perf_counter())
             self.log.append(record)
             try:

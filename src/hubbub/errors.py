@@ -9,6 +9,7 @@ HubbubError
 │   └── CapabilityDenied (PermissionError)  not allowed to send it (checked locally or remotely)
 ├── RequestTimeout (TimeoutError)        no answer to a request or proposal in time
 ├── ProposalRejected                     a proposal was answered with mcp/reject
+├── ProposalWithdrawn                    we withdrew our own proposal while waiting for it
 ├── RequestFailed                        the target answered with a JSON-RPC error
 └── ToolError                            a tool call returned ``isError: true``
     └── InvalidArguments                 ... because its arguments failed the tool's schema
@@ -80,6 +81,15 @@ class ProposalRejected(HubbubError):
         self.proposal_id = proposal_id
 
 
+class ProposalWithdrawn(HubbubError):
+    """The proposer withdrew its own proposal (``Participant.withdraw``) while waiting for it."""
+
+    def __init__(self, proposal_id: str, reason: str) -> None:
+        super().__init__(f"Proposal {proposal_id} withdrawn: {reason}")
+        self.proposal_id = proposal_id
+        self.reason = reason
+
+
 class RequestFailed(HubbubError):
     """The target answered an MCP request with a JSON-RPC error (unknown tool, method, ...)."""
 
@@ -115,6 +125,7 @@ __all__ = [
     "InvalidArguments",
     "NotConnected",
     "ProposalRejected",
+    "ProposalWithdrawn",
     "RequestFailed",
     "RequestTimeout",
     "ToolError",

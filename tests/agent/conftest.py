@@ -18,10 +18,13 @@ MakeAgent = Callable[..., Awaitable[Agent]]
 
 @pytest.fixture
 async def agent(gw: RunningGateway) -> AsyncIterator[MakeAgent]:
-    """``await agent("id", **config)``: a started offline-model Agent, stopped at teardown."""
+    """``await agent("id", **config)``: a started offline-model Agent (or ``cls``, a subclass),
+    stopped at teardown."""
     made: list[Agent] = []
 
-    async def make(pid: str = "assistant", *, start: bool = True, **config: Any) -> Agent:
+    async def make(
+        pid: str = "assistant", *, start: bool = True, cls: type[Agent] = Agent, **config: Any
+    ) -> Agent:
         fields: dict[str, Any] = {
             "gateway": gw.url,
             "provider": "offline",
@@ -29,7 +32,7 @@ async def agent(gw: RunningGateway) -> AsyncIterator[MakeAgent]:
             "discovery_retry_delay": 0.05,
             **config,
         }
-        a = Agent(participant_id=pid, **fields)
+        a = cls(participant_id=pid, **fields)
         made.append(a)
         if start:
             await a.start()

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from hubbub.llm.base import ChatModel, Message
+from hubbub.llm.offline import OfflineModel, OfflineScript
 from hubbub.protocol.envelope import Envelope
-from hubbub.sdk import Client, Subscription
+from hubbub.sdk import Client, Resource, Subscription, Tool
 from hubbub.sdk.runtime import check_history
 from tests.agent.conftest import MakeAgent, calculator
 from tests.sdk.conftest import PROPOSER_CAPS, MakeClient, MakeParticipant
@@ -245,23 +246,38 @@ async def test_auto_respond_off_and_own_messages_are_ignored(
     assert record.decision.rule == "own_message" and not record.decision.respond
 
 
-async def test_answers_are_rate_limited_per_channel(
+async def test_the_rate_limit_spares_messages_addressed_to_the_agent(
     participant: MakeParticipant, agent: MakeAgent
 ) -> None:
-    bot = await agent("assistant", rate_limit_per_minute=2, reasoning_enabled=False)
+    """Unprompted answers are limited per conversation; DMs and mentions always get one."""
+    script = OfflineScript.from_mapping({"rules": [{"match": r"\bquestion\b", "reply": "yes"}]})
+    bot = await agent(
+        "assistant",
+        model=OfflineModel(script),
+        rate_limit_per_minute=1,
+        reasoning_enabled=False,
+    )
     human = await participant("alice", kind="human")
-    stream = human.client.messages()
-    for _ in range(2):
-        await say(human.client, stream, "hi @assistant")
-        await until_answer(stream, "assistant")
+    bob = await participant("bob", kind="human")
+    stream, bobs = human.client.messages(), bob.client.messages()
+    await say(human.client, stream, "question 1 for the room")
+    assert (await until_answer(stream, "assistant"))[-1].payload["text"] == "yes"
     limited = bot.expect_decision(lambda r: r.envelope.from_ == "alice")
-    await say(human.client, stream, "hi @assistant")
+    await say(human.client, stream, "question 2 for the room")
     record = await asyncio.wait_for(limited, 5)
     assert record.decision.rule == "rate_limited" and not record.decision.respond
-    assert "already 2 answers in #general" in record.decision.reason
-    # a direct message is another conversation, with its own budget
-    await say(human.client, stream, "hi", to=["assistant"])
-    assert (await until_answer(stream, "assistant"))[-1].channel is None
+    assert "already 1 unprompted answers in #general" in record.decision.reason
+    # addressed to it: answered however many there are, in the channel and by DM
+    for i in range(3):
+        await say(human.client, stream, f"@assistant question {3 + i}")
+        assert (await until_answer(stream, "assistant"))[-1].channel == "#general"
+        await say(human.client, stream, f"question {6 + i}", to=["assistant"])
+        assert (await until_answer(stream, "assistant"))[-1].to == ["alice"]
+    await say(bob.client, bobs, "question 9", to=["assistant"])
+    assert (await until_answer(bobs, "assistant"))[-1].to == ["bob"]
+    assert [r.decision.rule for r in bot.decisions if r.envelope.from_ != "assistant"] == [
+        "classifier", "rate_limited", *["mention", "direct"] * 3, "direct"
+    ]  # fmt: skip
 
 
 async def test_discovery_retries_a_participant_that_does_not_answer_at_first(
@@ -391,7 +407,32 @@ async def test_own_tools_are_offered_to_the_model_and_run_locally(agent: MakeAge
     result = await bot.execute_llm_tool_call(specs[0].name, {"a": 3, "b": 5})
     assert result.content == "15" and not result.is_error
     unknown = await bot.execute_llm_tool_call("nobody__nothing", {})
-    assert unknown.is_error and "Unknown tool 'nobody__nothing'" in unknown.content
+    assert unknown.is_error and "Unknown tool 'nobody/nothing'" in unknown.content
+    assert "Tools available now: assistant/multiply" in unknown.content
+
+
+async def test_document_003_names_add_tool_add_resource_and_namespaced_tool_calls(
+    participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    """``addTool`` / ``addResource`` serve others and the agent's model;
+    ``executeLLMToolCall`` takes ``participant/tool``."""
+    _, calls = await calculator(participant)
+    bot = await agent("assistant")
+    bot.add_tool(Tool(name="shout", execute=lambda args: str(args["text"]).upper()))
+    bot.add_resource(Resource(uri="notes://motto", read=lambda: "be brief", name="motto"))
+    await bot.wait_for_tools("calculator")
+    added = await bot.execute_llm_tool_call("calculator/add", {"a": 2, "b": 40})
+    assert added.content == "42" and not added.is_error and calls == ["add 2 40"]
+    own = await bot.execute_llm_tool_call("assistant/shout", {"text": "hi"})
+    assert own.content == "HI"
+    missing = await bot.execute_llm_tool_call("calculator/sqrt", {"x": 2})
+    assert missing.is_error and "Unknown tool 'calculator/sqrt'" in missing.content
+    assert "assistant/shout" in [s.display_name for s in bot.prepare_llm_tools()]
+    other = await participant("other")
+    shouted = await other.call_tool("assistant", "shout", {"text": "hey"})
+    assert shouted.content[0].text == "HEY"  # type: ignore[union-attr]
+    motto = await other.read_resource("assistant", "notes://motto")
+    assert motto.contents[0].text == "be brief"  # type: ignore[union-attr]
 
 
 class RecordingModel(ChatModel):

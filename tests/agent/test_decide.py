@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hubbub.llm import Message, OfflineModel
 from hubbub.llm.base import ChatModel, Completion, Done
 from hubbub.protocol.envelope import Envelope
 from hubbub.sdk import AgentConfig
-from hubbub.sdk.decide import ResponsePolicy, mentions, parse_classification
+from hubbub.sdk.decide import ResponsePolicy, mentions, parse_classification, where
 
 
 def chat(text: str, sender: str = "alice", **fields: object) -> Envelope:
@@ -65,16 +67,96 @@ def test_quick_rules_in_order() -> None:
     assert no_mentions is None
 
 
-def test_the_rate_limit_is_per_channel_and_slides() -> None:
+def test_the_rate_limit_throttles_unaddressed_messages_per_conversation_and_slides() -> None:
     p = policy(rate_limit_per_minute=2)
+    question = chat("what is 2+2?")
     for t in (0.0, 10.0):
-        assert p.quick(chat("@helper x"), t) is not None
-        p.answered("#general", t)
-    limited = p.quick(chat("@helper x"), 20.0)
-    assert limited is not None and limited.rule == "rate_limited"
-    assert p.quick(chat("@helper x", channel="#other"), 20.0).rule == "mention"  # type: ignore[union-attr]
-    assert p.quick(chat("@helper x"), 60.5).rule == "mention"  # type: ignore[union-attr]
-    assert policy(rate_limit_per_minute=0).quick(chat("@helper"), 0).rule == "mention"  # type: ignore[union-attr]
+        assert p.quick(question, t) is None  # → the classifier
+        p.answered(question, "classifier", t)
+    limited = p.quick(question, 20.0)
+    assert limited is not None and limited.rule == "rate_limited" and not limited.respond
+    assert "already 2 unprompted answers in #general" in limited.reason
+    assert p.quick(chat("what is 2+2?", channel="#other"), 20.0) is None  # another channel
+    assert p.quick(question, 60.5) is None  # the first answer left the window
+    assert policy(rate_limit_per_minute=0).quick(question, 0) is None
+
+
+def test_messages_addressed_to_the_agent_are_answered_and_cost_nothing() -> None:
+    p = policy(rate_limit_per_minute=1)
+    question = chat("what is 2+2?")
+    p.answered(question, "classifier", 0.0)
+    assert p.quick(question, 1.0).rule == "rate_limited"  # type: ignore[union-attr]
+    for t in range(2, 30):
+        for env in (
+            chat("@helper what is 2+2?"),
+            chat("what is 2+2?", to=["helper"]),
+            chat("what is 2+2?", to=["helper"], channel=None),
+        ):
+            decision = p.quick(env, float(t))
+            assert decision is not None and decision.respond, decision
+            p.answered(env, decision.rule, float(t))
+    assert p.quick(question, 59.0).rule == "rate_limited"  # type: ignore[union-attr]
+    assert p.quick(question, 60.0) is None  # only the unprompted answer counted
+
+
+def test_each_dm_peer_is_its_own_conversation() -> None:
+    p = policy(rate_limit_per_minute=1, respond_to_direct=False)  # DMs go to the classifier
+    from_alice = chat("what is 2+2?", to=["helper"], channel=None)
+    from_bob = chat("what is 2+2?", sender="bob", to=["helper"], channel=None)
+    assert where(from_alice, "helper") == "@alice"
+    assert where(chat("x", sender="helper", to=["alice"], channel=None), "helper") == "@alice"
+    assert where(chat("x", to=["helper", "carol"], channel=None), "helper") == "@alice,carol"
+    p.answered(from_alice, "classifier", 0.0)
+    assert p.quick(from_alice, 1.0).rule == "rate_limited"  # type: ignore[union-attr]
+    assert p.quick(from_bob, 1.0) is None
+    p.observe(from_alice)
+    p.observe(chat("secret plans", sender="bob", to=["helper"], channel=None))
+    assert p.context("@alice") == ["alice: what is 2+2?"]  # bob's DMs are not in alice's window
+
+
+incoming = st.lists(
+    st.tuples(
+        st.sampled_from(["mention", "to", "dm", "plain", "dm-plain"]),
+        st.sampled_from(["alice", "bob"]),
+        st.sampled_from(["#general", "#other"]),
+        st.floats(0, 30),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(seen=incoming, limit=st.integers(1, 5))
+def test_the_rate_limit_never_silences_an_addressed_message(
+    seen: list[tuple[str, str, str, float]], limit: int
+) -> None:
+    """Whatever came before, a DM, a ``to`` or an @mention is answered; an unaddressed message
+    is limited exactly when its conversation had ``limit`` unprompted answers in the last 60 s."""
+    p = policy(rate_limit_per_minute=limit, respond_to_direct=True)
+    now = 0.0
+    unprompted: dict[str, list[float]] = {}
+    for how, sender, channel, gap in seen:
+        now += gap
+        env = {
+            "mention": chat("@helper what now?", sender=sender, channel=channel),
+            "to": chat("what now?", sender=sender, channel=channel, to=["helper"]),
+            "dm": chat("what now?", sender=sender, channel=None, to=["helper"]),
+            "plain": chat("what now?", sender=sender, channel=channel),
+            "dm-plain": chat("what now?", sender=sender, channel=None, to=["zed"]),
+        }[how]
+        decision = p.quick(env, now)
+        if how in ("mention", "to", "dm"):
+            assert decision is not None and decision.respond
+            p.answered(env, decision.rule, now)
+            continue
+        key = where(env, "helper")
+        recent = [t for t in unprompted.get(key, []) if t > now - 60]
+        if len(recent) >= limit:
+            assert decision is not None and decision.rule == "rate_limited"
+        else:
+            assert decision is None  # the classifier decides
+            p.answered(env, "classifier", now)
+            unprompted.setdefault(key, []).append(now)
 
 
 def test_the_context_window_feeds_the_classification_prompt() -> None:

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import AsyncGenerator, Sequence
 
 from hubbub.llm.base import Message, StreamEvent, ToolSpec
-from hubbub.llm.offline import CLASSIFY_MARKER, OfflineModel, OfflineScript
+from hubbub.llm.offline import CLASSIFY_MARKER, NOVELTY_MARKER, OfflineModel, OfflineScript
 from tests.agent.conftest import agent, client, gw, participant
 
 __all__ = ["SlowAnswers", "agent", "client", "gw", "participant"]
@@ -18,8 +18,8 @@ SCRIPT = OfflineScript.from_mapping(
 
 
 class SlowAnswers(OfflineModel):
-    """The offline model, answering questions after ``delay`` seconds (classifying at once);
-    counts the inferences it started, finished and had cancelled."""
+    """The offline model, answering questions after ``delay`` seconds (classifying and judging
+    drafts at once); counts the inferences it started, finished and had cancelled."""
 
     def __init__(self, delay: float = 0.3) -> None:
         super().__init__(SCRIPT)
@@ -31,9 +31,9 @@ class SlowAnswers(OfflineModel):
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()
     ) -> AsyncGenerator[StreamEvent, None]:
-        """Classify at once; answer after ``delay``."""
+        """Classify and judge at once; answer after ``delay``."""
         last = next((m.content for m in reversed(messages) if m.role == "user"), "")
-        if CLASSIFY_MARKER not in last:
+        if CLASSIFY_MARKER not in last and NOVELTY_MARKER not in last:
             self.started += 1
             try:
                 await asyncio.sleep(self.delay)

@@ -16,6 +16,7 @@ from hubbub.sdk import Agent, Participant, Subscription
 from hubbub.sdk.server_notes import CallbackFired, Wake
 from tests.agent.conftest import MakeAgent
 from tests.agent.test_agent import next_from, say
+from tests.conftest import RunningGateway
 from tests.floor.conftest import SlowAnswers
 from tests.sdk.conftest import MakeParticipant
 
@@ -174,24 +175,68 @@ async def test_a_channel_question_that_interrupts_a_dm_answer_leaves_the_dm_answ
     assert model.cancelled == 1 and model.finished == 2
 
 
-async def test_csma_only_discards_a_draft_that_someone_else_answered_meanwhile(
+async def test_csma_only_discards_a_draft_that_makes_the_point_someone_made_meanwhile(
     participant: MakeParticipant, agent: MakeAgent
 ) -> None:
     model = SlowAnswers(0.5)
-    await agent("bot", model=model, coordination="csma", **FAST)
+    bot = await agent("bot", model=model, coordination="csma", **FAST)
     asker = await participant("asker", kind="service")
     helper = await participant("helper", kind="service")
     stream = asker.client.messages()
     question = await say(asker.client, stream, "question 15")
     start = await next_from(stream, "bot", ("reasoning/start",))
     await helper.client.send(
-        Envelope(kind="chat", correlation_id=[question.id], payload={"text": "got it"})
+        Envelope(kind="chat", correlation_id=[question.id], payload={"text": "My answer to asker!"})
     )
     cancel = await next_from(stream, "bot", ("reasoning/cancel",))
     assert cancel.context == start.id
-    assert cancel.payload == {"reason": "yielded", "message": "helper answered meanwhile"}
+    assert cancel.payload == {
+        "reason": "yielded",
+        "message": "helper already made the same point: 100% of my draft was already said",
+    }
     assert model.finished == 1  # csma alone does not cancel inference, it drops the draft
     assert [e.from_ for e in await collect(stream, answers(question))] == []
+    assert kinds(bot, question.id)[-1] == "discard"
+
+
+async def test_a_draft_with_a_different_take_is_sent_although_someone_answered_first(
+    participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    model = SlowAnswers(0.5)
+    bot = await agent("bot", model=model, coordination="csma", **FAST)
+    asker = await participant("asker", kind="service")
+    helper = await participant("helper", kind="service")
+    stream = asker.client.messages()
+    question = await say(asker.client, stream, "question 16")
+    await next_from(stream, "bot", ("reasoning/start",))
+    await helper.client.send(
+        Envelope(kind="chat", correlation_id=[question.id], payload={"text": "no idea, sorry"})
+    )
+    reply = await next_from(stream, "bot", ("chat",))
+    assert reply.payload["text"] == "my answer to asker"
+    assert reply.correlation_ids() == [question.id]
+    (kept,) = [e for e in bot.floor.events if e.kind == "keep"]
+    assert kept.detail == (
+        "helper answered meanwhile; mine adds: only 0% of my draft was already said"
+    )
+
+
+async def test_an_agentchat_agents_answer_counts_without_a_correlation_id(
+    gw: RunningGateway, participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    """An agentchat client answers with a plain MSG (no correlation_id): another agent's
+    later chat in the channel is compared with the draft all the same."""
+    await agent("bot", model=SlowAnswers(0.5), **FAST)
+    asker = await participant("asker", kind="service")
+    other = await gw.agentchat("chatbot")
+    stream = asker.client.messages()
+    question = await say(asker.client, stream, "question 17")
+    await next_from(stream, "bot", ("floor/responding-to",))  # claimed; the MSG claims nothing
+    await other.send({"type": "MSG", "to": "#general", "content": "my answer to asker"})
+    cancel = await next_from(stream, "bot", ("reasoning/cancel",))
+    assert cancel.payload["message"].startswith("chatbot already made the same point")
+    assert [e.from_ for e in await collect(stream, answers(question))] == []
+    await other.close()
 
 
 async def test_a_humans_claim_beats_the_agent(
@@ -279,6 +324,23 @@ async def test_schedule_callback_round_trip(participant: MakeParticipant, agent:
     assert not any(e.from_ in ("bot", "other") for e in seen)  # no answer turn by itself
 
 
+async def test_an_agents_note_hooks_can_be_removed(
+    participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    bot = await agent("bot", model=SlowAnswers(0.01), **FAST)
+    kept: list[CallbackFired] = []
+    stop = bot.on_callback(lambda note: note.payload == "question time")  # would answer it
+    bot.on_callback(kept.append)
+    bot.on_wake(kept.append)()
+    stop()
+    watcher = await participant("watcher", kind="human")
+    stream = watcher.client.messages()
+    await bot.schedule_callback(0.05, "question time")
+    await bot.wait_until(lambda: len(kept) == 1)
+    await settled(bot)
+    assert await collect(stream, lambda e: e.from_ == "bot" and e.kind == "chat") == []
+
+
 async def test_a_callback_hook_may_ask_for_a_turn(
     participant: MakeParticipant, agent: MakeAgent
 ) -> None:
@@ -336,10 +398,10 @@ async def test_csma_through_a_server_callback_rereads_the_history(
     await bot.stop()
     second = await say(asker.client, stream, "question 12")
     await helper.client.send(
-        Envelope(kind="chat", correlation_id=[second.id], payload={"text": "answered!"})
+        Envelope(kind="chat", correlation_id=[second.id], payload={"text": "my answer to asker"})
     )
     await settled(slow)
-    assert kinds(slow, second.id)[-1] == "skip"
+    assert kinds(slow, second.id)[-2:] == ["claim", "discard"]  # found by re-reading
     assert [e.from_ for e in await collect(stream, answers(second))] == ["helper"]
 
 

@@ -14,6 +14,7 @@ from hubbub.sdk.floor import (
     Coordination,
     FloorCoordinator,
     FloorSettings,
+    Reply,
     Stage,
     exemption,
     uses_claims,
@@ -87,6 +88,11 @@ def test_default_delays_are_two_to_eight_seconds_and_spread() -> None:
     assert min(delays) < 2100 and max(delays) > 7900
 
 
+def said(who: str, text: str = "an answer", msg_id: str | None = None) -> Reply:
+    """A chat by ``who`` (its id made up from the two unless given)."""
+    return Reply(msg_id or f"{who}:{text}", who, text)
+
+
 # ---------------------------------------------------------------------- skip during the delay
 
 events = st.lists(
@@ -101,13 +107,15 @@ events = st.lists(
 
 @PROPERTY
 @given(mode=st.sampled_from(["both", "csma", "claims"]), seen=events, seed=st.integers(0, 999))
-def test_never_claims_after_a_claim_was_seen_during_the_delay(
+def test_only_a_claim_skips_during_the_delay_answers_are_kept_for_the_judge(
     mode: Coordination, seen: list[tuple[str, str, int]], seed: int
 ) -> None:
     floor, clock = coordinator(mode, seed)
-    step = floor.open("m1", "#general", "question?")
+    floor.chat_seen("#general", said("asker", "q", "m1"), from_agent=False)
+    step = floor.open("m1", "#general", "question?", sender="asker")
     key = step.batch.key  # type: ignore[union-attr]
-    claimed = replied = False
+    claimed = False
+    repliers: list[str] = []
     for what, who, offset in seen:
         clock.advance(abs(offset) / 10)
         if what == "claim":
@@ -116,21 +124,23 @@ def test_never_claims_after_a_claim_was_seen_during_the_delay(
         elif what == "other-claim":
             floor.claim_seen("m-other", who, int(clock() + offset))
         elif what == "reply":
-            floor.reply_seen("m1", who)
-            replied = True
+            floor.reply_seen("m1", said(who, f"reply {len(repliers)}"))
+            repliers.append(who)
         else:
             floor.yield_received("m1", who)
             claimed = True  # the gateway gave the message to someone
     due = floor.due(key)
-    covered = claimed or (replied and uses_csma(mode))
-    if covered:
+    if claimed:
         assert due.action == "skip"
         assert floor.begin(key).action == "skip"
         return
-    assert due.action == "proceed"
+    assert due.action == "proceed"  # an answer seen meanwhile never skips by itself
     begin = floor.begin(key)
     assert begin.action == ("claim" if uses_claims(mode) else "proceed")
     assert begin.started_at == int(clock())
+    assert floor.should_send(key)
+    covering = [r.who for r in floor.covering(key)]
+    assert covering == (repliers if uses_csma(mode) else [])
 
 
 def test_a_claim_between_due_and_begin_skips_the_turn() -> None:
@@ -146,19 +156,45 @@ def test_claims_seen_before_the_message_was_considered_skip_it_at_once() -> None
     floor, clock = coordinator()
     floor.claim_seen("m1", "fast", int(clock()))  # the classifier was still thinking
     assert floor.open("m1", "#general", "q").action == "skip"
-    floor.reply_seen("m2", "fast")
-    assert floor.open("m2", "#general", "q").action == "skip"
+    floor.reply_seen("m2", said("fast"))  # an answer is only kept: the draft is judged later
+    key = floor.open("m2", "#general", "q").batch.key  # type: ignore[union-attr]
+    assert [r.who for r in floor.covering(key)] == ["fast"]
     claims_only, _ = coordinator("claims")
-    claims_only.reply_seen("m3", "fast")  # replies only count with CSMA
-    assert claims_only.open("m3", "#general", "q").action == "wait"
+    claims_only.reply_seen("m3", said("fast"))  # answers only count with CSMA
+    key = claims_only.open("m3", "#general", "q").batch.key  # type: ignore[union-attr]
+    assert claims_only.covering(key) == []
 
 
 def test_own_claims_and_replies_are_ignored() -> None:
     floor, clock = coordinator()
+    floor.chat_seen("#general", said("asker", "q", "m1"), from_agent=False)
     key = floor.open("m1", "#general", "q").batch.key  # type: ignore[union-attr]
     assert floor.claim_seen("m1", ME, int(clock())).action == "none"
-    assert floor.reply_seen("m1", ME).action == "none"
+    floor.reply_seen("m1", said(ME))
+    floor.chat_seen("#general", said(ME, "my own words"), from_agent=True)
     assert floor.due(key).action == "proceed"
+    assert floor.covering(key) == []
+
+
+def test_later_chats_from_agents_count_as_answers_without_a_correlation_id() -> None:
+    """agentchat clients send no correlation_id: another agent's later chat in the channel is
+    an answer to compare with; humans', earlier ones, other channels' and the askers' are not."""
+    floor, _ = coordinator("csma")
+    floor.chat_seen("#general", said("bot-a", "said before the question"), from_agent=True)
+    floor.chat_seen("#general", said("asker", "question?", "m1"), from_agent=False)
+    key = floor.open("m1", "#general", "question?", sender="asker").batch.key  # type: ignore[union-attr]
+    floor.chat_seen("#general", said("bot-b", "the answer is 4"), from_agent=True)
+    floor.chat_seen("#general", said("carol", "I think 5"), from_agent=False)  # a human
+    floor.chat_seen("#other", said("bot-c", "elsewhere"), from_agent=True)
+    floor.chat_seen("#general", said("asker", "also, why?"), from_agent=True)  # the asker
+    correlated = said("bot-d", "4, because 2+2", "r1")
+    floor.reply_seen("m1", correlated)
+    floor.chat_seen("#general", correlated, from_agent=True)
+    floor.chat_seen("#general", said("bot-b", "the answer is 4"), from_agent=True)  # again
+    assert [(r.who, r.text) for r in floor.covering(key)] == [
+        ("bot-b", "the answer is 4"),
+        ("bot-d", "4, because 2+2"),
+    ]
 
 
 # ---------------------------------------------------------------------- after the claim
@@ -220,22 +256,23 @@ def test_claims_on_other_messages_do_not_matter() -> None:
     assert floor.batch(key).stage is Stage.CLAIMED  # type: ignore[union-attr]
 
 
-def test_csma_only_ignores_claims_after_starting_but_discards_a_covered_draft() -> None:
+def test_csma_only_ignores_claims_after_starting_and_keeps_answers_for_the_judge() -> None:
     floor, _ = coordinator("csma")
     key = floor.open("m1", "#general", "q").batch.key  # type: ignore[union-attr]
     floor.due(key)
     begin = floor.begin(key)
     assert begin.action == "proceed"
     assert floor.claim_seen("m1", "a", 0).action == "none"
-    assert floor.should_send(key)
-    floor.reply_seen("m1", "a")
-    assert not floor.should_send(key)  # document 001: discard the draft
+    assert floor.should_send(key) and floor.covering(key) == []
+    floor.reply_seen("m1", said("a", "done"))
+    assert floor.should_send(key)  # the model judges the draft against it (document 001)
+    assert floor.covering(key) == [said("a", "done")]
     claims_only, _ = coordinator("claims")
     key = claims_only.open("m1", "#general", "q").batch.key  # type: ignore[union-attr]
     claims_only.due(key)
     claims_only.begin(key)
-    claims_only.reply_seen("m1", "a")
-    assert claims_only.should_send(key)
+    claims_only.reply_seen("m1", said("a"))
+    assert claims_only.should_send(key) and claims_only.covering(key) == []
 
 
 def test_finish_forgets_the_batch() -> None:
@@ -375,12 +412,11 @@ def test_exempt_messages_are_exactly_the_documented_ones(
 
 def test_the_askers_own_follow_up_is_not_an_answer() -> None:
     floor, _ = coordinator("csma")
-    floor.reply_seen("m1", "asker")  # seen before the agent considered m1
+    floor.reply_seen("m1", said("asker", "to be precise"))  # before the agent considered m1
     key = floor.open("m1", "#general", "q", sender="asker").batch.key  # type: ignore[union-attr]
-    assert floor.reply_seen("m1", "asker").action == "none"
+    floor.reply_seen("m1", said("asker", "any news?"))
     assert floor.due(key).action == "proceed"
     floor.begin(key)
-    floor.reply_seen("m1", "asker")
-    assert floor.should_send(key)
-    floor.reply_seen("m1", "helper")
-    assert not floor.should_send(key)
+    assert floor.covering(key) == []
+    floor.reply_seen("m1", said("helper"))
+    assert [r.who for r in floor.covering(key)] == ["helper"]

@@ -46,6 +46,19 @@ async def test_callbacks_come_back_to_their_origin_only(participant: MakePartici
     assert mine[2].channel is None and mine[2].envelope.to == ["worker"]
 
 
+async def test_server_note_hooks_can_be_removed(participant: MakeParticipant) -> None:
+    p = await participant("worker")
+    kept: list[CallbackFired] = []
+    removed: list[CallbackFired] = []
+    arrived = asyncio.Event()
+    p.on_callback(lambda note: (kept.append(note), arrived.set()))
+    p.on_callback(removed.append)()
+    p.on_wake(removed.append)()
+    await p.schedule_callback(0.01, "once")
+    await asyncio.wait_for(arrived.wait(), 5)
+    assert [n.payload for n in kept] == ["once"] and removed == []
+
+
 async def test_sleep_and_the_wake_hook(participant: MakeParticipant) -> None:
     p = await participant("sleeper")
     woke: list[Wake] = []

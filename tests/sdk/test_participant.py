@@ -18,7 +18,7 @@ from hubbub.errors import (
 )
 from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.envelope import Envelope
-from hubbub.sdk import Participant, Resource, Tool
+from hubbub.sdk import Participant, Resource, Tool, Unsubscribe
 from tests.conftest import RunningGateway
 from tests.sdk.conftest import PROPOSER_CAPS, MakeClient, MakeParticipant
 
@@ -368,3 +368,34 @@ async def test_chat_join_leave_and_hooks(participant: MakeParticipant) -> None:
     bye = await next_chat()
     assert bye.payload["text"] == "bye"
     assert order == ["ready", "shutdown"]
+
+
+async def test_every_on_registration_returns_an_unsubscribe(participant: MakeParticipant) -> None:
+    """Document 003: ``onMCPRequest(handler): () => void`` — calling the result removes the
+    handler (once; again is harmless), and a decorated name keeps the function as ``handler``."""
+    calc = await participant("calc2", connect=False, kind="service")
+    calc.register_tool(Tool(name="echo", execute=lambda args: args.get("text", "")))
+    order: list[str] = []
+    requests: list[Envelope] = []
+    calc.on_ready(lambda: order.append("ready 1"))
+    calc.on_ready(lambda: order.append("ready 2"))()
+    calc.on_shutdown(lambda: order.append("shutdown 1"))()
+    calc.on_shutdown(lambda: order.append("shutdown 2"))
+    stop = calc.on_mcp_request(requests.append)
+
+    @calc.on_mcp_request
+    def also(env: Envelope) -> None:
+        order.append(f"request {env.payload['method']}")
+
+    assert isinstance(also, Unsubscribe) and also.handler.__name__ == "also" and also.active
+    await calc.connect()
+    caller = await participant("caller")
+    await caller.call_tool("calc2", "echo", {"text": "one"})
+    stop()
+    stop()  # again: nothing happens
+    also()
+    assert not stop.active and repr(also).endswith("(removed)>")
+    await caller.call_tool("calc2", "echo", {"text": "two"})  # still served, nobody told
+    assert [e.payload["params"]["arguments"] for e in requests] == [{"text": "one"}]
+    await calc.disconnect()
+    assert order == ["ready 1", "request tools/call", "shutdown 2"]

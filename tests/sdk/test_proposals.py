@@ -8,7 +8,7 @@ import time
 import mcp.types as mt
 import pytest
 
-from hubbub.errors import CapabilityDenied, ProposalRejected, RequestTimeout
+from hubbub.errors import CapabilityDenied, ProposalRejected, ProposalWithdrawn, RequestTimeout
 from hubbub.protocol.envelope import Envelope
 from hubbub.sdk import Participant, Proposal
 from tests.conftest import RunningGateway
@@ -85,6 +85,58 @@ async def test_proposal_timeout_withdraws_and_the_gateway_delivers_it(
     assert len(human.proposals) == 0
     with pytest.raises(ValueError, match="no pending proposal"):
         await human.approve(seen[0].id)
+
+
+async def test_the_proposer_withdraws_its_own_proposal(
+    participant: MakeParticipant, client: MakeClient
+) -> None:
+    """Document 003: ``withdraw(proposal_id)`` — the waiting call fails at once, everyone
+    sees the ``mcp/withdraw``, fulfillers drop the proposal; nobody else may withdraw it."""
+    await tool_owner(participant)
+    agent = await participant("agent", capabilities=PROPOSER_CAPS)
+    human = await participant("human", kind="human")
+    observer = await client("observer")
+    withdrawn = observer.expect("mcp/withdraw")
+    gone: list[Proposal] = []
+    human.proposals.subscribe(lambda event, p: gone.append(p) if event == "withdrawn" else None)
+    started = time.monotonic()
+    call = asyncio.create_task(agent.call_tool("calc", "add", {"a": 1, "b": 2}, timeout=30))
+    proposal = await human.proposals.next(timeout=2)
+    assert agent.my_proposals == [proposal.id]
+    with pytest.raises(ValueError, match="not a pending proposal of human"):
+        await human.withdraw(proposal.id)  # not hers to withdraw
+    reaches_human = human.client.expect("mcp/withdraw")
+    await agent.withdraw(proposal.id, "found another way")
+    with pytest.raises(ProposalWithdrawn, match="withdrawn: found another way") as info:
+        await asyncio.wait_for(call, 2)
+    assert time.monotonic() - started < 2 and info.value.proposal_id == proposal.id
+    withdrawal = await asyncio.wait_for(withdrawn, 2)
+    assert withdrawal.from_ == "agent" and withdrawal.correlation_ids() == [proposal.id]
+    assert withdrawal.payload == {"reason": "found another way"}
+    await asyncio.wait_for(reaches_human, 2)
+    assert gone == [proposal] and proposal.status == "withdrawn"
+    assert agent.my_proposals == []
+    with pytest.raises(ValueError, match=r"not a pending proposal of agent \(pending: none\)"):
+        await agent.withdraw(proposal.id)
+
+
+async def test_a_proposal_withdrawn_before_its_echo_is_withdrawn_by_the_gateways_id(
+    participant: MakeParticipant, client: MakeClient
+) -> None:
+    await tool_owner(participant)
+    agent = await participant("agent", capabilities=PROPOSER_CAPS)
+    observer = await client("observer")
+    proposed, withdrawn = observer.expect("mcp/proposal"), observer.expect("mcp/withdraw")
+    call = asyncio.create_task(agent.call_tool("calc", "add", {"a": 1, "b": 2}, timeout=30))
+    await asyncio.sleep(0)  # the call starts: sent, not yet echoed (the gateway is a few
+    (client_id,) = agent.my_proposals  # loop turns away), so only the client id is known
+    assert agent._pending[client_id].server_id is None
+    await agent.withdraw(client_id)
+    with pytest.raises(ProposalWithdrawn, match="no_longer_needed"):
+        await asyncio.wait_for(call, 2)
+    proposal = await asyncio.wait_for(proposed, 2)
+    withdrawal = await asyncio.wait_for(withdrawn, 2)
+    assert withdrawal.correlation_ids() == [proposal.id]
 
 
 async def test_a_forged_withdrawal_is_refused_by_the_gateway(

@@ -3,7 +3,9 @@
 No network, no weights. It reads the conversation the way a real model would (the last user
 message, the tool results after it) and answers by rules, in this order:
 
-1. a classification request (the agent asking "should I respond?") → a JSON verdict;
+1. a classification request (the agent asking "should I respond?") → a JSON verdict; a
+   request to judge a draft against others' answers (``adds_new``) → a JSON verdict by word
+   overlap (:func:`judge_novelty`);
 2. tool results after the last user message → the final answer built from them;
 3. a rule of the script file whose ``match`` regex finds the text → its reply or tool call;
 4. arithmetic (``what is 12*7``, ``3 plus 4``) → a call of an offered tool named after the
@@ -48,6 +50,12 @@ from hubbub.llm.base import (
 CLASSIFY_MARKER: Final = "should_respond"
 """A user message containing this word asks for a respond/ignore verdict as JSON."""
 
+NOVELTY_MARKER: Final = "adds_new"
+"""A user message containing this word asks whether a draft adds anything (JSON verdict)."""
+SAME_POINT_SHARE: Final = 0.8
+"""A draft makes "substantially the same point" (document 001) when at least this share of
+its words were already said (see :func:`judge_novelty`)."""
+
 _SENDER = re.compile(r"^([A-Za-z0-9_.-]{1,32}): (.*)$", re.DOTALL)
 _NUMBER = r"(-?\d+(?:\.\d+)?)"
 _OPERATOR = r"(\*|×|x|\+|-|/|÷|times|multiplied by|plus|minus|divided by|over)"
@@ -56,6 +64,9 @@ _GREETING = re.compile(r"^\W*(hi|hello|hey|howdy|hiya|good (morning|afternoon|ev
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _TOKEN = re.compile(r"\S+\s*|\s+")
 _WORD = re.compile(r"[a-z][a-z0-9]+")
+_TERM = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?")
+_SAID_LINE = re.compile(r"^- [^:\n]*: (.*)$", re.MULTILINE)
+_DRAFT_LINE = re.compile(r"^Your draft: (.*)$", re.MULTILINE)
 
 _OPS: Final[dict[str, str]] = {
     "*": "*", "×": "*", "x": "*", "times": "*", "multiplied by": "*",
@@ -317,6 +328,8 @@ class OfflineModel(ChatModel):
         sender, text = _split_sender(messages[last_user].content)
         if CLASSIFY_MARKER in text:
             return self._text(json.dumps(classify(text, tools, self.script)))
+        if NOVELTY_MARKER in text:
+            return self._text(json.dumps(judge_novelty(text)))
         plan = self._plan(sender, text, tools)
         results = [m for m in messages[last_user + 1 :] if m.role == "tool"]
         if results:
@@ -444,12 +457,55 @@ def classify(prompt: str, tools: Sequence[ToolSpec], script: OfflineScript) -> d
     return _verdict(False, 0.1, "not a question, and not about my tools")
 
 
+_FILLER: Final = frozenset(
+    {
+        "a", "an", "the", "is", "are", "was", "be", "it", "its", "s", "to", "of", "in", "on",
+        "at", "for", "and", "or", "so", "that", "this", "i", "you", "we", "as", "with",
+    }
+)  # fmt: skip
+
+
+def terms(text: str) -> set[str]:
+    """The words and numbers of ``text`` that carry its point (lower case, filler dropped)."""
+    return {t for t in _TERM.findall(text.lower()) if t not in _FILLER}
+
+
+def said_share(draft: str, said: Sequence[str]) -> float:
+    """The share of the draft's :func:`terms` that appear in ``said`` (1.0 for an empty
+    draft: it adds nothing)."""
+    mine = terms(draft)
+    if not mine:
+        return 1.0
+    theirs: set[str] = set()
+    for text in said:
+        theirs |= terms(text)
+    return len(mine & theirs) / len(mine)
+
+
+def judge_novelty(prompt: str) -> dict[str, Any]:
+    """The verdict on a "does my draft add anything?" prompt: ``{adds_new, reason}``.
+
+    The prompt holds what others said as ``- who: text`` lines and the draft on a line
+    ``Your draft: ...`` (as :mod:`hubbub.sdk.covered` writes it). The draft adds nothing when
+    at least :data:`SAME_POINT_SHARE` of its words and numbers were already said.
+    """
+    draft_line = _DRAFT_LINE.search(prompt)
+    draft = draft_line.group(1) if draft_line else ""
+    said = _SAID_LINE.findall(prompt[: draft_line.start()] if draft_line else prompt)
+    share = said_share(draft, said)
+    if share >= SAME_POINT_SHARE:
+        return {"adds_new": False, "reason": f"{share:.0%} of my draft was already said"}
+    return {"adds_new": True, "reason": f"only {share:.0%} of my draft was already said"}
+
+
 def _verdict(respond: bool, confidence: float, reason: str) -> dict[str, Any]:
     return {"should_respond": respond, "confidence": confidence, "reason": reason}
 
 
 __all__ = [
     "CLASSIFY_MARKER",
+    "NOVELTY_MARKER",
+    "SAME_POINT_SHARE",
     "Expression",
     "OfflineModel",
     "OfflineScript",
@@ -459,6 +515,9 @@ __all__ = [
     "expressions",
     "fill",
     "format_number",
+    "judge_novelty",
     "numeric_arguments",
+    "said_share",
+    "terms",
     "tool_for",
 ]

@@ -19,9 +19,11 @@ Exceptions live in :mod:`hubbub.errors`; the guide is ``docs/sdk.md``.
 from hubbub.sdk.agent import Agent
 from hubbub.sdk.agent_config import AgentConfig
 from hubbub.sdk.client import Client, Disconnected, Reconnecting, Subscription
+from hubbub.sdk.hooks import Unsubscribe
 from hubbub.sdk.options import ClientOptions, ParticipantOptions
 from hubbub.sdk.participant import Participant
 from hubbub.sdk.proposals import Proposal, ProposalInbox
+from hubbub.sdk.react import Thought, Turn
 from hubbub.sdk.states import State
 from hubbub.sdk.tools import Resource, Tool
 
@@ -39,5 +41,8 @@ __all__ = [
     "Resource",
     "State",
     "Subscription",
+    "Thought",
     "Tool",
+    "Turn",
+    "Unsubscribe",
 ]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -49,11 +50,13 @@ from hubbub.sdk.agent_config import AgentConfig, floor_env
 from hubbub.sdk.agent_floor import NUDGE_SENDER, AgentFloor
 from hubbub.sdk.decide import Decision, ResponsePolicy, chat_text, where
 from hubbub.sdk.discovery import DiscoveredTool, Discovery, ToolDirectory
+from hubbub.sdk.hooks import Unsubscribe, register
 from hubbub.sdk.participant import Participant
-from hubbub.sdk.react import ReActLoop, Turn
+from hubbub.sdk.react import ReActLoop, Thought, Turn
 from hubbub.sdk.runtime import Aborted, AgentMessage, AgentRuntime, QueueFull
 from hubbub.sdk.server_notes import CallbackFired, Wake, server_note
-from hubbub.sdk.tools import Tool, result_text
+from hubbub.sdk.tool_names import encode_tool_name
+from hubbub.sdk.tools import Resource, Tool, result_text
 
 log = logging.getLogger("hubbub.agent")
 
@@ -255,16 +258,16 @@ class Agent:
         self.floor.asleep = True
         return await self.participant.sleep(seconds, mode, channel)
 
-    def on_callback(self, hook: F) -> F:
+    def on_callback(self, hook: F) -> Unsubscribe[F]:
         """``hook(CallbackFired)`` for each fired callback (decorator); returning ``True``
-        makes the agent answer it with a turn that reads ``@@cb-fire@@<payload>``."""
-        self.floor.callback_hooks.append(hook)
-        return hook
+        makes the agent answer it with a turn that reads ``@@cb-fire@@<payload>``. Returns an
+        :class:`~hubbub.sdk.hooks.Unsubscribe` that removes it."""
+        return register(self.floor.callback_hooks, hook)
 
-    def on_wake(self, hook: F) -> F:
-        """``hook(Wake)`` when the agent wakes up (decorator); ``True`` asks for a turn."""
-        self.floor.wake_hooks.append(hook)
-        return hook
+    def on_wake(self, hook: F) -> Unsubscribe[F]:
+        """``hook(Wake)`` when the agent wakes up (decorator); ``True`` asks for a turn.
+        Returns an :class:`~hubbub.sdk.hooks.Unsubscribe` that removes it."""
+        return register(self.floor.wake_hooks, hook)
 
     # ------------------------------------------------------------------ own tools
 
@@ -274,9 +277,18 @@ class Agent:
             return self.participant.tool(fn, **options)
         return self.participant.tool(**options)
 
-    def register_tool(self, tool: Tool) -> None:
-        """Offer ``tool`` (to others through MCP, and to the agent's own model)."""
+    def add_tool(self, tool: Tool) -> None:
+        """Offer ``tool`` (document 003 ``addTool``): to other participants through MCP, and
+        to the agent's own model as ``<agent id>/<tool>``."""
         self.participant.register_tool(tool)
+
+    def register_tool(self, tool: Tool) -> None:
+        """:meth:`add_tool` under the Participant's name."""
+        self.add_tool(tool)
+
+    def add_resource(self, resource: Resource) -> None:
+        """Offer ``resource`` to other participants (document 003 ``addResource``)."""
+        self.participant.register_resource(resource)
 
     # ------------------------------------------------------------------ tools for the model
 
@@ -307,10 +319,29 @@ class Agent:
             return provider_name
         return f"{participant}/{tool}"
 
+    def tool_name(self, name: str) -> str:
+        """The provider-safe name of ``participant/tool`` (a provider-safe name, which never
+        holds a ``/``, is returned as it is)."""
+        participant, slash, tool = name.partition("/")
+        if not slash:
+            return name
+        known = (
+            tool in self.participant.tools
+            if participant == self.id
+            else any(t.name == tool for t in self.tools.of(participant))
+        )
+        if known:
+            return self.tools.names.name_for(participant, tool)
+        return encode_tool_name(participant, tool)  # unknown: not remembered
+
     async def execute_llm_tool_call(self, name: str, arguments: dict[str, Any]) -> Message:
-        """Run one tool call by its provider-safe name, as the ReAct loop does."""
+        """Run one tool call as the ReAct loop does (document 003 ``executeLLMToolCall``):
+        ``name`` is ``participant/tool`` (``calculator/add``, or ``<agent id>/<tool>`` for its
+        own) or the provider-safe name the model saw. Returns the tool result message
+        (``content``, ``is_error``); a failing or unknown tool is an error result, not an
+        exception."""
         turn = Turn(Envelope(kind="chat"), "")
-        return await self.run(turn, ToolCall(f"manual-{name}", name, arguments))
+        return await self.run(turn, ToolCall(f"manual-{name}", self.tool_name(name), arguments))
 
     async def run(self, turn: Turn, call: ToolCall) -> Message:
         """Execute one of the model's tool calls through ``mcp_request``; never raises for a
@@ -323,9 +354,10 @@ class Agent:
         tool = self.tools.resolve(call.name)
         if tool is None:
             offered = ", ".join(s.display_name for s in self.specs()) or "none"
-            log.warning("%s: the model called an unknown tool %r", self.id, call.name)
+            wanted = self.label(call.name)
+            log.warning("%s: the model called an unknown tool %r", self.id, wanted)
             return Message.tool_result(
-                call, f"Unknown tool {call.name!r}. Tools available now: {offered}", is_error=True
+                call, f"Unknown tool {wanted!r}. Tools available now: {offered}", is_error=True
             )
         return await self._run_remote(call, tool)
 
@@ -419,14 +451,15 @@ class Agent:
             await self.floor.route(env, decision)
         return decision
 
-    async def _deliver_now(self, env: Envelope) -> None:
+    async def _deliver_now(self, env: Envelope, decision: Decision) -> None:
         """Answer ``env`` without floor control (exempt)."""
-        self.policy.answered(where(env), asyncio.get_running_loop().time())
+        self.policy.answered(env, decision.rule, asyncio.get_running_loop().time())
         await self._deliver(env)
 
     async def _deliver_batch(self, key: str, envelopes: list[Envelope]) -> None:
         """Answer channel messages that floor control let through, as one turn."""
-        self.policy.answered(where(envelopes[0]), asyncio.get_running_loop().time())
+        now = asyncio.get_running_loop().time()  # one answer; none of them was addressed to me
+        self.policy.answered(envelopes[0], "classifier", now)
         last = envelopes[-1]
         content = "\n".join(f"{e.from_}: {chat_text(e)}" for e in envelopes)
         self._floor_keys[last.id] = key
@@ -506,7 +539,7 @@ class Agent:
             self.id,
             env.id,
             env.from_,
-            where(env),
+            where(env, self.id),
             decision.describe(),
         )
         for match, future in list(self._waiters):
@@ -588,21 +621,52 @@ class Agent:
             raise RuntimeError(f"{self.id}: no turn in progress")
         return self.current
 
+    # ------------------------------------------------------------------ the ReAct steps
+
+    async def reason(self, turn: Turn, history: Sequence[Message]) -> Thought:
+        """ReAct *Reason* (document 003 ``reason()``): one model call over ``history`` with the
+        tools offered, as a :class:`~hubbub.sdk.react.Thought`.
+
+        Override it to change how the agent thinks (``turn.thoughts`` are this turn's earlier
+        thoughts, ``turn.final`` says the answer is due): the thought's calls are then acted
+        on (:meth:`act`) and the loop goes on; a thought without calls is the answer. A call
+        may name its tool ``participant/tool``."""
+        specs = self.specs()
+        request = self.loop.request(turn, history, specs, final=turn.final)
+        return Thought.of(await self.loop.call_model(request, specs))
+
+    async def act(self, turn: Turn, call: ToolCall) -> Message:
+        """ReAct *Act* (document 003 ``act()``): execute one tool call of the current thought
+        and return its result, the observation the model reads next
+        (``Message.tool_result(call, text, is_error=...)``).
+
+        Override it to change how actions run (a cache, a sandbox, a dry run); return an error
+        result rather than raise for a failing tool. The default calls the tool through
+        ``mcp_request`` (a proposal when only that is allowed), or runs the agent's own."""
+        return await self.run(turn, call)
+
     async def _call_model(self, history: Sequence[Message]) -> Completion:
         turn = self._turn()
         turn.iterations += 1
-        final = turn.iterations > self.config.max_iterations
-        specs = self.specs()
-        request = self.loop.request(turn, history, specs, final=final)
-        completion = await self.loop.call_model(request, specs)
-        if completion.tool_calls and not final and self.config.reasoning_enabled:
+        turn.final = turn.iterations > self.config.max_iterations
+        thought = await self.reason(turn, history)
+        turn.thoughts.append(thought)
+        completion = self._completion(thought)
+        if completion.tool_calls and not turn.final and self.config.reasoning_enabled:
             await self._reasoning(turn, "reasoning/thought", self.loop.thought(completion))
         return completion
+
+    def _completion(self, thought: Thought) -> Completion:
+        """The model answer the runtime records for ``thought`` (tools by provider-safe name)."""
+        calls = tuple(dataclasses.replace(c, name=self.tool_name(c.name)) for c in thought.calls)
+        if thought.completion is not None:
+            return dataclasses.replace(thought.completion, text=thought.reasoning, tool_calls=calls)
+        return Completion(thought.reasoning, calls, "tool_calls" if calls else "stop")
 
     async def _call_tool(self, call: ToolCall) -> Message:
         turn = self._turn()
         turn.actions.append(self.label(call.name))
-        return await self.run(turn, call)
+        return await self.act(turn, call)
 
     async def _observed(self, call: ToolCall, result: Message) -> None:
         turn = self._turn()
@@ -613,8 +677,10 @@ class Agent:
 
     async def _answered(self, _message: AgentMessage, answer: str) -> None:
         turn, self.current = self._turn(), None
-        allowed = self.floor.may_send(turn)
-        self.floor.finished(turn)
+        try:
+            allowed = await self.floor.may_send(turn, answer)
+        finally:
+            self.floor.finished(turn)
         if not allowed:
             await self._cancel_reasoning(turn, "yielded", turn.floor_reason)
             return

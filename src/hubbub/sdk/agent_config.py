@@ -63,6 +63,16 @@ DEFAULT_CLASSIFY_PROMPT: Final = (
     'Answer with only a JSON object: {"should_respond": true or false, '
     '"confidence": a number from 0 to 1, "reason": "a short reason"}'
 )
+DEFAULT_COVERED_PROMPT: Final = (
+    "You are {name}, an agent in a shared chat channel. You drafted an answer to this "
+    "message, but others answered while you waited for your turn.\n"
+    "Question: {input}\n"
+    "Already said:\n{replies}\n"
+    "Your draft: {draft}\n\n"
+    "Does your draft add something substantially new to what was already said, or does it "
+    "make substantially the same point?\n"
+    'Answer with only a JSON object: {"adds_new": true or false, "reason": "a short reason"}'
+)
 
 _ENV_FIELDS: Final = (
     ("MEW_GATEWAY", "gateway"),
@@ -99,7 +109,8 @@ class AgentConfigError(HubbubError, ValueError):
 class Prompts:
     """Prompt templates of the ReAct phases (placeholders: ``{input}``, ``{tools}``,
     ``{objective}``, ``{observation}``, ``{name}``; the classifier also ``{history}``,
-    ``{sender}``, ``{text}``)."""
+    ``{sender}``, ``{text}``; ``covered``: ``{name}``, ``{input}``, ``{replies}``,
+    ``{draft}``)."""
 
     system: str | None = None
     """Replaces ``system_prompt`` (and the default system prompt) when set."""
@@ -107,6 +118,8 @@ class Prompts:
     act: str = DEFAULT_ACT_PROMPT
     respond: str = DEFAULT_RESPOND_PROMPT
     classify: str = DEFAULT_CLASSIFY_PROMPT
+    covered: str = DEFAULT_COVERED_PROMPT
+    """Asks whether a draft adds anything to answers others gave meanwhile (CSMA)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,7 +172,8 @@ class AgentConfig:
     confidence_threshold: float = 0.5
     context_window: int = 10
     rate_limit_per_minute: int = 10
-    """Answers per channel per minute; 0 turns the limit off."""
+    """Unprompted answers per conversation (a channel, or the DMs with one peer) per minute;
+    messages addressed to the agent are always answered and do not count; 0 turns it off."""
     # --- tools and history
     tool_timeout: float = 30.0
     proposal_timeout: float = 300.0

@@ -3,9 +3,11 @@
 It decides which messages are exempt (DMs, mentions, humans, ``@server``), arms the CSMA
 timers (the agent's own, or a ``@@cb`` CSMA check callback that re-reads the channel history
 when it fires), sends ``floor/responding-to`` just before inference, turns relayed claims,
-``floor/claimed`` and ``floor/yield`` into cancellations of the agent's turn, handles fired
-callbacks and wake-ups, and nudges an idle self-prompting agent. The guide is
-``docs/agent.md`` ("Good citizens: CSMA and floor claims").
+``floor/claimed`` and ``floor/yield`` into cancellations of the agent's turn, asks the
+agent's model whether a finished draft adds anything to the answers seen meanwhile
+(:mod:`hubbub.sdk.covered`), handles fired callbacks and wake-ups, and nudges an idle
+self-prompting agent. The guide is ``docs/agent.md`` ("Good citizens: CSMA and floor
+claims").
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from hubbub.errors import HubbubError, NotConnected
 from hubbub.protocol.envelope import Envelope
+from hubbub.protocol.ids import SERVER_ID
+from hubbub.sdk.covered import covered_prompt, judge
 from hubbub.sdk.csma import jittered
 from hubbub.sdk.decide import Decision, chat_text
-from hubbub.sdk.floor import FloorCoordinator, Stage, Step, exemption
+from hubbub.sdk.floor import FloorCoordinator, Reply, Stage, Step, exemption
 from hubbub.sdk.server_notes import (
     CallbackFired,
     CsmaCheck,
@@ -48,6 +52,7 @@ EventKind = Literal[
     "claim",
     "yield",
     "discard",
+    "keep",
     "suspend",
     "callback",
     "wake",
@@ -163,7 +168,7 @@ class AgentFloor:
             if env.channel is None or decision.rule in ("direct", "mention"):
                 self.coordinator.cut_settle()
             self._event("exempt", env.id, reason)
-            await self.agent._deliver_now(env)
+            await self.agent._deliver_now(env, decision)
             return
         assert env.channel is not None
         step = self.coordinator.open(env.id, env.channel, chat_text(env), env.from_)
@@ -274,15 +279,36 @@ class AgentFloor:
             log.info("%s: skip %s: %s", self.id, turn.trigger.id, reason)
         self.agent.runtime.cancel(self.id)
 
-    def may_send(self, turn: Turn) -> bool:
-        """Whether the finished answer of ``turn`` may be sent (else it is discarded)."""
+    async def may_send(self, turn: Turn, draft: str) -> bool:
+        """Whether ``draft``, the finished answer of ``turn``, may be sent: not after a yield,
+        and not when the model judges that answers seen meanwhile already made its point
+        (document 001); otherwise it is discarded."""
         key = turn.floor_key
-        if key is None or self.coordinator.should_send(key):
+        if key is None:
+            return True
+        replies = self.coordinator.covering(key)
+        if replies and self.coordinator.should_send(key):
+            cfg = self.agent.config
+            prompt = covered_prompt(
+                cfg.prompts.covered, name=cfg.name, question=turn.input, draft=draft,
+                replies=replies,
+            )  # fmt: skip
+            verdict = await judge(self.agent.model, prompt)
+            who = ", ".join(dict.fromkeys(r.who for r in replies))
+            if verdict.adds_new:
+                self._event("keep", key, f"{who} answered meanwhile; mine adds: {verdict.reason}")
+                log.info("%s: %s answered %s meanwhile, but the draft adds something: %s",
+                         self.id, who, turn.trigger.id, verdict.reason)  # fmt: skip
+            else:
+                return self._discard(turn, f"{who} already made the same point: {verdict.reason}")
+        if self.coordinator.should_send(key):
             return True
         batch = self.coordinator.batch(key)
-        reason = batch.reason if batch is not None else "covered"
+        return self._discard(turn, batch.reason if batch is not None else "lost the floor")
+
+    def _discard(self, turn: Turn, reason: str) -> bool:
         turn.floor_outcome, turn.floor_reason = "discarded", reason
-        self._event("discard", key, reason)
+        self._event("discard", turn.floor_key or turn.trigger.id, reason)
         log.info("%s: discards its answer to %s: %s", self.id, turn.trigger.id, reason)
         return False
 
@@ -307,12 +333,20 @@ class AgentFloor:
     # ------------------------------------------------------------------ the channel
 
     def observe(self, env: Envelope) -> None:
-        """A chat in a channel or DM: replies to waiting messages skip them."""
+        """A chat in a channel or DM, in arrival order: an answer that waiting or running
+        batches must be compared with, perhaps (:meth:`FloorCoordinator.covering`)."""
         self.activity()
+        self._note_chat(env)
+
+    def _note_chat(self, env: Envelope) -> None:
         if env.from_ == self.id:
             return
+        chat = Reply(env.id, env.from_, chat_text(env))
         for cid in env.correlation_ids():
-            self._apply(self.coordinator.reply_seen(cid, env.from_))
+            self.coordinator.reply_seen(cid, chat)
+        if env.channel is not None:
+            agent = env.from_ != SERVER_ID and self.kind_of(env.from_) != "human"
+            self.coordinator.chat_seen(env.channel, chat, from_agent=agent)
 
     def _on_claim(self, env: Envelope) -> None:
         at = time.perf_counter()
@@ -396,9 +430,8 @@ class AgentFloor:
                 log.info("%s: could not re-read %s: %s", self.id, channel, exc)
                 since = []
             for env in since:
-                if env.kind == "chat" and env.from_ != self.id:
-                    for cid in env.correlation_ids():
-                        self._apply(self.coordinator.reply_seen(cid, env.from_))
+                if env.kind == "chat":
+                    self._note_chat(env)
         await self._due(check.reply_to)
 
     async def _hooks(self, hooks: list[NoteHook], note: CallbackFired | Wake) -> None:

@@ -4,16 +4,22 @@ For each chat message, in order:
 
 1. from the agent itself → ignore;
 2. ``auto_respond`` off → ignore;
-3. the channel's answers in the last minute reached ``rate_limit_per_minute`` → ignore;
-4. addressed to the agent in ``to`` (or a DM) → answer;
-5. the text mentions ``@id``, the id or the agent's name as a word → answer;
-6. a reply to an earlier message (it has a ``correlation_id``: another agent's answer, say)
+3. addressed to the agent in ``to`` (or a DM) → answer;
+4. the text mentions ``@id``, the id or the agent's name as a word → answer;
+5. a reply to an earlier message (it has a ``correlation_id``: another agent's answer, say)
    that neither addresses nor mentions the agent → ignore, so agents do not answer answers;
+6. the conversation's answers to unaddressed messages in the last minute reached
+   ``rate_limit_per_minute`` → ignore;
 7. otherwise (if ``respond_to_questions``) ask the model for
    ``{should_respond, confidence, reason}`` over the last ``context_window`` messages of the
-   channel, and answer when it says so with ``confidence >= confidence_threshold``.
+   conversation, and answer when it says so with ``confidence >= confidence_threshold``.
 
-The rules are plain functions over an envelope and a clock value; only step 6 calls a model,
+A message addressed to the agent is always answered: the rate limit (document 003: "agents
+SHOULD implement rate limiting to avoid chat spam") only throttles what the agent says on its
+own initiative, and only those answers count against it. A *conversation* is a channel, or
+the DMs with one peer (:func:`where`), so ten DMs from one person never silence another.
+
+The rules are plain functions over an envelope and a clock value; only step 7 calls a model,
 and it is :class:`ResponsePolicy`'s caller that does it (:meth:`ResponsePolicy.classify`).
 """
 
@@ -31,8 +37,6 @@ from hubbub.llm.offline import fill
 from hubbub.protocol.envelope import Envelope
 from hubbub.sdk.agent_config import AgentConfig
 
-DM: Final = "@dm"
-"""The context key of direct messages (they have no channel)."""
 RATE_WINDOW_S: Final = 60.0
 
 Rule = Literal[
@@ -72,9 +76,13 @@ class Classification:
     reason: str
 
 
-def where(env: Envelope) -> str:
-    """The conversation an envelope belongs to: its channel, or ``@dm``."""
-    return env.channel or DM
+def where(env: Envelope, me: str) -> str:
+    """The conversation ``env`` belongs to, as agent ``me`` sees it: its channel, or for a DM
+    ``@`` and the other parties (``@alice``; ``@bob,carol`` for a group DM)."""
+    if env.channel is not None:
+        return env.channel
+    others = sorted({env.from_, *(env.to or ())} - {me, ""})
+    return "@" + ",".join(others or [me])
 
 
 def chat_text(env: Envelope) -> str:
@@ -117,8 +125,8 @@ def parse_classification(text: str) -> Classification:
 
 
 class ResponsePolicy:
-    """The when-to-answer rules of one agent, with their per-channel state (context windows
-    and the rate limiter). Clock values are passed in, so tests need no sleeping."""
+    """The when-to-answer rules of one agent, with their per-conversation state (context
+    windows and the rate limiter). Clock values are passed in, so tests need no sleeping."""
 
     def __init__(self, config: AgentConfig, agent_id: str) -> None:
         self.config = config
@@ -128,7 +136,8 @@ class ResponsePolicy:
 
     def observe(self, env: Envelope) -> None:
         """Remember a chat message in its conversation's context window."""
-        window = self._context.setdefault(where(env), deque(maxlen=self.config.context_window))
+        key = where(env, self.agent_id)
+        window = self._context.setdefault(key, deque(maxlen=self.config.context_window))
         window.append(f"{env.from_}: {chat_text(env)}")
 
     def context(self, conversation: str) -> list[str]:
@@ -145,18 +154,6 @@ class ResponsePolicy:
         text = chat_text(env)
         if not text.strip():
             return Decision(False, "empty", "no text")
-        limit = cfg.rate_limit_per_minute
-        if limit:
-            recent = self._answers.get(where(env), deque())
-            while recent and recent[0] <= now - RATE_WINDOW_S:
-                recent.popleft()
-            if len(recent) >= limit:
-                return Decision(
-                    False,
-                    "rate_limited",
-                    f"already {len(recent)} answers in {where(env)} in the last minute "
-                    f"(rate_limit_per_minute={limit})",
-                )
         if cfg.respond_to_direct and self.agent_id in (env.to or ()):
             how = "a direct message" if env.channel is None else f"addressed to me in {env.channel}"
             return Decision(True, "direct", how)
@@ -168,11 +165,31 @@ class ResponsePolicy:
             return Decision(False, "not_addressed", "not addressed or mentioned")
         if env.correlation_ids():
             return Decision(False, "not_addressed", "a reply to an earlier message, not to me")
-        return None
+        return self._rate_limited(where(env, self.agent_id), now)
+
+    def _rate_limited(self, conversation: str, now: float) -> Decision | None:
+        """The ``rate_limited`` decision when ``conversation`` has used its budget of answers
+        to unaddressed messages for the last minute, else ``None``."""
+        limit = self.config.rate_limit_per_minute
+        if not limit:
+            return None
+        recent = self._answers.get(conversation)
+        if recent is None:
+            return None
+        while recent and recent[0] <= now - RATE_WINDOW_S:
+            recent.popleft()
+        if len(recent) < limit:
+            return None
+        return Decision(
+            False,
+            "rate_limited",
+            f"already {len(recent)} unprompted answers in {conversation} in the last minute "
+            f"(rate_limit_per_minute={limit}; messages addressed to me are still answered)",
+        )
 
     def classify_prompt(self, env: Envelope, tool_names: Sequence[str]) -> str:
         """The classification prompt for ``env`` (the ``prompts.classify`` template)."""
-        history = self.context(where(env))
+        history = self.context(where(env, self.agent_id))
         if history and history[-1] == f"{env.from_}: {chat_text(env)}":
             history = history[:-1]
         values: dict[str, Any] = {
@@ -201,13 +218,15 @@ class ResponsePolicy:
             reason += f" (confidence below {threshold:g})"
         return Decision(respond, "classifier", reason, verdict.confidence)
 
-    def answered(self, conversation: str, now: float) -> None:
-        """Count an answer in ``conversation`` against the rate limit."""
-        self._answers.setdefault(conversation, deque()).append(now)
+    def answered(self, env: Envelope, rule: Rule, now: float) -> None:
+        """Count the answer to ``env`` (decided by ``rule``) against its conversation's rate
+        limit, unless the message was addressed to the agent (those are free)."""
+        if rule in ("direct", "mention"):
+            return
+        self._answers.setdefault(where(env, self.agent_id), deque()).append(now)
 
 
 __all__ = [
-    "DM",
     "Classification",
     "Decision",
     "ResponsePolicy",

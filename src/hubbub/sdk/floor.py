@@ -10,12 +10,18 @@ agent (``hubbub.sdk.agent_floor``) does the I/O.
 Life of a *batch* (the messages of one channel answered as one turn)::
 
     open ──► WAITING ──due──► READY ──begin──► CLAIMED ──finish──► (gone)
-               │ claim/reply seen   │ covered        │ earlier claim, human claim, YIELD
+               │ claim seen         │ claimed        │ earlier claim, human claim, YIELD
                ▼                    ▼                ▼
             SKIPPED              SKIPPED          YIELDED
 
 - **CSMA** (modes ``both`` and ``csma``): a batch waits a random delay (:mod:`hubbub.sdk.csma`);
-  a claim or a reply to one of its messages seen meanwhile skips it.
+  a claim on one of its messages seen meanwhile skips it. Answers seen meanwhile (or during
+  inference) are collected, not acted on: :meth:`FloorCoordinator.covering` hands them to the
+  agent, whose model judges whether its draft adds anything to them (document 001: discard
+  the draft only when someone "already responded with substantially the same point"). An
+  answer is a chat whose ``correlation_id`` names one of the batch's messages (from anyone
+  but its sender), or any later chat in the channel from another agent (agentchat clients
+  send no ``correlation_id``).
 - **Settle window**: channel messages the agent will answer that arrive within ``settle_ms``
   of the batch's first one, while it still waits, join it. The window closes when the delay
   ends (so it adds no latency) or when a DM or mention arrives (:meth:`cut_settle`).
@@ -27,8 +33,9 @@ Life of a *batch* (the messages of one channel answered as one turn)::
 from __future__ import annotations
 
 import enum
+import itertools
 import random
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
@@ -41,6 +48,8 @@ COORDINATIONS: Final[tuple[Coordination, ...]] = ("both", "csma", "claims", "non
 Action = Literal["wait", "joined", "skip", "proceed", "claim", "yield", "none"]
 
 _SEEN_KEPT: Final = 4096
+_LATER_KEPT: Final = 256
+"""Recent agents' chats kept per channel (candidate answers to waiting batches)."""
 
 
 def uses_csma(mode: Coordination) -> bool:
@@ -135,15 +144,26 @@ class Batch:
     winner: str | None = None
     senders: dict[str, str] = field(default_factory=dict)
     """Who sent each message (their own follow-ups are not answers)."""
+    position: int | None = None
+    """Where the first message came in the channel (later agents' chats may answer it)."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A chat that may already answer a batch: its id, sender and text."""
+
+    id: str
+    who: str
+    text: str
 
 
 @dataclass
 class Seen:
     """What the channel said about one message: claims (``who → (started_at, human)``) and
-    replies (who answered it)."""
+    replies (chats whose ``correlation_id`` names it)."""
 
     claims: dict[str, tuple[int, bool]] = field(default_factory=dict)
-    replies: set[str] = field(default_factory=set)
+    replies: list[Reply] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -189,6 +209,9 @@ class FloorCoordinator:
         self._batches: dict[str, Batch] = {}
         self._batch_of: dict[str, str] = {}
         self._seen: OrderedDict[str, Seen] = OrderedDict()
+        self._positions: OrderedDict[str, int] = OrderedDict()
+        self._agents_said: dict[str, deque[tuple[int, Reply]]] = {}
+        self._arrivals = itertools.count()
 
     # ------------------------------------------------------------------ inspection
 
@@ -226,7 +249,7 @@ class FloorCoordinator:
     def open(self, msg_id: str, channel: str, text: str = "", sender: str = "") -> Step:
         """A channel message the agent decided to answer: skip, join a batch, or wait."""
         now = self.clock()
-        covered = self._covered([msg_id], {msg_id: sender})
+        covered = self._covered([msg_id])
         if covered:
             return Step("skip", reason=covered)
         for batch in self._batches.values():
@@ -250,6 +273,7 @@ class FloorCoordinator:
             now + delay,
             now + self.settings.settle_ms,
             senders={msg_id: sender},
+            position=self._positions.get(msg_id),
         )
         self._batches[msg_id] = batch
         self._batch_of[msg_id] = msg_id
@@ -268,7 +292,7 @@ class FloorCoordinator:
         if batch is None or batch.stage is not Stage.WAITING:
             return Step("skip", batch, reason=batch.reason if batch else "no longer tracked")
         batch.window_open = False
-        covered = self._covered(batch.messages, batch.senders)
+        covered = self._covered(batch.messages)
         if covered:
             return self._skip(batch, covered)
         batch.stage = Stage.READY
@@ -276,7 +300,7 @@ class FloorCoordinator:
 
     def begin(self, key: str) -> Step:
         """Inference is about to start: ``claim`` (with ``started_at``), ``proceed``, or
-        ``skip`` if the batch got covered meanwhile."""
+        ``skip`` if someone claimed it meanwhile."""
         batch = self._batches.get(key)
         if batch is None:
             return Step("skip", reason="no longer tracked")
@@ -285,7 +309,7 @@ class FloorCoordinator:
             batch.stage = Stage.READY
         if batch.stage is not Stage.READY:
             return Step("skip", batch, reason=batch.reason or f"batch is {batch.stage.value}")
-        covered = self._covered(batch.messages, batch.senders, batch.started_at)
+        covered = self._covered(batch.messages, batch.started_at)
         if covered:
             return self._skip(batch, covered)
         if batch.started_at is None:  # a suspended batch keeps its claim's started_at
@@ -295,19 +319,29 @@ class FloorCoordinator:
         return Step(action, batch, started_at=batch.started_at)
 
     def should_send(self, key: str) -> bool:
-        """Whether the finished answer of the batch may be sent: not after a yield, and (with
-        CSMA) not when someone else already answered meanwhile (the draft is discarded)."""
+        """Whether the finished answer of the batch may be sent as far as the floor goes:
+        not after a yield or a skip (answers seen meanwhile are :meth:`covering`'s)."""
         batch = self._batches.get(key)
-        if batch is None:
-            return True
-        if batch.stage in (Stage.YIELDED, Stage.SKIPPED):
-            return False
-        if uses_csma(self.mode):
-            who = self._repliers(batch.messages, batch.senders)
-            if who:
-                batch.reason = f"{', '.join(sorted(who))} answered meanwhile"
-                return False
-        return True
+        return batch is None or batch.stage not in (Stage.YIELDED, Stage.SKIPPED)
+
+    def covering(self, key: str) -> list[Reply]:
+        """The answers seen since the batch's messages arrived, oldest first, that its draft
+        must be compared with before it is sent (CSMA modes only; ``[]``: send it)."""
+        batch = self._batches.get(key)
+        if batch is None or not uses_csma(self.mode):
+            return []
+        askers = set(batch.senders.values())
+        found: dict[str, Reply] = {}
+        for msg_id in batch.messages:
+            seen = self._seen.get(msg_id)
+            for reply in seen.replies if seen is not None else ():
+                if reply.who != batch.senders.get(msg_id):
+                    found.setdefault(reply.id, reply)
+        if batch.position is not None:
+            for at, reply in self._agents_said.get(batch.channel, ()):
+                if at > batch.position and reply.who not in askers:
+                    found.setdefault(reply.id, reply)
+        return sorted(found.values(), key=lambda r: self._positions.get(r.id, -1))
 
     def suspend(self, key: str) -> bool:
         """A new message for another place interrupted the batch's turn: keep the batch (and
@@ -363,18 +397,28 @@ class FloorCoordinator:
             return self._skip(batch, f"the gateway gave {msg_id} to {winner}")
         return _NOTHING
 
-    def reply_seen(self, msg_id: str, who: str) -> Step:
-        """A chat from ``who`` that answers ``msg_id`` (its ``correlation_id`` names it)."""
-        if who == self.agent_id:
-            return _NOTHING
-        self._note(msg_id).replies.add(who)
-        batch = self.batch_of(msg_id)
-        if batch is not None and batch.senders.get(msg_id) == who:
-            return _NOTHING  # the asker adding to their own message
-        waiting = batch is not None and batch.stage in (Stage.WAITING, Stage.READY)
-        if batch is not None and waiting and uses_csma(self.mode):
-            return self._skip(batch, f"{who} already answered {msg_id}")
-        return _NOTHING
+    def reply_seen(self, msg_id: str, reply: Reply) -> None:
+        """A chat whose ``correlation_id`` names ``msg_id`` (an answer to it, or the asker
+        adding to it): kept for :meth:`covering`."""
+        if reply.who == self.agent_id:
+            return
+        replies = self._note(msg_id).replies
+        if all(r.id != reply.id for r in replies):
+            replies.append(reply)
+
+    def chat_seen(self, channel: str, chat: Reply, *, from_agent: bool) -> None:
+        """A chat in ``channel``, in arrival order (each once; a chat seen again, e.g. when the
+        history is re-read, is ignored). ``from_agent``: another agent sent it, so it may
+        answer the messages before it."""
+        if chat.id in self._positions:
+            return
+        at = next(self._arrivals)
+        self._positions[chat.id] = at
+        while len(self._positions) > _SEEN_KEPT:
+            self._positions.popitem(last=False)
+        if from_agent and chat.who != self.agent_id:
+            said = self._agents_said.setdefault(channel, deque(maxlen=_LATER_KEPT))
+            said.append((at, chat))
 
     # ------------------------------------------------------------------ internals
 
@@ -386,20 +430,9 @@ class FloorCoordinator:
                 self._seen.popitem(last=False)
         return seen
 
-    def _repliers(self, messages: Sequence[str], senders: dict[str, str]) -> set[str]:
-        """Who answered these messages (their senders excepted)."""
-        out: set[str] = set()
-        for msg_id in messages:
-            seen = self._seen.get(msg_id)
-            if seen is not None:
-                out |= seen.replies - {senders.get(msg_id, "")}
-        return out
-
-    def _covered(
-        self, messages: Sequence[str], senders: dict[str, str], started_at: int | None = None
-    ) -> str:
-        """Why someone else covers these messages (``""`` when nobody does); with our own
-        claim's ``started_at``, only a claim that outranks it covers them."""
+    def _covered(self, messages: Sequence[str], started_at: int | None = None) -> str:
+        """Why someone else holds the floor for these messages (``""`` when nobody does); with
+        our own claim's ``started_at``, only a claim that outranks it counts."""
         if self.mode == "none":
             return ""
         for msg_id in messages:
@@ -410,10 +443,6 @@ class FloorCoordinator:
                 theirs, human = claims[who]
                 if started_at is None or human or (theirs, who) < (started_at, self.agent_id):
                     return f"{who} claimed {msg_id}"
-        if uses_csma(self.mode):
-            repliers = self._repliers(messages, senders)
-            if repliers:
-                return f"{', '.join(sorted(repliers))} already answered"
         return ""
 
     def _skip(self, batch: Batch, reason: str) -> Step:
@@ -435,6 +464,7 @@ __all__ = [
     "Coordination",
     "FloorCoordinator",
     "FloorSettings",
+    "Reply",
     "Seen",
     "Stage",
     "Step",

@@ -44,6 +44,7 @@ from hubbub.errors import (
     InvalidArguments,
     NotConnected,
     ProposalRejected,
+    ProposalWithdrawn,
     RequestFailed,
     RequestTimeout,
     ToolError,
@@ -53,6 +54,7 @@ from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.ids import SERVER_ID
 from hubbub.protocol.markers import SleepMode, callback_marker, sleep_marker
 from hubbub.sdk.client import Client, gateway_error, to_envelope
+from hubbub.sdk.hooks import Unsubscribe, register
 from hubbub.sdk.options import ParticipantOptions
 from hubbub.sdk.proposals import Proposal, ProposalInbox
 from hubbub.sdk.provider import JSONRPC, answer, error_body, is_notification
@@ -179,15 +181,15 @@ class Participant:
         """Disconnect."""
         await self.disconnect()
 
-    def on_ready(self, hook: F) -> F:
-        """Register a hook run once the first connection is ready (decorator)."""
-        self._ready_hooks.append(hook)
-        return hook
+    def on_ready(self, hook: F) -> Unsubscribe[F]:
+        """Run ``hook`` once the first connection is ready (decorator); returns an
+        :class:`~hubbub.sdk.hooks.Unsubscribe` that removes it."""
+        return register(self._ready_hooks, hook)
 
-    def on_shutdown(self, hook: F) -> F:
-        """Register a hook run at :meth:`disconnect`, while still connected (decorator)."""
-        self._shutdown_hooks.append(hook)
-        return hook
+    def on_shutdown(self, hook: F) -> Unsubscribe[F]:
+        """Run ``hook`` at :meth:`disconnect`, while still connected (decorator); returns an
+        :class:`~hubbub.sdk.hooks.Unsubscribe` that removes it."""
+        return register(self._shutdown_hooks, hook)
 
     @overload
     def on(self, event: str, handler: None = None) -> Callable[[F], F]: ...
@@ -199,15 +201,19 @@ class Participant:
         """Register a client event handler (see :meth:`Client.on`); usable as a decorator."""
         return self.client.on(event, handler)
 
-    def on_mcp_request(self, handler: F) -> F:
-        """Observe every ``mcp/request`` this participant sees (decorator)."""
-        self.client.on("mcp/request", handler)
-        return handler
+    def on_mcp_request(self, handler: F) -> Unsubscribe[F]:
+        """Observe every ``mcp/request`` this participant sees (decorator); returns an
+        :class:`~hubbub.sdk.hooks.Unsubscribe` that removes it."""
+        return self._on_kind("mcp/request", handler)
 
-    def on_mcp_proposal(self, handler: F) -> F:
-        """Observe every ``mcp/proposal`` this participant sees (decorator)."""
-        self.client.on("mcp/proposal", handler)
-        return handler
+    def on_mcp_proposal(self, handler: F) -> Unsubscribe[F]:
+        """Observe every ``mcp/proposal`` this participant sees (decorator); returns an
+        :class:`~hubbub.sdk.hooks.Unsubscribe` that removes it."""
+        return self._on_kind("mcp/proposal", handler)
+
+    def _on_kind(self, kind: str, handler: F) -> Unsubscribe[F]:
+        self.client.on(kind, handler)
+        return Unsubscribe(handler, lambda: self.client.off(kind, handler))
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro)
@@ -436,15 +442,15 @@ class Participant:
         self._require(env, "chat")
         return await self.client.send(env)
 
-    def on_callback(self, hook: F) -> F:
-        """Call ``hook(CallbackFired)`` for every callback of ours that fires (decorator)."""
-        self._callback_hooks.append(hook)
-        return hook
+    def on_callback(self, hook: F) -> Unsubscribe[F]:
+        """Call ``hook(CallbackFired)`` for every callback of ours that fires (decorator);
+        returns an :class:`~hubbub.sdk.hooks.Unsubscribe` that removes it."""
+        return register(self._callback_hooks, hook)
 
-    def on_wake(self, hook: F) -> F:
-        """Call ``hook(Wake)`` when we wake up from ``@@sleep`` (decorator)."""
-        self._wake_hooks.append(hook)
-        return hook
+    def on_wake(self, hook: F) -> Unsubscribe[F]:
+        """Call ``hook(Wake)`` when we wake up from ``@@sleep`` (decorator); returns an
+        :class:`~hubbub.sdk.hooks.Unsubscribe` that removes it."""
+        return register(self._wake_hooks, hook)
 
     def _on_server_note(self, env: Envelope) -> None:
         note = server_note(env)
@@ -575,6 +581,53 @@ class Participant:
             return
         with contextlib.suppress(NotConnected):
             await self.client.send(env)
+
+    @property
+    def my_proposals(self) -> list[str]:
+        """Ids of this participant's own proposals still waiting for a fulfilment (the id the
+        gateway gave each, once its echo arrived; the client id before)."""
+        return [
+            p.server_id or p.token
+            for p in self._pending.values()
+            if p.kind == "proposal" and not p.future.done()
+        ]
+
+    async def withdraw(self, proposal_id: str, reason: str = "no_longer_needed") -> None:
+        """Withdraw one of our own pending proposals (``mcp/withdraw``, MEW: the proposer
+        cancels its own proposal when it is no longer needed).
+
+        ``proposal_id`` is the id everyone sees (from :attr:`my_proposals`, or our proposal's
+        echo), or the client id it was sent with. The ``mcp_request`` waiting for it raises
+        :class:`~hubbub.errors.ProposalWithdrawn` at once. Raises ``ValueError`` when it is not
+        a pending proposal of ours, and :class:`~hubbub.errors.CapabilityDenied` when our
+        capabilities do not allow ``mcp/withdraw``."""
+        pending = self._by_server_id.get(proposal_id) or self._pending.get(proposal_id)
+        if pending is None or pending.kind != "proposal" or pending.future.done():
+            mine = ", ".join(self.my_proposals) or "none"
+            raise ValueError(
+                f"{proposal_id!r} is not a pending proposal of {self.id} (pending: {mine}); "
+                "a participant may only withdraw its own proposals, before they are fulfilled, "
+                "rejected or timed out"
+            )
+        probe = Envelope(kind="mcp/withdraw", correlation_id=[proposal_id], payload={})
+        self._require(probe, f"withdrawing proposal {proposal_id}")
+        echo = None
+        if pending.server_id is None:  # sent, but its id is not known yet: wait for the echo
+            echo = self.client.expect(
+                "mcp/proposal", lambda e: e.from_ == self.id and _echo_key(e) == pending.echo_key
+            )
+        pending.future.set_exception(ProposalWithdrawn(pending.server_id or proposal_id, reason))
+        if echo is not None:
+            try:
+                async with asyncio.timeout(self.client.options.connect_timeout):
+                    pending.server_id = (await echo).id
+            except TimeoutError:
+                log.warning("%s: proposal %s was never echoed; nothing to withdraw", self.id,
+                            proposal_id)  # fmt: skip
+                return
+            finally:
+                echo.cancel()
+        await self._withdraw(pending, reason)
 
     async def call_tool(
         self,

@@ -8,10 +8,12 @@ ones the ``act`` prompt; when ``max_iterations`` runs out, one last call with th
 prompt writes the answer. Without reasoning (models that reason internally) the same loop
 runs with the system prompt alone and reports no thoughts.
 
-The loop owns the conversation history (neutral :class:`~hubbub.llm.Message` items, where every
-assistant tool call is followed by its result) and has one method per model call
-(:meth:`ReActLoop.call_model`) and one per tool execution (:meth:`ReActLoop.execute_tool`):
-the seams where a runtime can interrupt a turn.
+Each iteration is two overridable steps of the :class:`~hubbub.sdk.Agent` (document 003):
+``reason(turn, history) -> Thought`` makes one model call and returns a :class:`Thought` (the
+model's text and the tool calls it chose; native tool calling stays the engine), and
+``act(turn, call) -> Message`` executes one of the thought's tool calls and returns its result
+(the observation). The tool-calling loop and its history belong to the agent runtime
+(:mod:`hubbub.sdk.runtime`), which can interrupt a turn between and during these steps.
 """
 
 from __future__ import annotations
@@ -42,6 +44,43 @@ class ToolRunner(Protocol):
         """Execute one call; return its ``tool`` result message (never raises for tool errors)."""
 
 
+@dataclass(frozen=True)
+class Thought:
+    """One ReAct step (document 003 ``Thought``): what the model reasoned and the actions it
+    chose. A thought without calls is the turn's answer (``reasoning`` is its text).
+
+    Native tool calling may choose several actions in one step; :attr:`action` and
+    :attr:`action_input` are document 003's single action: the first call, or ``respond`` and
+    the answer when there is none."""
+
+    reasoning: str
+    """The model's text: its reasoning, or the answer when there are no calls."""
+    calls: tuple[ToolCall, ...] = ()
+    """The actions, in order; a call's ``name`` is ``participant/tool`` or provider-safe."""
+    completion: Completion | None = None
+    """The model answer it came from (``None`` for a thought an override made up)."""
+
+    @classmethod
+    def of(cls, completion: Completion) -> Thought:
+        """The thought of one model answer."""
+        return cls(completion.text, completion.tool_calls, completion)
+
+    @property
+    def final(self) -> bool:
+        """Whether this thought answers (no actions)."""
+        return not self.calls
+
+    @property
+    def action(self) -> str:
+        """The first action's tool name, or ``respond``."""
+        return self.calls[0].name if self.calls else "respond"
+
+    @property
+    def action_input(self) -> Any:
+        """The first action's arguments, or the answer text."""
+        return self.calls[0].arguments if self.calls else self.reasoning
+
+
 @dataclass
 class Turn:
     """One message being answered."""
@@ -56,6 +95,10 @@ class Turn:
     observations: list[str] = field(default_factory=list)
     """``participant/tool: result`` of every tool call, in order (for the ``act`` prompt)."""
     iterations: int = 0
+    final: bool = False
+    """Whether the current model call must answer (``max_iterations`` ran out)."""
+    thoughts: list[Thought] = field(default_factory=list)
+    """The thoughts of this turn so far, oldest first (document 003's ``previousThoughts``)."""
     cancelled_by: str | None = None
     """Who sent the ``reasoning/cancel`` that stopped this turn, if anyone did."""
     answers: list[str] | None = None
@@ -183,4 +226,4 @@ def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-__all__ = ["ReActLoop", "ToolRunner", "Turn"]
+__all__ = ["ReActLoop", "Thought", "ToolRunner", "Turn"]
