@@ -150,7 +150,8 @@ async def test_a_connected_participant_posts_over_http_only_where_it_joined(
     if dialect == "mew":
         bot = await join(team, "bot")  # joins #general only
     else:
-        bot = await team.agentchat("bot", space="team", token="bot-token")
+        # joins #general only (agentchat's auto-join would put it in #ops too)
+        bot = await team.agentchat("bot", space="team", token="bot-token", channels=["#general"])
     status, body = await call(
         team, "POST", "/participants/bot/messages", "bot-token", chat("#ops", "sneaky")
     )

@@ -211,7 +211,16 @@ async def test_asking_only_for_what_the_space_forbids_is_refused(narrow: Running
 # ------------------------------------------------------------------ capabilities in presence
 
 
-async def test_welcome_and_presence_carry_capabilities(gateway: RunningGateway) -> None:
+async def test_welcome_and_presence_carry_capabilities(tmp_path: Path) -> None:
+    space = SpaceConfig(space="default", open=True, grant_roles=["admin", "participant"])
+    gateway = await start_gateway(tmp_path, spaces=[space])  # alice may grant here
+    try:
+        await _welcome_and_presence_carry_capabilities(gateway)
+    finally:
+        await stop_gateway(gateway)
+
+
+async def _welcome_and_presence_carry_capabilities(gateway: RunningGateway) -> None:
     alice = await gateway.mew("alice")
     asked = [{"kind": "chat"}, {"kind": "channel/join"}]
     bob = await gateway.mew("bob", capabilities=asked)

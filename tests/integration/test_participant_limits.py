@@ -137,7 +137,7 @@ async def test_many_stored_channels_load_and_stay_out_of_the_welcome(tmp_path: P
     store = SqliteStore(tmp_path / "hubbub.db")
     await store.open()
     for n in range(3000):
-        await store.save_channel("default", f"#stored-{n}")
+        store.put_channel("default", f"#stored-{n}")
     await store.close()
     gw = await start_gateway(tmp_path)  # more than the default cap of 1,000
     try:

@@ -285,8 +285,9 @@ async def test_granted_capabilities_apply_at_once(
 
 
 async def test_capabilities_of_follows_welcome_presence_and_grants(
-    participant: MakeParticipant,
+    participant: MakeParticipant, gw: RunningGateway
 ) -> None:
+    gw.router.spaces["default"].config.grant_roles = ["admin", "participant"]  # watcher grants
     watcher = await participant("watcher")
     asked = [{"kind": "chat"}, {"kind": "channel/join"}]
     limited = await participant("limited", capabilities=asked)

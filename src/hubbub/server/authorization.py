@@ -77,8 +77,8 @@ def channel_access(
     if not joining and pid is not None and pid in space.online:
         raise ProtocolError(
             ErrorCode.NOT_IN_CHANNEL,
-            f"you are not a member of {name}: your WebSocket connection must join it first "
-            "(channel/join or JOIN)",
+            f"you are not a member of {name}: your WebSocket connection must join it first; "
+            "send channel/join first",
         )
     return ch
 

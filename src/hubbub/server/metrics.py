@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Iterator
 
@@ -48,6 +49,11 @@ class _Collector(Collector):
         yield CounterMetricFamily(
             "hubbub_messages_out", "Frames delivered to participants", value=self.m.messages_out
         )
+        yield GaugeMetricFamily(
+            "hubbub_event_loop_tasks",
+            "asyncio tasks alive in the gateway's event loop (a leak shows as growth)",
+            value=_tasks(),
+        )
         errors = CounterMetricFamily("hubbub_errors", "Errors answered, by code", labels=["code"])
         for code, n in sorted(self.m.errors.items()):
             errors.add_metric([code], n)
@@ -70,3 +76,11 @@ class _Collector(Collector):
         for reason, n in sorted(self.m.connections_refused.items()):
             refused.add_metric([reason], n)
         yield refused
+
+
+def _tasks() -> int:
+    """Tasks of the running event loop (0 when rendered outside one)."""
+    try:
+        return len(asyncio.all_tasks())
+    except RuntimeError:
+        return 0

@@ -295,12 +295,18 @@ class Router:
             self._send_env(s, self._welcome(s, wanted))
             for name in wanted:
                 try:
-                    if hello.channels is not None or not space.config.open:
-                        # a plain MEW join in open mode sees the space: no check
+                    # a plain MEW join in open mode sees the space, whatever it may send
+                    check = hello.channels is not None or not space.config.open
+                    if check:
                         self._check_join(s, name)
                     after = None if reset else hello.resume.get(name)
                     await self._join(
-                        s, name, after, announce=False, reset="epoch" if reset else None
+                        s,
+                        name,
+                        after,
+                        announce=False,
+                        reset="epoch" if reset else None,
+                        check=check,
                     )
                 except ProtocolError as exc:
                     self.error(s, exc)
@@ -990,6 +996,7 @@ class Router:
         *,
         announce: bool = True,
         reset: str | None = None,
+        check: bool = True,
     ) -> None:
         """Add ``s`` to a channel and send ``channel/joined`` with history; no message is lost
         between the history and the live stream (the last step runs without awaiting).
@@ -998,7 +1005,7 @@ class Router:
         accepted) but receives live messages only from the ``channel/joined`` on. A resume
         point past the channel's end, or ``reset`` (another history epoch), makes this a
         fresh join that says ``history_reset``."""
-        ch = self._channel_for(s, name, member=False)
+        ch = self._channel_for(s, name, member=False) if check else s.space.channels[name]
         ch.add_joining(s)
         if after_seq is not None:
             after_seq = _clamp_seq(after_seq)
@@ -1089,8 +1096,6 @@ def _on_create(r: Router, sender: Sender, env: Envelope) -> None:
     space = sender.space
     if name in space.channels:
         raise ProtocolError(ErrorCode.CHANNEL_EXISTS, f"channel {name} already exists; join it")
-    ch = space.channels[name] = Channel(name, 0, HISTORY_CACHE)
-    r.store.put_channel(space.id, name)
     most = r.limits.max_channels
     if len(space.channels) >= most:
         raise ProtocolError(

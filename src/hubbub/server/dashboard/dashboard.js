@@ -855,6 +855,7 @@
     // as the SDK's Participant.reject: mcp/reject to the proposer, in the proposal's channel
     const env = { kind: "mcp/reject", id: cs.newId(), to: [p.participant], correlation_id: [p.id], payload: { reason: why } };
     if (p.channel) env.channel = p.channel;
+    else env.private = true; // a proposal made by DM is rejected by DM
     cs.send(env);
     cs.actions.set(env.id, p.id);
     p.sources.add("console");
@@ -1172,7 +1173,7 @@
     const dm = /^\/dm\s+(\S+)\s+([\s\S]+)$/.exec(line);
     const join = /^\/join\s+(#\S+)$/.exec(line);
     if (dm) {
-      cs.send({ kind: "chat", id: cs.newId(), to: [dm[1].replace(/^@/, "")], payload: { text: dm[2] } });
+      cs.send({ kind: "chat", id: cs.newId(), to: [dm[1].replace(/^@/, "")], private: true, payload: { text: dm[2] } });
     } else if (join) {
       cs.send({ kind: "channel/join", id: cs.newId(), payload: { channel: join[1] } });
     } else if (/^\/leave\s*$/.test(line)) {
