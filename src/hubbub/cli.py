@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import resource
-import sys
 from pathlib import Path
 
 import click
 from aiohttp import web
 
 from hubbub import __version__
-from hubbub.cli_support import freeze_start_up_objects, setup_logging
+from hubbub.cli_support import freeze_start_up_objects, run_until_signal, setup_logging
 from hubbub.defaults import DEFAULT_PORT, LOOPBACK
 from hubbub.server.config import (
     ConfigError,
@@ -211,12 +209,7 @@ def demo(port: int, once: bool, screenshot: Path | None) -> None:
     from hubbub.demo import run_demo
 
     setup_logging("warning")
-    freeze_start_up_objects()
-    try:
-        asyncio.run(run_demo(port, once=once, screenshot=screenshot))
-    except KeyboardInterrupt:
-        click.echo("stopped")
-    sys.exit(0)
+    run_until_signal(lambda: run_demo(port, once=once, screenshot=screenshot), "demo")
 
 
 from hubbub.cli_bridge import bridge  # noqa: E402

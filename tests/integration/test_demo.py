@@ -10,9 +10,10 @@ import socket
 import subprocess
 import sys
 
+import aiohttp
 import pytest
 
-from hubbub.demo import run_demo
+from hubbub.demo import gateway, run_demo
 
 
 async def test_demo_scene_runs(capsys: pytest.CaptureFixture[str]) -> None:
@@ -44,40 +45,96 @@ async def test_demo_scene_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert "gave up waiting" not in out
 
 
-def test_ctrl_c_mid_scene_stops_everything_cleanly() -> None:
-    """`hubbub demo` interrupted while the agents are busy: exit 0, no traceback, port freed."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    proc = subprocess.Popen(
+def _ignore_sigint() -> None:
+    """In the child before exec: start as ``sh -c 'hubbub demo &'`` does, SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _start_demo(port: int) -> subprocess.Popen[str]:
+    """``hubbub demo --port PORT`` started like a background job (SIGINT ignored)."""
+    return subprocess.Popen(
         [sys.executable, "-m", "hubbub", "demo", "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         env=os.environ | {"PYTHONUNBUFFERED": "1"},
+        preexec_fn=_ignore_sigint,
     )
+
+
+def _read_until(proc: subprocess.Popen[str], marker: str, out: list[str]) -> str:
+    """Collect the demo's output into ``out`` up to the first line containing ``marker``."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        out.append(line)
+        if marker in line:
+            return line
+    raise AssertionError(f"the demo ended before printing {marker!r}:\n" + "".join(out))
+
+
+def _stop(proc: subprocess.Popen[str], sig: signal.Signals, out: list[str]) -> None:
+    """Send ``sig``; the demo must exit 0 within 30 s, without a traceback, saying so."""
+    proc.send_signal(sig)
+    try:
+        rest, _ = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError(f"the demo ignored {sig.name}:\n" + "".join(out)) from None
+    out.append(rest)
+    transcript = "".join(out)
+    assert proc.returncode == 0, transcript
+    assert "Traceback" not in transcript and "Task was destroyed" not in transcript, transcript
+    assert transcript.rstrip().endswith("stopped"), transcript
+
+
+def test_ctrl_c_mid_scene_stops_everything_cleanly() -> None:
+    """`hubbub demo` interrupted while the agents are busy: exit 0, no traceback, port freed,
+    even when started with SIGINT ignored (a background job)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    proc = _start_demo(port)
     out: list[str] = []
     try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            out.append(line)
-            if "claims the floor on" in line:  # mid-scene: agents connected and thinking
-                break
-        else:
-            raise AssertionError("the demo ended before the floor was claimed:\n" + "".join(out))
-        proc.send_signal(signal.SIGINT)
-        rest, _ = proc.communicate(timeout=30)
-        out.append(rest)
-        assert proc.returncode == 0, "".join(out)
+        _read_until(proc, "claims the floor on", out)  # mid-scene: agents connected, thinking
+        _stop(proc, signal.SIGINT, out)
     finally:
         proc.kill()
-    transcript = "".join(out)
-    assert "Traceback" not in transcript and "Task was destroyed" not in transcript, transcript
-    assert transcript.rstrip().endswith("stopped")
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is fine
         s.bind(("127.0.0.1", port))  # no one listens there any more
         s.listen()
+
+
+def test_a_quick_rerun_keeps_the_port() -> None:
+    """Stop the demo (SIGTERM) and start it again at once: its connections' TIME_WAIT does
+    not push the second run off the port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    dashboard = f"http://127.0.0.1:{port}/dashboard"
+    for _run in range(2):
+        proc = _start_demo(port)
+        out: list[str] = []
+        try:
+            banner = _read_until(proc, "open the dashboard:", out)
+            assert banner.split()[-1] == dashboard, "".join(out)
+            _read_until(proc, "agents:", out)  # the agents are connected
+            _stop(proc, signal.SIGTERM, out)
+        finally:
+            proc.kill()
+
+
+async def test_a_taken_port_moves_the_demo_to_a_free_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = int(taken.getsockname()[1])
+        async with gateway(port) as (_, real), aiohttp.ClientSession() as http:
+            assert real != port
+            async with http.get(f"http://127.0.0.1:{real}/health") as response:
+                assert response.status == 200
+    assert f"(port {port} is not free: Address already in use;" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
