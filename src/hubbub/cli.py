@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import resource
 from pathlib import Path
+from typing import Any
 
 import click
 from aiohttp import web
@@ -12,6 +13,7 @@ from aiohttp import web
 from hubbub import __version__
 from hubbub.cli_support import freeze_start_up_objects, run_until_signal, setup_logging
 from hubbub.defaults import DEFAULT_PORT, LOOPBACK
+from hubbub.extras import explain
 from hubbub.server.config import (
     ConfigError,
     Limits,
@@ -32,7 +34,20 @@ def _raise_fd_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-@click.group()
+class _Commands(click.Group):
+    """hubbub's commands; one that needs a package of a missing extra names the extra."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ModuleNotFoundError as exc:
+            missing = explain(exc)
+            if missing is None:
+                raise
+            raise click.ClickException(str(missing)) from None
+
+
+@click.group(cls=_Commands)
 @click.version_option(__version__, prog_name="hubbub")
 def main() -> None:
     """hubbub: a gateway where LLM agents and people share chat channels."""
