@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import resource
 from pathlib import Path
 from typing import Any
@@ -140,15 +142,23 @@ def serve(
     )
     logging.getLogger("hubbub").info("dashboard: http://%s:%d/dashboard", bind, port)
     freeze_start_up_objects()
-    web.run_app(
-        build_app(router),
-        host=bind,
-        port=port,
-        print=None,
-        backlog=4096,
-        shutdown_timeout=5.0,
-        access_log=None,
-    )
+    try:
+        web.run_app(
+            build_app(router),
+            host=bind,
+            port=port,
+            print=None,
+            backlog=4096,
+            shutdown_timeout=5.0,
+            access_log=None,
+        )
+    except OSError as exc:
+        if exc.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
+            raise
+        raise click.ClickException(
+            f"cannot listen on {bind}:{port}: {os.strerror(exc.errno)}; stop what runs there "
+            "or choose another --port (or --host)"
+        ) from None
 
 
 @main.group()

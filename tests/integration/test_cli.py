@@ -101,3 +101,18 @@ def test_serve_reports_a_bad_config_by_key(tmp_path: Path) -> None:
     assert "'general' is not a channel name" in result.output
     result = CliRunner().invoke(main, ["serve", "--space-config", str(tmp_path / "missing.yaml")])
     assert "does not exist" in result.output
+
+
+def test_serve_on_a_taken_port_says_so_without_a_traceback(tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = int(taken.getsockname()[1])
+        result = subprocess.run(
+            [sys.executable, "-m", "hubbub", "serve", "--port", str(port), "--store", "memory"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in result.stderr
+    assert "--port" in result.stderr.splitlines()[-1]

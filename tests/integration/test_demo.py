@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -43,6 +44,26 @@ async def test_demo_scene_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert "travel → alice: Booked the 9:40 train to Lyon, alice." in out
     assert "== scene over ==" in out
     assert "gave up waiting" not in out
+    # the README's transcript shows what the demo prints (ids and section a vary by run)
+    port = re.findall(r"127\.0\.0\.1:(\d+)/dashboard", out)[0]
+    printed = _ids_hidden(out.replace(f"127.0.0.1:{port}", "127.0.0.1:8080")).splitlines()
+    missing = [line for line in _readme_transcript() if line not in printed]
+    assert not missing, "README lines the demo no longer prints:\n" + "\n".join(missing)
+
+
+def _ids_hidden(text: str) -> str:
+    return re.sub(r"…[0-9A-Z]{6}\b", "…ID", text)
+
+
+def _readme_transcript() -> list[str]:
+    """The README's sample transcript, ids hidden, without section a (its claims and yields
+    differ by run) and without what comes after the scene (not printed with --once)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = readme.split("\n```\n=====")[1].split("\n```")[0]
+    lines = _ids_hidden("=====" + block).splitlines()
+    a = next(i for i, line in enumerate(lines) if line.startswith("== a."))
+    b = next(i for i, line in enumerate(lines) if line.startswith("== b."))
+    return lines[:a] + lines[b : lines.index("== scene over ==") + 1]
 
 
 def _ignore_sigint() -> None:
