@@ -1,13 +1,23 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# what is installed in the venv: the demo's extras, or everything with the test tools
+DEMO_STAMP := $(VENV)/.installed-demo
+STAMP := $(VENV)/.installed-test
+# a venv with the test extras runs the demo too: `make demo` after `make test` installs nothing
+DEMO_NEEDS := $(if $(wildcard $(STAMP)),$(STAMP),$(DEMO_STAMP))
 
 .PHONY: install test lint typecheck demo serve bench clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[agents]'
+	touch $(DEMO_STAMP)
+
+$(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
@@ -28,10 +38,10 @@ test: $(STAMP) lint typecheck
 	    "install it with 'sudo apt-get install -y chromium' (tests/dashboard needs it)" >&2; fi; }
 	$(BIN)/pytest -q
 
-demo: $(STAMP)
+demo: $(DEMO_NEEDS)
 	$(BIN)/hubbub demo
 
-serve: $(STAMP)
+serve: $(DEMO_NEEDS)
 	$(BIN)/hubbub serve
 
 bench: $(STAMP)

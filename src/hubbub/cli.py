@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
+import errno
 import logging
+import os
 import resource
-import signal
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from hubbub import __version__
-from hubbub.cli_support import freeze_start_up_objects, setup_logging
+from hubbub.cli_support import run_until_signal, setup_logging
 from hubbub.defaults import DEFAULT_PORT, LOOPBACK
+from hubbub.extras import explain
 from hubbub.server.config import (
     ConfigError,
     Limits,
@@ -29,7 +29,7 @@ from hubbub.server.config import (
 )
 
 if TYPE_CHECKING:
-    from hubbub.server.router import Router
+    pass
 
 
 def _raise_fd_limit() -> None:
@@ -38,7 +38,20 @@ def _raise_fd_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-@click.group()
+class _Commands(click.Group):
+    """hubbub's commands; one that needs a package of a missing extra names the extra."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ModuleNotFoundError as exc:
+            missing = explain(exc)
+            if missing is None:
+                raise
+            raise click.ClickException(str(missing)) from None
+
+
+@click.group(cls=_Commands)
 @click.version_option(__version__, prog_name="hubbub")
 def main() -> None:
     """hubbub: a gateway where LLM agents and people share chat channels."""
@@ -169,19 +182,21 @@ def serve(
         "hubbub %s serving ws://%s:%d/ws (%s), history in %s", __version__, bind, port, mode, where
     )
     logging.getLogger("hubbub").info("dashboard: http://%s:%d/dashboard", bind, port)
-    freeze_start_up_objects()
-    asyncio.run(_serve_until_signalled(router, bind, port))
 
+    async def serve_until_signalled() -> None:
+        from hubbub.server.app import serve_forever
 
-async def _serve_until_signalled(router: Router, host: str, port: int) -> None:
-    """Serve until SIGINT or SIGTERM, then close every socket with 1001 and commit."""
-    from hubbub.server.app import serve_forever
+        try:
+            await serve_forever(router, bind, port)
+        except OSError as exc:
+            if exc.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
+                raise
+            raise click.ClickException(
+                f"cannot listen on {bind}:{port}: {os.strerror(exc.errno)}; stop what runs "
+                "there or choose another --port (or --host)"
+            ) from None
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await serve_forever(router, host, port, stop)
+    run_until_signal(serve_until_signalled, "gateway")
 
 
 @main.group()
@@ -257,12 +272,7 @@ def demo(port: int, once: bool, screenshot: Path | None) -> None:
     from hubbub.demo import run_demo
 
     setup_logging("warning")
-    freeze_start_up_objects()
-    try:
-        asyncio.run(run_demo(port, once=once, screenshot=screenshot))
-    except KeyboardInterrupt:
-        click.echo("stopped")
-    sys.exit(0)
+    run_until_signal(lambda: run_demo(port, once=once, screenshot=screenshot), "demo")
 
 
 from hubbub.cli_bridge import bridge  # noqa: E402

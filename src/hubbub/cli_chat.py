@@ -154,6 +154,8 @@ def chat(
     url = _check_url(url)
     pid = _check_id(participant_id)
     wanted = _check_channels(channels)
+    import hubbub.chat.app  # noqa: F401  (before the terminal check: it needs the chat extra)
+
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise click.ClickException(
             "hubbub chat needs an interactive terminal (stdin and stdout must be a TTY); "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import socket
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -20,6 +21,7 @@ from typing import Any
 import websockets
 from aiohttp import web
 
+from hubbub.defaults import LOOPBACK
 from hubbub.demo_cast import (
     CONTESTED,
     SKILLS,
@@ -45,13 +47,16 @@ QUESTIONS = (
 )
 
 
-def _free_port(preferred: int) -> int:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", preferred))
-        except OSError:
-            s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _listen(preferred: int) -> socket.socket:
+    """The gateway's listening socket on 127.0.0.1:``preferred``, or on a free port when that
+    one is taken (the socket is the listener itself, so TIME_WAIT from a run a moment ago
+    does not count as taken: ``create_server`` sets SO_REUSEADDR, as aiohttp would)."""
+    try:
+        return socket.create_server((LOOPBACK, preferred))
+    except OSError as exc:
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
+        say(f"  (port {preferred} is not free: {why}; the gateway takes a free one)")
+        return socket.create_server((LOOPBACK, 0))
 
 
 def say(line: str) -> None:
@@ -282,11 +287,16 @@ async def _cast_and_scene(
 @contextlib.asynccontextmanager
 async def gateway(port: int) -> AsyncIterator[tuple[Router, int]]:
     """An open-mode gateway on 127.0.0.1:``port`` (or a free port), stopped on exit."""
-    port = _free_port(port)
+    with _listen(port) as probe:  # the port the listener takes: 8080 unless really taken
+        port = int(probe.getsockname()[1])
     router = make_router(data_dir=Path(tempfile.mkdtemp(prefix="hubbub-demo-")))
     runner = web.AppRunner(build_app(router), handle_signals=False)
-    await runner.setup()
-    await GuardedSite(runner, "127.0.0.1", port, router.limits, router.metrics).start()
+    try:
+        await runner.setup()
+        await GuardedSite(runner, LOOPBACK, port, router.limits, router.metrics).start()
+    except BaseException:
+        await runner.cleanup()
+        raise
     try:
         yield router, port
     finally:
@@ -320,16 +330,10 @@ async def run_demo(port: int, *, once: bool, screenshot: Path | None = None) -> 
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m hubbub.demo [--port N] [--once] [--screenshot docs/dashboard.png]``."""
-    import argparse
+    """``python -m hubbub.demo [--port N] [--once] [--screenshot PNG]``: ``hubbub demo``."""
+    from hubbub.cli import demo
 
-    parser = argparse.ArgumentParser(prog="python -m hubbub.demo", description=__doc__)
-    parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument("--once", action="store_true", help="exit after the scene")
-    parser.add_argument("--screenshot", type=Path, help="save the dashboard mid-scene here")
-    args = parser.parse_args(argv)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run_demo(args.port, once=args.once, screenshot=args.screenshot))
+    demo.main(argv, prog_name="python -m hubbub.demo")
 
 
 if __name__ == "__main__":

@@ -143,3 +143,18 @@ async def test_serve_accepts_browsers_only_from_its_own_and_the_allowed_origins(
         assert proc.wait(10) == 0
     finally:
         proc.kill()
+
+
+def test_serve_on_a_taken_port_says_so_without_a_traceback(tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = int(taken.getsockname()[1])
+        result = subprocess.run(
+            [sys.executable, "-m", "hubbub", "serve", "--port", str(port), "--store", "memory"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in result.stderr
+    assert "--port" in result.stderr.splitlines()[-1]

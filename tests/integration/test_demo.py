@@ -9,10 +9,12 @@ import signal
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
+import aiohttp
 import pytest
 
-from hubbub.demo import run_demo
+from hubbub.demo import gateway, run_demo
 
 
 async def test_demo_scene_runs(capsys: pytest.CaptureFixture[str]) -> None:
@@ -42,42 +44,118 @@ async def test_demo_scene_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert "travel → alice: Booked the 9:40 train to Lyon, alice." in out
     assert "== scene over ==" in out
     assert "gave up waiting" not in out
+    # the README's transcript shows what the demo prints (ids and section a vary by run)
+    port = re.findall(r"127\.0\.0\.1:(\d+)/dashboard", out)[0]
+    printed = _ids_hidden(out.replace(f"127.0.0.1:{port}", "127.0.0.1:8080")).splitlines()
+    missing = [line for line in _readme_transcript() if line not in printed]
+    assert not missing, "README lines the demo no longer prints:\n" + "\n".join(missing)
 
 
-def test_ctrl_c_mid_scene_stops_everything_cleanly() -> None:
-    """`hubbub demo` interrupted while the agents are busy: exit 0, no traceback, port freed."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    proc = subprocess.Popen(
+def _ids_hidden(text: str) -> str:
+    return re.sub(r"…[0-9A-Z]{6}\b", "…ID", text)
+
+
+def _readme_transcript() -> list[str]:
+    """The README's sample transcript, ids hidden, without section a (its claims and yields
+    differ by run) and without what comes after the scene (not printed with --once)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = readme.split("\n```\n=====")[1].split("\n```")[0]
+    lines = _ids_hidden("=====" + block).splitlines()
+    a = next(i for i, line in enumerate(lines) if line.startswith("== a."))
+    b = next(i for i, line in enumerate(lines) if line.startswith("== b."))
+    return lines[:a] + lines[b : lines.index("== scene over ==") + 1]
+
+
+def _ignore_sigint() -> None:
+    """In the child before exec: start as ``sh -c 'hubbub demo &'`` does, SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _start_demo(port: int) -> subprocess.Popen[str]:
+    """``hubbub demo --port PORT`` started like a background job (SIGINT ignored)."""
+    return subprocess.Popen(
         [sys.executable, "-m", "hubbub", "demo", "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         env=os.environ | {"PYTHONUNBUFFERED": "1"},
+        preexec_fn=_ignore_sigint,
     )
+
+
+def _read_until(proc: subprocess.Popen[str], marker: str, out: list[str]) -> str:
+    """Collect the demo's output into ``out`` up to the first line containing ``marker``."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        out.append(line)
+        if marker in line:
+            return line
+    raise AssertionError(f"the demo ended before printing {marker!r}:\n" + "".join(out))
+
+
+def _stop(proc: subprocess.Popen[str], sig: signal.Signals, out: list[str]) -> None:
+    """Send ``sig``; the demo must exit 0 within 30 s, without a traceback, saying so."""
+    proc.send_signal(sig)
+    try:
+        rest, _ = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError(f"the demo ignored {sig.name}:\n" + "".join(out)) from None
+    out.append(rest)
+    transcript = "".join(out)
+    assert proc.returncode == 0, transcript
+    assert "Traceback" not in transcript and "Task was destroyed" not in transcript, transcript
+    assert transcript.rstrip().endswith("stopped"), transcript
+
+
+def test_ctrl_c_mid_scene_stops_everything_cleanly() -> None:
+    """`hubbub demo` interrupted while the agents are busy: exit 0, no traceback, port freed,
+    even when started with SIGINT ignored (a background job)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    proc = _start_demo(port)
     out: list[str] = []
     try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            out.append(line)
-            if "claims the floor on" in line:  # mid-scene: agents connected and thinking
-                break
-        else:
-            raise AssertionError("the demo ended before the floor was claimed:\n" + "".join(out))
-        proc.send_signal(signal.SIGINT)
-        rest, _ = proc.communicate(timeout=30)
-        out.append(rest)
-        assert proc.returncode == 0, "".join(out)
+        _read_until(proc, "claims the floor on", out)  # mid-scene: agents connected, thinking
+        _stop(proc, signal.SIGINT, out)
     finally:
         proc.kill()
-    transcript = "".join(out)
-    assert "Traceback" not in transcript and "Task was destroyed" not in transcript, transcript
-    assert transcript.rstrip().endswith("stopped")
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is fine
         s.bind(("127.0.0.1", port))  # no one listens there any more
         s.listen()
+
+
+def test_a_quick_rerun_keeps_the_port() -> None:
+    """Stop the demo (SIGTERM) and start it again at once: its connections' TIME_WAIT does
+    not push the second run off the port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    dashboard = f"http://127.0.0.1:{port}/dashboard"
+    for _run in range(2):
+        proc = _start_demo(port)
+        out: list[str] = []
+        try:
+            banner = _read_until(proc, "open the dashboard:", out)
+            assert banner.split()[-1] == dashboard, "".join(out)
+            _read_until(proc, "agents:", out)  # the agents are connected
+            _stop(proc, signal.SIGTERM, out)
+        finally:
+            proc.kill()
+
+
+async def test_a_taken_port_moves_the_demo_to_a_free_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = int(taken.getsockname()[1])
+        async with gateway(port) as (_, real), aiohttp.ClientSession() as http:
+            assert real != port
+            async with http.get(f"http://127.0.0.1:{real}/health") as response:
+                assert response.status == 200
+    assert f"(port {port} is not free: Address already in use;" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
+from hubbub.extras import extra_needed
 from hubbub.llm.base import ChatModel
 
 Provider = Literal["auto", "openai", "anthropic", "offline"]
@@ -54,7 +55,8 @@ def create_model(
     source = os.environ if env is None else env
     provider = pick_provider(settings, source)
     if provider == "openai":
-        from hubbub.llm.openai_compat import DEFAULT_OPENAI_MODEL, OpenAICompatible
+        with extra_needed():
+            from hubbub.llm.openai_compat import DEFAULT_OPENAI_MODEL, OpenAICompatible
 
         return OpenAICompatible(
             settings.model or DEFAULT_OPENAI_MODEL,
@@ -64,7 +66,8 @@ def create_model(
             max_tokens=settings.max_tokens,
         )
     if provider == "anthropic":
-        from hubbub.llm.anthropic import DEFAULT_ANTHROPIC_MODEL, AnthropicModel
+        with extra_needed():
+            from hubbub.llm.anthropic import DEFAULT_ANTHROPIC_MODEL, AnthropicModel
 
         return AnthropicModel(
             settings.model or DEFAULT_ANTHROPIC_MODEL,

@@ -17,12 +17,13 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-import mcp.types as mt
-from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
-
+from hubbub.extras import extra_needed
+from hubbub.sdk import Participant, Resource, Tool
 from hubbub.sdk.options import ParticipantOptions
-from hubbub.sdk.participant import Participant
-from hubbub.sdk.tools import Resource, Tool
+
+with extra_needed():
+    import mcp.types as mt
+    from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 
 log = logging.getLogger("hubbub.sdk.bridge")
 
