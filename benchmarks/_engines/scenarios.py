@@ -165,8 +165,8 @@ async def callback_run(
                     delay = round(rng.uniform(cfg.delay_min_s, cfg.delay_max_s), 3)
                     delay_ms[idx] = delay * 1000
                     frame = (
-                        b'{"kind":"chat","to":["%s"],"payload":{"text":"k%d @@cb:%.3fs@@c%d"}}'
-                        % (pid, idx, delay, idx)
+                        b'{"kind":"chat","to":["%s"],"private":true,'
+                        b'"payload":{"text":"k%d @@cb:%.3fs@@c%d"}}' % (pid, idx, delay, idx)
                     )
                     sent[idx] = time.time() * 1000
                     a.send(frame)
