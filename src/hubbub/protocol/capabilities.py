@@ -27,8 +27,10 @@ __all__ = [
     "CapabilityError",
     "CapabilitySet",
     "can_send",
+    "covers",
     "matches",
     "narrowed",
+    "uncovered",
     "validate_capabilities",
 ]
 
@@ -388,6 +390,112 @@ def matches(
 
 
 # ---------------------------------------------------------------------------------------------
+# covering: whether one capability list allows everything another does (a grant never exceeds
+# what the granter holds; narrowing meets patterns). Sound, not complete: it never says
+# "covered" wrongly, but may refuse an exotic grant that is in fact covered (a negation or
+# regex wider than it can prove, a pattern covered only by the union of several entries).
+# ---------------------------------------------------------------------------------------------
+
+_MAX_GLOB_WORK: Final = 1_000_000
+"""Largest (held tokens × wanted tokens) table a glob comparison builds; past it: not covered."""
+
+
+def uncovered(
+    held: Sequence[Mapping[str, Any]], wanted: Sequence[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    """The entries of ``wanted`` that ``held`` does not cover (empty: all covered)."""
+    return [entry for entry in wanted if not covers(held, entry)]
+
+
+def covers(held: Sequence[Mapping[str, Any]], wanted: Mapping[str, Any]) -> bool:
+    """Whether every envelope the capability ``wanted`` allows is allowed by ``held``."""
+    payload = wanted.get("payload") or None
+    for kind in _alternatives(wanted.get("kind")):
+        if not any(
+            any(_str_covers(h, kind) for h in _alternatives(entry.get("kind")))
+            and _payload_covers(entry.get("payload") or None, payload)
+            for entry in held
+        ):
+            return False
+    return True
+
+
+def _alternatives(kind: object) -> list[str]:
+    if isinstance(kind, str):
+        return [kind]
+    if isinstance(kind, list | tuple):
+        return [k for k in kind if isinstance(k, str)]
+    return []
+
+
+def _str_covers(held: str, wanted: str) -> bool:
+    """Whether the string pattern ``held`` matches every value that ``wanted`` matches."""
+    if held == wanted or _matches_everything(held):
+        return True
+    read = pattern_type(wanted)
+    if read == "literal":
+        return string_matcher(held)(wanted)
+    if read == "glob" and pattern_type(held) in ("glob", "literal"):
+        return _glob_covers(glob_tokens(held), glob_tokens(wanted))
+    return False
+
+
+def _matches_everything(pattern: str) -> bool:
+    return pattern_type(pattern) == "glob" and set(glob_tokens(pattern)) == {"**"}
+
+
+def _glob_covers(held: list[str], wanted: list[str]) -> bool:
+    """Whether the glob ``held`` matches every string the glob ``wanted`` matches.
+
+    ``cover[i][j]``: ``held[i:]`` matches everything ``wanted[j:]`` matches. A ``**`` of
+    ``held`` may absorb any token of ``wanted``; a ``*`` any token that never yields ``/``.
+    """
+    n, m = len(held), len(wanted)
+    if (n + 1) * (m + 1) > _MAX_GLOB_WORK:
+        return False
+    cover = [[False] * (m + 1) for _ in range(n + 1)]
+    cover[n][m] = True
+    for i in range(n - 1, -1, -1):
+        for j in range(m, -1, -1):
+            h = held[i]
+            w = wanted[j] if j < m else None
+            if h == "**":
+                cover[i][j] = cover[i + 1][j] or (w is not None and cover[i][j + 1])
+            elif h == "*":
+                no_slash = w is not None and w not in ("**", "/")
+                cover[i][j] = cover[i + 1][j] or (no_slash and cover[i][j + 1])
+            elif h == "?":
+                cover[i][j] = w is not None and w not in ("**", "*", "/") and cover[i + 1][j + 1]
+            else:
+                cover[i][j] = w == h and cover[i + 1][j + 1]
+    return cover[0][0]
+
+
+def _payload_covers(held: object, wanted: object) -> bool:
+    """Whether the payload pattern ``held`` matches every payload ``wanted`` matches."""
+    if held is None:
+        return True
+    if not isinstance(held, Mapping) or not isinstance(wanted, Mapping):
+        return False
+    return all(key in wanted and _value_covers(sub, wanted[key]) for key, sub in held.items())
+
+
+def _value_covers(held: object, wanted: object) -> bool:
+    """Whether the payload value pattern ``held`` matches every value ``wanted`` matches."""
+    if _canonical(held) == _canonical(wanted):
+        return True
+    if isinstance(wanted, list | tuple):
+        return all(_value_covers(held, item) for item in wanted)
+    if isinstance(held, list | tuple):
+        return any(_value_covers(item, wanted) for item in held)
+    if isinstance(held, str):
+        return isinstance(wanted, str) and _str_covers(held, wanted)
+    if isinstance(held, Mapping):
+        return _payload_covers(held, wanted)
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
 # narrowing: what a participant asked for, within what it may have
 # ---------------------------------------------------------------------------------------------
 
@@ -399,43 +507,11 @@ def _is_regex(pattern: str) -> bool:
     return len(pattern) >= 2 and pattern[0] == "/" and pattern[-1] == "/"
 
 
-def _covers_str(outer: str, inner: str) -> bool:
-    """Whether every string ``inner`` matches is matched by ``outer`` (sound, not complete)."""
-    if outer == inner or ("**" in outer and set(outer) == {"*"}):
-        return True
-    if _is_literal(inner):
-        return _compile_string(outer, "pattern")(inner)
-    if inner.startswith("!") or _is_regex(inner) or "**" in inner:
-        return False
-    if outer.startswith("!") or _is_regex(outer) or "?" in outer or "*" not in outer:
-        return False
-    # A one-segment glob stands for runs without '/'; ``outer`` (only * and **) matching its
-    # text matches every expansion of it.
-    return re.fullmatch(_glob_to_regex(outer), inner, re.DOTALL) is not None
-
-
-def _covers_value(outer: object, inner: object) -> bool:
-    """Whether every value ``inner`` matches is matched by ``outer`` (payload patterns)."""
-    if _canonical(outer) == _canonical(inner):
-        return True
-    if isinstance(inner, list | tuple):
-        return all(_covers_value(outer, alt) for alt in inner)
-    if isinstance(outer, list | tuple):
-        return any(_covers_value(alt, inner) for alt in outer)
-    if isinstance(outer, Mapping):
-        return isinstance(inner, Mapping) and all(
-            key in inner and _covers_value(sub, inner[key]) for key, sub in outer.items()
-        )
-    if isinstance(outer, str) and isinstance(inner, str):
-        return _covers_str(outer, inner)
-    return False
-
-
 def _meet_value(a: object, b: object) -> object:
     """A pattern matching exactly what both match, or ``_NONE`` (empty or not expressible)."""
-    if _covers_value(a, b):
+    if _value_covers(a, b):
         return b
-    if _covers_value(b, a):
+    if _value_covers(b, a):
         return a
     if isinstance(a, list | tuple) or isinstance(b, list | tuple):
         alts: list[object] = []
@@ -465,7 +541,7 @@ def _meet(asked: Capability, bound: Capability) -> Capability | None:
     bound_kinds = bound["kind"] if isinstance(bound["kind"], list) else [bound["kind"]]
     for a in asked_kinds:
         for b in bound_kinds:
-            k = a if _covers_str(b, a) else b if _covers_str(a, b) else None
+            k = a if _str_covers(b, a) else b if _str_covers(a, b) else None
             if k is not None and k not in kinds:
                 kinds.append(k)
     if not kinds:

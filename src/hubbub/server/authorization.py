@@ -23,8 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hubbub.protocol.capabilities import CapabilitySet
-from hubbub.protocol.capability_cover import uncovered
+from hubbub.protocol.capabilities import CapabilitySet, uncovered
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import is_channel
 from hubbub.server.space import Channel, SpaceState

@@ -10,11 +10,12 @@ from hypothesis import strategies as st
 
 from hubbub.protocol.capabilities import (
     CapabilitySet,
+    covers,
     glob_tokens,
     pattern_type,
     string_matcher,
+    uncovered,
 )
-from hubbub.protocol.capability_cover import covers, uncovered
 
 Cap = dict[str, Any]
 
