@@ -26,6 +26,8 @@ install: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
+	@# the layering contracts of .importlinter: no cycles, dependencies point down (docs/architecture.md)
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -48,4 +50,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/fanout.py
 
 clean:
-	rm -rf $(VENV) .hubbub .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .hubbub .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

@@ -451,12 +451,14 @@ class Agent:
             await self.floor.route(env, decision)
         return decision
 
-    async def _deliver_now(self, env: Envelope, decision: Decision) -> None:
+    # the turns that floor control (self.floor, through agent_floor.FloorHost) hands back
+
+    async def answer_now(self, env: Envelope, decision: Decision) -> None:
         """Answer ``env`` without floor control (exempt)."""
         self.policy.answered(env, decision.rule, asyncio.get_running_loop().time())
         await self._deliver(env)
 
-    async def _deliver_batch(self, key: str, envelopes: list[Envelope]) -> None:
+    async def answer_batch(self, key: str, envelopes: list[Envelope]) -> None:
         """Answer channel messages that floor control let through, as one turn."""
         now = asyncio.get_running_loop().time()  # one answer; none of them was addressed to me
         self.policy.answered(envelopes[0], "classifier", now)
@@ -469,15 +471,15 @@ class Agent:
             self._answers.pop(last.id, None)
             self.floor.coordinator.finish(key)
 
-    async def _deliver_note(self, note: CallbackFired | Wake) -> None:
-        """A hook asked to answer a fired callback or a wake-up: a turn reads its text."""
+    async def answer_note(self, note: CallbackFired | Wake) -> None:
+        """Answer a fired callback or a wake-up (a hook asked for it): a turn reads its text."""
         env = note.envelope
         self._answers[env.id] = []
         if not await self._deliver(env, f"server: {chat_text(env)}"):
             self._answers.pop(env.id, None)
 
-    async def _deliver_nudge(self, note: str) -> None:
-        """An idle nudge: a turn with a short system note (its answer goes to the channel)."""
+    async def answer_nudge(self, note: str) -> None:
+        """Take a turn on an idle nudge, a short system note (its answer goes to the channel)."""
         message = AgentMessage(self.id, f"{NUDGE_SENDER}: {note}", sender=NUDGE_SENDER)
         trigger = Envelope(kind="chat", id=message.id, payload={"text": note})
         self._answers[message.id] = []
@@ -545,7 +547,7 @@ class Agent:
         for match, future in list(self._waiters):
             if not future.done() and match(record):
                 future.set_result(record)
-        self._pulse()
+        self.notify_changed()
 
     # ------------------------------------------------------------------ answering
 
@@ -786,9 +788,10 @@ class Agent:
     # ------------------------------------------------------------------ waiting (tests, tools)
 
     def _tools_changed(self, participant: str) -> None:
-        self._pulse()
+        self.notify_changed()
 
-    def _pulse(self) -> None:
+    def notify_changed(self) -> None:
+        """Have :meth:`wait_until` check its condition again (something changed)."""
         self._changed.set()
         self._changed = asyncio.Event()
 

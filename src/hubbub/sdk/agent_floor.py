@@ -21,15 +21,20 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 from hubbub.errors import HubbubError, NotConnected
+from hubbub.llm.base import ChatModel
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.ids import SERVER_ID
+from hubbub.sdk.agent_config import AgentConfig
 from hubbub.sdk.covered import covered_prompt, judge
 from hubbub.sdk.csma import jittered
 from hubbub.sdk.decide import Decision, chat_text
 from hubbub.sdk.floor import FloorCoordinator, Reply, Stage, Step, exemption
+from hubbub.sdk.participant import Participant
+from hubbub.sdk.react import Turn
+from hubbub.sdk.runtime import AgentRuntime
 from hubbub.sdk.server_notes import (
     CallbackFired,
     CsmaCheck,
@@ -37,10 +42,6 @@ from hubbub.sdk.server_notes import (
     csma_check,
     csma_payload,
 )
-
-if TYPE_CHECKING:
-    from hubbub.sdk.agent import Agent
-    from hubbub.sdk.react import Turn
 
 log = logging.getLogger("hubbub.agent")
 
@@ -74,6 +75,65 @@ def wall_ms() -> float:
     return time.time() * 1000
 
 
+class FloorHost(Protocol):
+    """The agent that floor control serves (:class:`~hubbub.sdk.agent.Agent` implements it):
+    what floor control reads of it, and the turns it hands back to it."""
+
+    @property
+    def id(self) -> str:
+        """The agent's participant id."""
+        ...
+
+    @property
+    def config(self) -> AgentConfig:
+        """The agent's settings (coordination, CSMA, nudges, prompts)."""
+        ...
+
+    @property
+    def participant(self) -> Participant:
+        """The agent's connection (claims, callbacks, history, others' kinds)."""
+        ...
+
+    @property
+    def model(self) -> ChatModel:
+        """The model that judges whether a draft is already covered."""
+        ...
+
+    @property
+    def runtime(self) -> AgentRuntime:
+        """The runtime whose current turn a yield cancels."""
+        ...
+
+    @property
+    def current(self) -> Turn | None:
+        """The turn being answered, if any."""
+        ...
+
+    def busy(self) -> bool:
+        """Whether the agent is deciding, answering, or has messages waiting."""
+        ...
+
+    def notify_changed(self) -> None:
+        """Something floor control did may satisfy what the agent's waiters wait for."""
+        ...
+
+    async def answer_now(self, env: Envelope, decision: Decision) -> None:
+        """Answer ``env`` without floor control (it is exempt)."""
+        ...
+
+    async def answer_batch(self, key: str, envelopes: list[Envelope]) -> None:
+        """Answer channel messages that floor control let through, as one turn."""
+        ...
+
+    async def answer_note(self, note: CallbackFired | Wake) -> None:
+        """Answer a fired callback or a wake-up (a hook asked for it)."""
+        ...
+
+    async def answer_nudge(self, note: str) -> None:
+        """Take a turn on an idle nudge (``note`` is its text)."""
+        ...
+
+
 @dataclass(frozen=True)
 class FloorEvent:
     """Something floor control did, for logs, tests and benchmarks (``at``: perf_counter)."""
@@ -92,7 +152,7 @@ class AgentFloor:
 
     def __init__(
         self,
-        agent: Agent,
+        agent: FloorHost,
         *,
         clock: Callable[[], float] = wall_ms,
         rng: random.Random | None = None,
@@ -168,7 +228,7 @@ class AgentFloor:
             if env.channel is None or decision.rule in ("direct", "mention"):
                 self.coordinator.cut_settle()
             self._event("exempt", env.id, reason)
-            await self.agent._deliver_now(env, decision)
+            await self.agent.answer_now(env, decision)
             return
         assert env.channel is not None
         step = self.coordinator.open(env.id, env.channel, chat_text(env), env.from_)
@@ -226,7 +286,7 @@ class AgentFloor:
         if not envelopes:
             self.coordinator.finish(key)
             return
-        await self.agent._deliver_batch(key, envelopes)
+        await self.agent.answer_batch(key, envelopes)
 
     def _forget(self, key: str, reason: str) -> None:
         """Drop a waiting batch (skipped)."""
@@ -446,7 +506,7 @@ class AgentFloor:
                 continue
             answer = answer or result is True
         if answer:
-            await self.agent._deliver_note(note)
+            await self.agent.answer_note(note)
 
     # ------------------------------------------------------------------ idle nudges
 
@@ -470,7 +530,7 @@ class AgentFloor:
             return
         self._event("nudge", "", NUDGE_NOTE)
         log.info("%s: idle for a while: nudging itself", self.id)
-        self._spawn(agent._deliver_nudge(NUDGE_NOTE))
+        self._spawn(agent.answer_nudge(NUDGE_NOTE))
         self.activity()
 
     # ------------------------------------------------------------------ helpers
@@ -486,7 +546,7 @@ class AgentFloor:
     ) -> None:
         when = time.perf_counter() if at is None else at
         self.events.append(FloorEvent(kind, msg_id, detail, when, winner, cancelled))
-        self.agent._pulse()
+        self.agent.notify_changed()
 
     def _spawn(self, coro: Any) -> None:
         if self._closed:
@@ -503,4 +563,4 @@ class AgentFloor:
             log.error("%s: floor control failed: %s", self.id, task.exception())
 
 
-__all__ = ["NUDGE_NOTE", "AgentFloor", "FloorEvent", "wall_ms"]
+__all__ = ["NUDGE_NOTE", "AgentFloor", "FloorEvent", "FloorHost", "wall_ms"]

@@ -7,20 +7,39 @@ from ``Authorization: Bearer`` or, for browsers' EventSource which cannot set he
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from aiohttp import web
 
 from hubbub.protocol.errors import ProtocolError
+from hubbub.server.auth import Authenticator
+from hubbub.server.bans import BanList
 from hubbub.server.space import SpaceState
-
-if TYPE_CHECKING:
-    from hubbub.server.router import Router
 
 Need = Literal["page", "observe", "admin"]
 
 MAKE_OBSERVER = "hubbub token create --space space.yaml --id ops --kind human --role observer"
+
+
+class Directory(Protocol):
+    """Who exists on the gateway: its spaces, their tokens and bans (the router implements it)."""
+
+    @property
+    def auth(self) -> Authenticator:
+        """Checks tokens."""
+        ...
+
+    @property
+    def spaces(self) -> Mapping[str, SpaceState]:
+        """The spaces, by id."""
+        ...
+
+    @property
+    def bans(self) -> BanList:
+        """Who is banned where."""
+        ...
 
 
 class AccessDenied(Exception):
@@ -87,7 +106,7 @@ def request_token(request: web.Request) -> str | None:
     return request.query.get("token") or None
 
 
-def resolve_viewer(router: Router, request: web.Request, need: Need) -> Viewer:
+def resolve_viewer(router: Directory, request: web.Request, need: Need) -> Viewer:
     """Authenticate a dashboard/admin request and check it may do ``need``."""
     token = request_token(request)
     wanted = request.query.get("space")

@@ -1,80 +1,54 @@
 """The admin kill switch: disconnect or ban a participant, also a sleeping one.
 
-Bans are per space and saved in the store (the SQLite file by default), so a restart keeps
-them; only an unban lifts one (with ``--store memory`` they last as long as the process). A
-banned id is refused at connect (``banned``, close 1008) and on
-``POST /participants/{id}/messages`` (403).
+Bans are per space and saved in the store (:mod:`hubbub.server.bans`), so a restart keeps
+them; only an unban lifts one. A banned id is refused at connect (``banned``, close 1008) and
+on ``POST /participants/{id}/messages`` (403).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 
-from hubbub.protocol.errors import ErrorCode, ProtocolError
+from hubbub.protocol.errors import ProtocolError
 from hubbub.protocol.ids import is_participant_id
-from hubbub.server.access import AccessDenied, resolve_viewer
+from hubbub.server.access import AccessDenied, Directory, resolve_viewer
+from hubbub.server.activity import Activity
 from hubbub.server.connection import CLOSE_KICKED
-from hubbub.server.space import SpaceState
-
-if TYPE_CHECKING:
-    from hubbub.server.router import Router
-    from hubbub.store.base import Store
+from hubbub.server.space import Session, SpaceState
 
 KICKED_REASON = "disconnected by an admin"
 BANNED_REASON = "banned by an admin"
 
 
-class BanList:
-    """Banned participant ids per space, kept in the store so that a restart keeps them."""
+class AdminGateway(Directory, Protocol):
+    """The gateway as the kill switch uses it (the router implements it)."""
 
-    def __init__(self, store: Store) -> None:
-        self._banned: dict[str, set[str]] = {}
-        self._store = store
+    @property
+    def activity(self) -> Activity:
+        """The feed that records each kick, ban and unban."""
+        ...
 
-    async def load(self, space: str) -> None:
-        """Read the bans of ``space`` saved by an earlier run."""
-        self._banned[space] = set(await self._store.bans(space))
+    def detach(self, s: Session) -> None:
+        """Forget a session: leave its channels, announce it offline."""
+        ...
 
-    def is_banned(self, space: str, pid: str) -> bool:
-        """Whether ``pid`` is banned from ``space``."""
-        banned = self._banned.get(space)
-        return banned is not None and pid in banned
+    def error(self, s: Session, exc: ProtocolError) -> None:
+        """Answer a problem to the participant that caused it."""
+        ...
 
-    def check(self, space: str, pid: str) -> None:
-        """Raise ``banned`` if ``pid`` may not connect to or post in ``space``."""
-        if self.is_banned(space, pid):
-            raise ProtocolError(
-                ErrorCode.BANNED,
-                f"participant {pid!r} is banned from space {space!r} by an admin; "
-                f"ask an admin of the space to unban it (POST /admin/participants/{pid}/unban)",
-            )
-
-    def ban(self, space: str, pid: str) -> bool:
-        """Ban ``pid``; False when it already was."""
-        banned = self._banned.setdefault(space, set())
-        if pid in banned:
-            return False
-        banned.add(pid)
-        self._store.put_ban(space, pid, True)
-        return True
-
-    def unban(self, space: str, pid: str) -> bool:
-        """Lift a ban; False when there was none."""
-        banned = self._banned.get(space)
-        if banned is None or pid not in banned:
-            return False
-        banned.discard(pid)
-        self._store.put_ban(space, pid, False)
-        return True
-
-    def banned(self, space: str) -> list[str]:
-        """The banned ids of ``space``, sorted."""
-        return sorted(self._banned.get(space, ()))
+    async def durable(self) -> None:
+        """Wait until everything done so far is stored."""
+        ...
 
 
-def disconnect(router: Router, space: SpaceState, pid: str, reason: str = KICKED_REASON) -> bool:
+GatewayT = TypeVar("GatewayT", bound=AdminGateway)
+
+
+def disconnect(
+    router: AdminGateway, space: SpaceState, pid: str, reason: str = KICKED_REASON
+) -> bool:
     """Close ``pid``'s connection (4001) and detach it at once; False if it is not connected.
 
     Detaching runs the usual disconnect path: its floor claims end and a sleep is cancelled.
@@ -87,7 +61,7 @@ def disconnect(router: Router, space: SpaceState, pid: str, reason: str = KICKED
     return True
 
 
-def kick(router: Router, space: SpaceState, pid: str, by: str | None) -> dict[str, Any]:
+def kick(router: AdminGateway, space: SpaceState, pid: str, by: str | None) -> dict[str, Any]:
     """Disconnect a participant (it may reconnect); publishes ``kick``."""
     s = space.online.get(pid)
     if s is None:
@@ -98,7 +72,7 @@ def kick(router: Router, space: SpaceState, pid: str, by: str | None) -> dict[st
     return {"space": space.id, "id": pid, "disconnected": True, "was": was}
 
 
-def ban(router: Router, space: SpaceState, pid: str, by: str | None) -> dict[str, Any]:
+def ban(router: AdminGateway, space: SpaceState, pid: str, by: str | None) -> dict[str, Any]:
     """Ban a participant and disconnect it if connected; publishes ``ban``."""
     new = router.bans.ban(space.id, pid)
     s = space.online.get(pid)
@@ -122,7 +96,7 @@ def ban(router: Router, space: SpaceState, pid: str, by: str | None) -> dict[str
     }
 
 
-def unban(router: Router, space: SpaceState, pid: str, by: str | None) -> dict[str, Any]:
+def unban(router: AdminGateway, space: SpaceState, pid: str, by: str | None) -> dict[str, Any]:
     """Lift a ban; publishes ``unban``."""
     lifted = router.bans.unban(space.id, pid)
     if lifted:
@@ -130,7 +104,7 @@ def unban(router: Router, space: SpaceState, pid: str, by: str | None) -> dict[s
     return {"space": space.id, "id": pid, "banned": False, "was_banned": lifted}
 
 
-def add_admin_routes(app: web.Application, key: web.AppKey[Router]) -> None:
+def add_admin_routes(app: web.Application, key: web.AppKey[GatewayT]) -> None:
     """Register ``POST /admin/participants/{id}/disconnect|ban|unban`` and ``GET /admin/bans``."""
 
     def handler(action: str) -> Any:

@@ -21,15 +21,13 @@ cover.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hubbub.protocol.capabilities import CapabilitySet, uncovered
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import is_channel
+from hubbub.server.bans import BanList
 from hubbub.server.space import Channel, SpaceState
-
-if TYPE_CHECKING:
-    from hubbub.server.admin import BanList
 
 
 def may_join(caps: CapabilitySet, name: str) -> bool:

@@ -12,19 +12,18 @@ import logging
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, Protocol, cast
 
 import msgspec
 
-from hubbub.engines.callbacks import Callback, CallbackEngine, CallbackRejected
-from hubbub.engines.floor import ClaimRejected, FloorControl, Release
-from hubbub.engines.sleep import SleepEngine
+from hubbub.engines.callbacks import Callback, CallbackRejected
+from hubbub.engines.floor import ClaimRejected, Release
 from hubbub.engines.timers import TimerQueue
 from hubbub.protocol.capabilities import CapabilitySet
-from hubbub.protocol.envelope import Envelope, encode
+from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.protocol.ids import SERVER_ID, is_channel
+from hubbub.protocol.ids import SERVER_ID, UlidGenerator, is_channel
 from hubbub.protocol.markers import (
     CB_FIRE,
     WAKE,
@@ -34,13 +33,17 @@ from hubbub.protocol.markers import (
     SleepMode,
     parse_markers,
 )
+from hubbub.server.activity import Activity
 from hubbub.server.auth import Identity
+from hubbub.server.authorization import channel_access
+from hubbub.server.bans import BanList
 from hubbub.server.config import EngineSettings
-from hubbub.server.connection import ws_text_frame, ws_text_frames
+from hubbub.server.delivery import Delivery
+from hubbub.server.metrics import Metrics
+from hubbub.server.sender import HttpSender, Sender
 from hubbub.server.space import Channel, Session, SpaceState
-
-if TYPE_CHECKING:
-    from hubbub.server.router import HttpSender, Router, Sender
+from hubbub.server.space_engines import SpaceEngines
+from hubbub.store.base import Store
 
 log = logging.getLogger("hubbub.engines")
 
@@ -52,32 +55,56 @@ def now_ms() -> float:
     return time.time() * 1000
 
 
-class SpaceEngines:
-    """The three engines of one space, on the router's shared timer queue."""
+class CoordinationHost(Protocol):
+    """The gateway as coordination uses it (the router implements it): the spaces, where
+    callbacks are stored, how envelopes reach participants, and routing for ``@server``."""
 
-    def __init__(self, space: SpaceState, timers: TimerQueue, settings: EngineSettings) -> None:
-        sid = space.id
-        self.floor = FloorControl(
-            timers,
-            ttl_ms=settings.respond_ttl_ms,
-            enabled=settings.respond_enabled,
-            max_skew_ms=settings.claim_max_skew_ms,
-            scope=sid,
-        )
-        self.callbacks = CallbackEngine(
-            timers,
-            max_duration_s=settings.cb_max_duration_s,
-            max_per_agent=settings.cb_max_per_agent,
-            max_payload=settings.cb_max_payload,
-            grace_s=settings.cb_grace_s,
-            scope=sid,
-        )
-        self.sleep: SleepEngine[Envelope] = SleepEngine(
-            timers,
-            max_duration_s=settings.cb_max_duration_s,
-            max_buffer=settings.sleep_max_buffer,
-            scope=sid,
-        )
+    @property
+    def spaces(self) -> Mapping[str, SpaceState]:
+        """The spaces, by id."""
+        ...
+
+    @property
+    def store(self) -> Store:
+        """Where pending callbacks are saved (with the next commit)."""
+        ...
+
+    @property
+    def activity(self) -> Activity:
+        """The feed of what the engines did (claims, yields, callbacks, sleeps)."""
+        ...
+
+    @property
+    def metrics(self) -> Metrics:
+        """Counts refusals."""
+        ...
+
+    @property
+    def ids(self) -> UlidGenerator:
+        """Makes callback ids."""
+        ...
+
+    @property
+    def bans(self) -> BanList:
+        """Who may not use channels (for channel access of claims)."""
+        ...
+
+    @property
+    def delivery(self) -> Delivery:
+        """Writes to sessions: relays, yields, presence, errors."""
+        ...
+
+    def deliver_to(self, s: Session, env: Envelope) -> None:
+        """Send a stored or server-made envelope to one session (a held DM counts as read)."""
+        ...
+
+    def check_destination(self, sender: Sender, env: Envelope) -> None:
+        """Raise the error delivery would raise for ``env``'s channel or recipients."""
+        ...
+
+    def route(self, sender: Sender, env: Envelope, frame_len: int = 0) -> Envelope:
+        """Validate, authorize, stamp and deliver one envelope."""
+        ...
 
 
 class Coordination:
@@ -85,12 +112,10 @@ class Coordination:
 
     def __init__(
         self,
-        router: Router,
+        router: CoordinationHost,
         settings: EngineSettings,
         clock: Callable[[], float] = now_ms,
     ) -> None:
-        from hubbub.server.router import HttpSender
-
         self.router = router
         self.settings = settings
         self.clock = clock
@@ -193,7 +218,7 @@ class Coordination:
                 "a claim needs 'channel' (a '#channel'): floor control applies to channel "
                 "messages only (DMs are always answered)",
             )
-        ch = r._channel_for(sender, env.channel)
+        ch = channel_access(r.bans, sender.space, sender.id, sender.caps, env.channel)
         msg_id, started_at = env.payload.get("msg_id"), env.payload.get("started_at")
         if not isinstance(msg_id, str) or not msg_id:
             raise ProtocolError(
@@ -245,7 +270,7 @@ class Coordination:
             if target is not None:
                 r.deliver_to(
                     target,
-                    r._server_env(
+                    r.delivery.server_env(
                         "floor/yield",
                         {
                             "msg_id": msg_id,
@@ -268,7 +293,7 @@ class Coordination:
         if out.changed:
             self._relay(
                 ch,
-                r._server_env(
+                r.delivery.server_env(
                     "floor/claimed",
                     {
                         "msg_id": msg_id,
@@ -294,7 +319,7 @@ class Coordination:
         order the claims were handled, after their yields.
         """
         if not burst:
-            self.router._fanout(ch, env)
+            self.router.delivery.fanout(ch, env)
         else:
             queued = self._relays.get(ch)
             if queued is None:
@@ -315,26 +340,8 @@ class Coordination:
             self._relay_handle.cancel()
             self._relay_handle = None
         relays, self._relays = self._relays, {}
-        r = self.router
         for ch, envs in relays.items():
-            if len(envs) == 1:
-                r._fanout(ch, envs[0])
-                continue
-            n = 0
-            for dname, conns in ch.by_dialect.items():
-                if not conns:
-                    continue
-                if dname == "mew":
-                    buf = b"".join(ws_text_frame(encode(e)) for e in envs)
-                else:
-                    dialect = next(iter(conns.values())).dialect
-                    buf = ws_text_frames([p for e in envs for p in dialect.encode(e)])
-                if not buf:
-                    continue
-                for conn in list(conns.values()):
-                    conn.send(buf)
-                n += len(conns)
-            r.metrics.messages_out += n * len(envs)
+            self.router.delivery.fanout_all(ch, envs)
 
     def spoke(self, sender: Sender, env: Envelope) -> None:
         """``sender`` wrote in a channel: the claims it holds there are done."""
@@ -439,7 +446,7 @@ class Coordination:
         """
         exc = ProtocolError(ErrorCode.CALLBACK_REJECTED, message)
         if isinstance(sender, Session):
-            self.router.error(sender, exc)  # counts it in the metrics too
+            self.router.delivery.error(sender, exc)  # counts it in the metrics too
         else:
             self.router.metrics.errors[exc.code.value] += 1
             sender.refusals.append(exc)
@@ -456,7 +463,7 @@ class Coordination:
                 if ch is not None:
                     ch.set_asleep(s, True)
         s.presence = "sleeping"
-        self.router._queue_presence(s.space, "update", s.summary())
+        self.router.delivery.queue_presence(s.space, "update", s.summary())
         self.router.activity.publish(
             "sleep", s.space.id, participant=s.id, wake_at=s.wake_at, mode=entry.mode
         )
@@ -489,7 +496,7 @@ class Coordination:
                     r.deliver_to(s, env)
 
         r.store.after_commit(deliver_buffered)
-        r._queue_presence(s.space, "update", s.summary())
+        r.delivery.queue_presence(s.space, "update", s.summary())
         r.activity.publish(
             "wake",
             s.space.id,

@@ -13,7 +13,8 @@ from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import is_participant_id, normalize_channel
 from hubbub.server.auth import Identity
 from hubbub.server.authorization import channel_access
-from hubbub.server.router import HttpSender, Router
+from hubbub.server.router import Router
+from hubbub.server.sender import HttpSender
 from hubbub.server.space import SpaceState
 
 _STATUS = {

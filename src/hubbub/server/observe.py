@@ -1,13 +1,15 @@
 """What the dashboard sees: state snapshots of a space, proposals, and activity event hooks.
 
-The router calls the small hooks here (``routed``, ``presence``) and the dashboard's event
-stream calls :func:`snapshot` / :func:`state`. Nothing here sends to participants.
+The router and delivery call the small hooks here (``routed``, ``presence``) and the
+dashboard's event stream calls :func:`snapshot` / :func:`state`. Nothing here sends to
+participants. What it reads of the gateway is :class:`Observed` (the router implements it).
 """
 
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 import msgspec
 
@@ -15,10 +17,9 @@ from hubbub import __version__
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.ids import SERVER_ID
 from hubbub.server.activity import Activity, Event
+from hubbub.server.bans import BanList
 from hubbub.server.space import SpaceState
-
-if TYPE_CHECKING:
-    from hubbub.server.router import Router
+from hubbub.server.space_engines import SpaceEngines
 
 TEXT_MAX = 500
 """Longest message text copied into an activity event (the rest is cut with an ellipsis)."""
@@ -136,6 +137,56 @@ def _outcome(env: Envelope) -> dict[str, Any]:
     return {"ok": True, "result": _cut(text)}
 
 
+# ---------------------------------------------------------------------- what is observed
+
+
+class EngineView(Protocol):
+    """The coordination engines as the dashboard reads them."""
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """Unix ms now, as the engines see it."""
+        ...
+
+    def engines(self, space: SpaceState) -> SpaceEngines:
+        """The engines of ``space``."""
+        ...
+
+
+class Observed(Protocol):
+    """The gateway as the dashboard reads it (the router implements it)."""
+
+    @property
+    def activity(self) -> Activity:
+        """The activity feed."""
+        ...
+
+    @property
+    def proposal_board(self) -> ProposalBoard:
+        """Pending proposals and their fulfilments."""
+        ...
+
+    @property
+    def coordination(self) -> EngineView:
+        """Floor, callbacks and sleep of every space."""
+        ...
+
+    @property
+    def bans(self) -> BanList:
+        """Who is banned where."""
+        ...
+
+    @property
+    def server_name(self) -> str:
+        """The server's name (in welcomes and snapshots)."""
+        ...
+
+    @property
+    def spaces(self) -> Mapping[str, SpaceState]:
+        """The spaces, by id."""
+        ...
+
+
 # ---------------------------------------------------------------------- router hooks
 
 
@@ -160,7 +211,7 @@ def message_fields(env: Envelope) -> dict[str, Any]:
     return out
 
 
-def routed(router: Router, space: SpaceState, env: Envelope) -> None:
+def routed(router: Observed, space: SpaceState, env: Envelope) -> None:
     """A message was delivered: proposals are always recorded, the rest when watched."""
     activity = router.activity
     if env.kind.startswith("mcp/"):
@@ -200,9 +251,9 @@ def presence(
 # ---------------------------------------------------------------------- snapshots
 
 
-def state(router: Router, space: SpaceState) -> dict[str, Any]:
+def state(router: Observed, space: SpaceState) -> dict[str, Any]:
     """The live state of a space: channels, participants, sleepers, floor, proposals."""
-    eng = router.coordination.spaces[space.id]
+    eng = router.coordination.engines(space)
     sleeping = {
         e.participant: {
             "wake_at": int(e.wake_at),
@@ -270,7 +321,7 @@ def recent(activity: Activity, space: str) -> list[Event]:
     return [e for e in activity.recent if e.get("space") == space]
 
 
-def snapshot(router: Router, space: SpaceState, viewer: dict[str, Any]) -> dict[str, Any]:
+def snapshot(router: Observed, space: SpaceState, viewer: dict[str, Any]) -> dict[str, Any]:
     """Everything a dashboard needs on connect: state, who is watching, recent activity."""
     return state(router, space) | {
         "server": {"name": router.server_name, "version": __version__},

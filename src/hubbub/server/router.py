@@ -14,9 +14,8 @@ from typing import Any
 
 import msgspec
 
-from hubbub.protocol.agentchat import AgentchatDialect
 from hubbub.protocol.capabilities import CapabilityError, CapabilitySet, validate_capabilities
-from hubbub.protocol.dialect import Dialect, Reply
+from hubbub.protocol.dialect import Reply
 from hubbub.protocol.envelope import (
     CLIENT_KINDS,
     CONTROL_KINDS,
@@ -29,12 +28,11 @@ from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.hello import Hello
 from hubbub.protocol.ids import Clock, UlidGenerator, is_channel, is_participant_id
 from hubbub.protocol.markers import SleepMarker
-from hubbub.protocol.mew import MewDialect
 from hubbub.server import observe  # dashboard
 from hubbub.server.activity import Activity
-from hubbub.server.admin import BanList  # admin kill switch
 from hubbub.server.auth import Authenticator, Identity
 from hubbub.server.authorization import channel_access, check_grant, may_join
+from hubbub.server.bans import BanList  # admin kill switch
 from hubbub.server.config import AUTO_JOIN_MAX, EngineSettings, Limits, SpaceConfig
 from hubbub.server.connection import (
     CLOSE_GOING_AWAY,
@@ -44,14 +42,16 @@ from hubbub.server.connection import (
     ws_text_frames,
 )
 from hubbub.server.coordination import Coordination, now_ms
+from hubbub.server.delivery import DIALECTS, Delivery
 from hubbub.server.metrics import Metrics
+from hubbub.server.sender import HttpSender as HttpSender  # re-exported for older imports
+from hubbub.server.sender import Sender
 from hubbub.server.space import Channel, RateBuckets, Session, SpaceState
 from hubbub.store.base import DM_STREAM, MessageRef, Store
 
 log = logging.getLogger("hubbub.router")
 
 SERVER_ID = "system:gateway"
-DIALECTS: dict[str, Dialect] = {"mew": MewDialect(), "agentchat": AgentchatDialect()}
 HISTORY_CACHE = 512
 SETTABLE_PRESENCE = ("online", "away", "busy", "listening", "offline")
 """Presence values a participant may set itself (agentchat's set; ``sleeping`` is the server's)."""
@@ -76,25 +76,6 @@ class _StoredId(msgspec.Struct):
 
 
 _read_id = msgspec.json.Decoder(_StoredId).decode
-
-
-class HttpSender:
-    """A participant posting over HTTP: same identity and capabilities, no connection."""
-
-    wake_at: int | None = None  # never asleep: only a connection can sleep
-
-    def __init__(self, space: SpaceState, identity: Identity, caps: CapabilitySet) -> None:
-        self.id = identity.id
-        self.kind = identity.kind
-        self.role = identity.role
-        self.space = space
-        self.caps = caps
-        self.refusals: list[ProtocolError] = []
-        """Parts of the message refused while the rest went on (a rejected callback): the
-        HTTP response reports them, as ``system/error`` does on a WebSocket."""
-
-
-Sender = Session | HttpSender
 
 
 class Router:
@@ -128,7 +109,11 @@ class Router:
         """Each participant's rate, shared by its connections (also across reconnects) and
         its HTTP posts."""
         self.activity = Activity()
-        self.bans = BanList(self.store)  # admin kill switch (hubbub.server.admin)
+        self.delivery = Delivery(
+            limits, self.metrics, self.activity, self.clock, self.ids, lambda: self.shutting_down
+        )
+        """Writes to the sessions (shared with coordination; see delivery.py)."""
+        self.bans = BanList(self.store)  # admin kill switch (hubbub.server.bans, admin)
         self.proposal_board = observe.ProposalBoard()  # dashboard (hubbub.server.observe)
         self.coordination = Coordination(
             self, engine_settings or EngineSettings(), engine_clock or now_ms
@@ -722,22 +707,8 @@ class Router:
             after()
 
     def _fanout(self, ch: Channel, env: Envelope, data: bytes | None = None) -> None:
-        """Write one envelope to every member: encoded once per dialect, same bytes to all."""
-        mew = ch.by_dialect["mew"]
-        n = 0
-        if mew:
-            frame = ws_text_frame(data if data is not None else encode(env))
-            for conn in mew.values():
-                conn.send(frame)
-            n += len(mew)
-        ac = ch.by_dialect["agentchat"]
-        if ac:
-            buf = ws_text_frames(DIALECTS["agentchat"].encode(env))
-            if buf:
-                for conn in ac.values():
-                    conn.send(buf)
-                n += len(ac)
-        self.metrics.messages_out += n
+        """Write ``env`` to every member of ``ch`` (:meth:`Delivery.fanout`)."""
+        self.delivery.fanout(ch, env, data)
 
     def _check_recipients(self, space: SpaceState, to: list[str]) -> None:
         for pid in to:
@@ -821,12 +792,8 @@ class Router:
             self._dm_mark(s, env.seq)  # a DM held for a sleeper, delivered at its wake
 
     def _send_env(self, s: Session, env: Envelope) -> None:
-        if env.kind == "system/welcome":
-            payloads = s.conn.dialect.welcome(env)
-        else:
-            payloads = s.conn.dialect.encode(env)
-        s.conn.send_payloads(payloads)
-        self.metrics.messages_out += 1
+        """Write ``env`` to ``s`` (:meth:`Delivery.send`)."""
+        self.delivery.send(s, env)
 
     def _server_env(
         self,
@@ -837,29 +804,14 @@ class Router:
         channel: str | None = None,
         correlation_id: list[str] | None = None,
     ) -> Envelope:
-        now = self.clock.now_ms()
-        return Envelope(
-            kind=kind,
-            protocol=PROTOCOL,
-            id=self.ids.new(now),
-            ts=self.clock.iso(now),
-            from_=SERVER_ID,
-            to=to,
-            channel=channel,
-            correlation_id=correlation_id,
-            payload=payload,
+        """A new envelope from the server (:meth:`Delivery.server_env`)."""
+        return self.delivery.server_env(
+            kind, payload, to=to, channel=channel, correlation_id=correlation_id
         )
 
     def error(self, s: Session, exc: ProtocolError) -> None:
         """Answer a problem to the participant that caused it."""
-        self.metrics.errors[exc.code.value] += 1
-        if self.activity.watched:  # dashboard feed: errors only while someone watches
-            self.activity.publish(
-                "error", s.space.id, participant=s.id, code=exc.code.value, message=exc.message
-            )
-        payload: dict[str, Any] = {"error": exc.code.value, "message": exc.message, **exc.extra}
-        cid = [exc.correlation_id] if exc.correlation_id else None
-        self._send_env(s, self._server_env("system/error", payload, to=[s.id], correlation_id=cid))
+        self.delivery.error(s, exc)
 
     def _reply(self, sender: Sender, req: Envelope, kind: str, payload: dict[str, Any]) -> None:
         """Answer a control frame after what the sender sent before it is delivered, so a
@@ -896,92 +848,12 @@ class Router:
     def _queue_presence(
         self, space: SpaceState, event: str, entry: dict[str, Any], channel: str | None = None
     ) -> None:
-        if self.shutting_down:
-            return  # everyone is leaving: announcing each departure to the rest is O(N²)
-        observe.presence(self.activity, space.id, event, entry, channel)  # dashboard feed
-        space.pending_presence.append((event, entry, channel))
-        if not space.presence_scheduled:
-            space.presence_scheduled = True
-            delay = self.limits.presence_coalesce_ms / 1000
-            asyncio.get_running_loop().call_later(delay, self._flush_presence, space)
+        """Announce a presence change with the next flush (:meth:`Delivery.queue_presence`)."""
+        self.delivery.queue_presence(space, event, entry, channel)
 
     def _flush_presence(self, space: SpaceState) -> None:
-        """Send queued presence events, consecutive events of one kind as one frame."""
-        space.presence_scheduled = False
-        pending, space.pending_presence = space.pending_presence, []
-        runs: list[tuple[str, str | None, list[dict[str, Any]]]] = []
-        for event, entry, channel in pending:
-            if runs and runs[-1][0] == event and runs[-1][1] == channel:
-                runs[-1][2].append(entry)
-            else:
-                runs.append((event, channel, [entry]))
-        for event, channel, entries in runs:
-            # MEW clients read payload.participant of every presence: a run keeps its first
-            payload: dict[str, Any] = {"event": event, "participant": entries[0]}
-            if len(entries) > 1:
-                payload["participants"] = entries
-            if channel is not None:
-                payload["channel"] = channel
-                ch = space.channels.get(channel)
-                recipients: Iterable[Session] = ch.members.values() if ch else ()
-            else:
-                recipients = space.online.values()
-            env = self._server_env("system/presence", payload)
-            membership = event in ("join", "leave")
-            frames: dict[str, bytes] = {}
-            for s in list(recipients):
-                dialect = s.conn.dialect
-                if membership and dialect.channel_presence:
-                    continue  # told per channel, below
-                dname = dialect.name
-                if dname not in frames:
-                    frames[dname] = ws_text_frames(dialect.encode(env))
-                if frames[dname]:
-                    s.conn.send(frames[dname])
-                    self.metrics.messages_out += 1
-            if membership:
-                self._membership_by_channel(space, event, channel, entries)
-
-    def _membership_by_channel(
-        self, space: SpaceState, event: str, channel: str | None, entries: list[dict[str, Any]]
-    ) -> None:
-        """Send join/leave events to the channel-scoped dialects: per channel, to its members
-        only, never to the participant the event is about."""
-        by_channel: dict[str, list[dict[str, Any]]] = {}
-        if channel is not None:
-            by_channel[channel] = entries
-        else:
-            for entry in entries:
-                for name in entry.get("channels", ()):
-                    by_channel.setdefault(name, []).append(entry)
-        for name, people in by_channel.items():
-            ch = space.channels.get(name)
-            if ch is None:
-                continue
-            # per dialect: each person's frames, so that a subject can be left out of its own
-            pieces: dict[str, list[tuple[str, bytes]]] = {}
-            for s in list(ch.members.values()):
-                dialect = s.conn.dialect
-                if not dialect.channel_presence:
-                    continue
-                mine = pieces.get(dialect.name)
-                if mine is None:
-                    mine = pieces[dialect.name] = [
-                        (str(e.get("id")), self._membership_frames(dialect, event, e, name))
-                        for e in people
-                    ]
-                buf = b"".join(frames for pid, frames in mine if pid != s.id)
-                if buf:
-                    s.conn.send(buf)
-                    self.metrics.messages_out += 1
-
-    def _membership_frames(
-        self, dialect: Dialect, event: str, entry: dict[str, Any], channel: str
-    ) -> bytes:
-        env = self._server_env(
-            "system/presence", {"event": event, "participant": entry, "channel": channel}
-        )
-        return ws_text_frames(dialect.encode(env))
+        """Send the queued presence changes now (:meth:`Delivery.flush_presence`)."""
+        self.delivery.flush_presence(space)
 
     # ------------------------------------------------------------------ channels and history
 

@@ -1,0 +1,1 @@
+"""The wire: envelope model, kinds, ids, markers, capability matcher, dialect codecs."""

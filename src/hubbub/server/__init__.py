@@ -1,0 +1,1 @@
+"""The gateway: connections, routing, auth, coordination wiring, HTTP API, dashboard."""

@@ -1,0 +1,27 @@
+"""Who sends a routed message: a connected session, or a participant posting over HTTP."""
+
+from __future__ import annotations
+
+from hubbub.protocol.capabilities import CapabilitySet
+from hubbub.protocol.errors import ProtocolError
+from hubbub.server.auth import Identity
+from hubbub.server.space import Session, SpaceState
+
+
+class HttpSender:
+    """A participant posting over HTTP: same identity and capabilities, no connection."""
+
+    wake_at: int | None = None  # never asleep: only a connection can sleep
+
+    def __init__(self, space: SpaceState, identity: Identity, caps: CapabilitySet) -> None:
+        self.id = identity.id
+        self.kind = identity.kind
+        self.role = identity.role
+        self.space = space
+        self.caps = caps
+        self.refusals: list[ProtocolError] = []
+        """Parts of the message refused while the rest went on (a rejected callback): the
+        HTTP response reports them, as ``system/error`` does on a WebSocket."""
+
+
+Sender = Session | HttpSender
