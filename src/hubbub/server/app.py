@@ -24,6 +24,7 @@ from hubbub.server.http_api import add_http_routes
 from hubbub.server.listener import GuardedSite
 from hubbub.server.metrics import Metrics
 from hubbub.server.router import Router
+from hubbub.server.web_assets import add_asset_routes
 from hubbub.server.web_guard import browser_guard
 from hubbub.store.base import Durability, Store
 from hubbub.store.memory import MemoryStore
@@ -219,6 +220,7 @@ def build_app(router: Router) -> web.Application:
     add_http_routes(app, ROUTER_KEY)
     add_dashboard_routes(app, ROUTER_KEY)
     add_admin_routes(app, ROUTER_KEY)
+    add_asset_routes(app)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         await router.start()
