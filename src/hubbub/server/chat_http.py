@@ -3,9 +3,10 @@
 ``GET /chat`` serves the page (``web/chat/index.html``; it holds no data, so everyone gets it).
 Everything the page shows then comes over the WebSocket (MEW dialect) as the signed-in
 participant. ``GET /chat/session`` tells the page how to sign in: with a token
-(``Authorization: Bearer``) it answers whose token it is, without one whether the space is
-open (sign in with a name) or needs a token. Refusals are JSON ``{error, message}`` naming
-the fix.
+(``Authorization: Bearer``) it answers whose token it is; without one, whether the space is
+open (sign in with a name) or signs people in with tokens (``open: false`` and a ``message``
+saying how to get one). Refusals (an unknown token, a ban, another space) are JSON
+``{error, message}`` naming the fix.
 """
 
 from __future__ import annotations
@@ -67,12 +68,13 @@ def chat_session(router: Router, token: str | None, wanted: str | None) -> web.R
             f"{', '.join(sorted(router.spaces))} (open /chat?space=<one of them>)",
         )
     if not space.config.open:
-        return _refuse(
-            401,
-            "token_required",
-            f"space {sid!r} needs a token to sign in: paste yours (it starts with hb_), or ask "
-            f"an admin for one (`{MAKE_TOKEN}`)",
+        # not a refusal: the answer to "how do I sign in here?" (the page asks before anyone has)
+        body = {"space": sid, "id": None, "kind": None, "open": False}
+        body["message"] = (
+            f"space {sid!r} signs people in with a token: paste yours (it starts with hb_), "
+            f"or ask an admin for one (`{MAKE_TOKEN}`)"
         )
+        return web.json_response(body)
     return web.json_response({"space": sid, "id": None, "kind": None, "open": True})
 
 

@@ -42,7 +42,7 @@ function banner(text) {
 function renderCallbacks() {
   const chip = $("callbacks");
   chip.hidden = !chat.callbacks;
-  chip.textContent = chat.callbacks ? `⏰ ${chat.callbacks} callback${chat.callbacks === 1 ? "" : "s"} pending` : "";
+  chip.textContent = chat.callbacks ? `${chat.callbacks} callback${chat.callbacks === 1 ? "" : "s"} pending` : "";
 }
 
 function onState(state, detail) {
@@ -121,10 +121,10 @@ function connect(signin) {
       refreshRoster(); // one callback fewer pending
     }
   });
-  session.on("ack", (id, env) => {
+  session.on("ack", (id, echo, sent) => {
     chat.actions.delete(id);
-    const text = env.payload && env.payload.text;
-    if (typeof text === "string" && text.includes("@@")) refreshRoster();
+    const text = sent.payload && sent.payload.text;
+    if (typeof text === "string" && text.includes("@@")) refreshRoster(); // a callback, maybe
   });
   session.on("failed", (id, error) => {
     const entry = chat.actions.get(id);

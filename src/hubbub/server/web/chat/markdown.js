@@ -135,7 +135,7 @@ function inline(text, ctx, depth) {
         if (href === null) {
           buf += text.slice(i, found.end); // shown as written, and inert
         } else if (image) {
-          push(link(href, [`🖼 ${found.label || "image"}`]));
+          push(link(href, [`image: ${found.label || "(no description)"}`]));
           out[out.length - 1].className = "md-image";
         } else {
           push(link(href, inline(found.label, { ...ctx, inLink: true }, depth + 1)));

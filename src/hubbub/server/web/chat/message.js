@@ -92,8 +92,8 @@ function noteRow(item) {
     return el(
       "li",
       { class: "msg note callback", dataset: dataset(item) },
-      el("span", { class: "icon", "aria-hidden": "true" }, "⏰"),
-      el("span", {}, mine ? "Your callback: " : `Callback for ${item.cbOrigin}: `),
+      el("span", { class: "tag" }, "callback"),
+      el("span", {}, mine ? " yours: " : ` for ${item.cbOrigin}: `),
       el("span", { class: "cb-text" }, item.text),
     );
   }
@@ -133,7 +133,7 @@ function fold(entries, standalone) {
 }
 
 function entryRow(entry) {
-  if (entry.type === "thought") return el("li", { class: "entry thought" }, el("span", { class: "icon", "aria-hidden": "true" }, "💭"), entry.text);
+  if (entry.type === "thought") return el("li", { class: "entry thought" }, el("span", { class: "tag" }, "thought"), entry.text);
   if (entry.type === "call") {
     const args = entry.arguments === undefined ? "" : json(entry.arguments);
     const outcome =
@@ -143,7 +143,7 @@ function entryRow(entry) {
     return el(
       "li",
       { class: "entry call", dataset: { id: entry.id } },
-      el("span", { class: "icon", "aria-hidden": "true" }, "🔧"),
+      el("span", { class: "tag" }, "tool"),
       el("code", {}, `${entry.to.join(", ")}/${entry.tool}`),
       " ",
       args ? el("code", { class: "args" }, args) : null,
@@ -163,7 +163,7 @@ function proposalRow(entry) {
     el(
       "div",
       { class: "what" },
-      el("span", { class: "icon", "aria-hidden": "true" }, "📝"),
+      el("span", { class: "tag" }, "proposal"),
       "proposes ",
       el("code", {}, what),
       args ? " " : null,

@@ -133,6 +133,7 @@ function addChat(env, ctx) {
       have.era = conv.era;
       place(conv, have);
       have.ts = env.ts || have.ts;
+      have.text = text; // what the others see (the gateway strips @@ markers)
       have.status = "sent";
       have.error = null;
       bus.emit("item-added", conv, have); // moves it to its place
@@ -621,18 +622,29 @@ function setPerson(e, online) {
 
 function applyPresence(p) {
   const entries = Array.isArray(p.participants) ? p.participants : p.participant ? [p.participant] : [];
-  const conv = p.channel ? chat.convs.get(p.channel) : null;
+  const touched = new Set();
+  const member = (name, id, joins) => {
+    const conv = chat.convs.get(name);
+    if (!conv) return;
+    if (joins) conv.members.add(id);
+    else conv.members.delete(id);
+    touched.add(name);
+  };
   for (const e of entries) {
     if (!e || typeof e.id !== "string") continue;
     if (p.channel) {
-      if (conv && p.event === "join") conv.members.add(e.id);
-      if (conv && p.event === "leave") conv.members.delete(e.id);
+      // membership of one channel
+      if (p.event === "join" || p.event === "leave") member(p.channel, e.id, p.event === "join");
       if (p.event === "join" && !(chat.people.get(e.id) || {}).online) setPerson(e, true);
     } else {
+      // connected (with the channels it joined) or disconnected (from those it was in)
       setPerson(e, p.event !== "leave");
+      if ((p.event === "join" || p.event === "leave") && Array.isArray(e.channels)) {
+        for (const name of e.channels) member(name, e.id, p.event === "join");
+      }
     }
   }
-  if (conv) bus.emit("conv", conv.key);
+  for (const name of touched) bus.emit("conv", name);
   bus.emit("people");
 }
 

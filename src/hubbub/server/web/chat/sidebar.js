@@ -5,7 +5,7 @@
 import { $, el } from "../common/dom.js";
 import { span } from "../common/format.js";
 import { createChannel, joinChannel, listChannels, openConversation } from "./actions.js";
-import { bus, chat, dmKey, peersOf, serverNow } from "./state.js";
+import { bus, chat, convTitle, dmKey, serverNow } from "./state.js";
 
 const RANK = { online: 0, busy: 1, listening: 1, away: 2, sleeping: 3, offline: 4 };
 
@@ -42,7 +42,7 @@ function renderConversations() {
   const channels = [...chat.convs.values()].filter((c) => c.kind === "channel" && c.joined).sort((a, b) => a.key.localeCompare(b.key));
   $("channel-list").replaceChildren(...channels.map((c) => convButton(c, c.key)));
   const dms = [...chat.convs.values()].filter((c) => c.kind === "dm" && (c.items.size || c.key === chat.current)).sort((a, b) => a.key.localeCompare(b.key));
-  $("dm-list").replaceChildren(...dms.map((c) => convButton(c, peersOf(c.key).join(", "))));
+  $("dm-list").replaceChildren(...dms.map((c) => convButton(c, convTitle(c.key))));
   $("dm-empty").hidden = dms.length > 0;
   const joined = new Set(channels.map((c) => c.key));
   const others = [...chat.channelsKnown.keys()].filter((n) => !joined.has(n)).sort();

@@ -58,3 +58,11 @@ export function dmKey(others) {
 export function peersOf(key) {
   return key.slice(1).split(",");
 }
+
+/** How a conversation is named: `#channel`, or its other parties (the gateway for callbacks). */
+export function convTitle(key) {
+  if (key.startsWith("#")) return key;
+  return peersOf(key)
+    .map((id) => (id === SERVER ? "gateway (callbacks)" : id))
+    .join(", ");
+}

@@ -7,7 +7,7 @@ import { plural } from "../common/format.js";
 import { leaveChannel, loadOlder } from "./actions.js";
 import { renderItem } from "./message.js";
 import { markRead, viewing } from "./model.js";
-import { bus, chat, peersOf } from "./state.js";
+import { SERVER, bus, chat, convTitle, dmKey } from "./state.js";
 
 const NEAR_TOP_PX = 120;
 const NEAR_BOTTOM_PX = 48;
@@ -29,7 +29,7 @@ function current() {
 }
 
 function renderHeader(conv) {
-  const title = conv.kind === "channel" ? conv.key : peersOf(conv.key).join(", ");
+  const title = convTitle(conv.key);
   $("conv-title").textContent = conv.kind === "channel" ? title : `${title} (direct)`;
   const info =
     conv.kind === "channel"
@@ -41,10 +41,14 @@ function renderHeader(conv) {
   $("leave-btn").hidden = !(conv.kind === "channel" && conv.joined);
   $("older-btn").hidden = !(conv.hasOlder && conv.joined);
   $("older-btn").textContent = conv.loadingOlder ? "Loading older messages…" : "Load older messages";
-  $("composer-input").placeholder =
-    conv.kind === "channel" && !conv.joined
+  const readOnly = conv.kind === "channel" ? !conv.joined : conv.key === dmKey([SERVER]);
+  $("composer-input").disabled = readOnly;
+  $("send-btn").disabled = readOnly;
+  $("composer-input").placeholder = !readOnly
+    ? `Message ${title} — Enter sends, Shift+Enter for a new line, @ to mention`
+    : conv.kind === "channel"
       ? `Join ${conv.key} to write here`
-      : `Message ${title} — Enter sends, Shift+Enter for a new line, @ to mention`;
+      : "Your callbacks arrive here when they fire (write @@cb:10m@@ reminder in any message)";
 }
 
 function renderAll(conv) {

@@ -13,7 +13,7 @@
 // Events (see Emitter): "state" (state, detail) with state connecting | live | reconnecting |
 // closed; "welcome" (env); "joined" (channel, {members, history, reset, resumed, env});
 // "left" (channel, env); "history" ({channel, messages, forward, hasMore, id, env});
-// "envelope" (env) for every other envelope; "ack" (id, env), "failed" (id, error, env),
+// "envelope" (env) for every other envelope; "ack" (id, echo, sent), "failed" (id, error, env),
 // "kept" (id, env) for the outbox; "error" (error, env) for other system/errors; "epoch" (new).
 
 import { Emitter } from "./emitter.js";
@@ -346,7 +346,7 @@ export class Session extends Emitter {
     const entry = this.outbox.get(env.id);
     if (!entry) return;
     this.outbox.delete(env.id);
-    this.emit("ack", env.id, env);
+    this.emit("ack", env.id, env, entry.env);
   }
 
   /** Note a seq received (resume points): channel messages by channel, DMs by `@dm`. */
