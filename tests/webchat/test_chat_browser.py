@@ -7,6 +7,7 @@ on the offline scripted model.
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,9 @@ from playwright.async_api import Page, expect
 
 from hubbub.protocol.ids import ulid_time_ms
 from hubbub.server.config import Limits, ParticipantConfig, SpaceConfig, hash_token
-from tests.conftest import RunningGateway, start_gateway, stop_gateway
+from tests.conftest import RunningGateway, WsClient, start_gateway, stop_gateway
 from tests.dashboard.conftest import start_dash_gateway
-from tests.webchat.conftest import PHONE, WAIT_S, OpenPage, sign_in
+from tests.webchat.conftest import GATEWAY_DOWN, PHONE, WAIT_S, OpenPage, sign_in
 
 
 def _chat(text: str, channel: str = "#general") -> dict[str, Any]:
@@ -216,6 +217,8 @@ async def test_a_phone_sized_screen_in_dark_mode_with_less_motion(
     await expect(toggle).to_be_focused()
     background = await dana.evaluate("getComputedStyle(document.body).backgroundColor")
     assert background == "rgb(18, 21, 28)"  # the dark palette
+    slide = await sidebar.evaluate("s => getComputedStyle(s).transitionDuration")
+    assert slide == "0s"  # the drawer does not slide for people who asked for less motion
     await dana.screenshot(path=str(tmp_path / "chat-phone.png"))
     assert (tmp_path / "chat-phone.png").stat().st_size > 0
 
@@ -371,5 +374,112 @@ async def test_callbacks_pending_for_the_person_and_their_fire(
             "callback yours: time to stretch"
         )
         await expect(dana.locator("#composer-input")).to_be_disabled()
+    finally:
+        await stop_gateway(gw)
+
+
+async def test_channels_unread_counts_and_who_is_online_asleep_or_offline(
+    cgw: RunningGateway, person: Any
+) -> None:
+    sleeper = await cgw.mew("sleeper")
+    leaver = await cgw.mew("leaver")
+    dana = await person("dana")
+    erin = await person("erin")
+    # create a channel (it opens), erin joins it from the list of other channels
+    await dana.locator("#browse summary").click()
+    await dana.locator("#create-input").fill("ideas")
+    await dana.locator("#create-input").press("Enter")
+    await expect(dana.locator("#conv-title")).to_have_text("#ideas")
+    await erin.locator("#browse summary").click()
+    await erin.locator('#other-channels button.join[data-channel="#ideas"]').click()
+    await expect(erin.locator("#conv-title")).to_have_text("#ideas")
+    await expect(dana.locator("#conv-info")).to_have_text("2 members")
+    # unread counts: erin writes in #general and #ideas; dana reads #ideas
+    await _write(erin, "an idea")
+    await expect(_row(dana, "an idea")).to_be_visible()
+    await erin.keyboard.press("Alt+ArrowUp")  # the previous conversation: #general
+    await expect(erin.locator("#conv-title")).to_have_text("#general")
+    await _write(erin, "one for @dana")
+    await _write(erin, "and another")
+    general = dana.locator('#channel-list button.conv[data-conv="#general"]')
+    await expect(general.locator(".unread")).to_contain_text("2")
+    await expect(general.locator(".unread")).to_have_class("unread mention")  # she was named
+    await expect(dana).to_have_title("(2) hubbub chat")
+    await general.click()
+    await expect(general.locator(".unread")).to_have_count(0)
+    await expect(_row(dana, "one for @dana")).to_have_class("msg mention-me")
+    # leave #ideas: it goes back to the list of other channels
+    await dana.locator('#channel-list button.conv[data-conv="#ideas"]').click()
+    await dana.locator("#leave-btn").click()
+    await expect(dana.locator('#channel-list button.conv[data-conv="#ideas"]')).to_have_count(0)
+    await expect(dana.locator("#conv-title")).to_have_text("#general")
+    await erin.locator('#channel-list button.conv[data-conv="#ideas"]').click()
+    await expect(erin.locator("#conv-info")).to_have_text("1 member")
+    # presence: asleep with a countdown, then offline
+    await sleeper.send(_chat("@@sleep:90s@@"))
+    row = dana.locator('#people .person[data-pid="sleeper"]')
+    await expect(row).to_have_attribute("data-presence", "sleeping")
+    await expect(row.locator(".presence")).to_have_text(
+        re.compile(r"^asleep · wakes in 1m [0-3]\ds$")
+    )
+    await leaver.close()
+    await expect(dana.locator('#people .person[data-pid="leaver"]')).to_have_attribute(
+        "data-presence", "offline"
+    )
+
+
+async def test_a_message_written_while_the_gateway_is_down_is_sent_once_it_is_back(
+    tmp_path: Path, pages: OpenPage
+) -> None:
+    gw = await start_gateway(tmp_path, limits=Limits(rate_per_s=0))
+    dana = await pages(f"{gw.http}/chat", allow=GATEWAY_DOWN)
+    await sign_in(dana, "dana")
+    await _write(dana, "before the restart")
+    await expect(_row(dana, "before the restart")).to_have_attribute("data-status", "sent")
+    await stop_gateway(gw)
+    await expect(dana.locator("#conn")).to_have_text("reconnecting…")
+    await expect(dana.locator("#banner")).to_contain_text("reconnecting")
+    await _write(dana, "written while it was down")
+    pending = _row(dana, "written while it was down")
+    await expect(pending).to_have_attribute("data-status", "pending")
+    await expect(pending.locator(".state")).to_have_text("sending…")
+    gw = await start_gateway(tmp_path, limits=Limits(rate_per_s=0), port=gw.port)
+    try:
+        await expect(pending).to_have_attribute("data-status", "sent")
+        await expect(dana.locator("#banner")).to_be_hidden()
+        await expect(_row(dana, "before the restart")).to_have_count(1)
+        bob = await gw.mew("bob")
+        history = [m["payload"]["text"] for m in await _history(bob)]
+        assert history == ["before the restart", "written while it was down"]
+    finally:
+        await stop_gateway(gw)
+
+
+async def _history(client: WsClient) -> list[dict[str, Any]]:
+    await client.send({"kind": "history/request", "payload": {"channel": "#general", "limit": 50}})
+    answer = await client.expect("history/response")
+    return [m for m in answer["payload"]["messages"] if m["kind"] == "chat"]
+
+
+async def test_a_new_gateway_history_keeps_what_the_page_showed(
+    tmp_path: Path, pages: OpenPage
+) -> None:
+    gw = await start_gateway(tmp_path / "first", limits=Limits(rate_per_s=0))
+    dana = await pages(f"{gw.http}/chat", allow=GATEWAY_DOWN)
+    await sign_in(dana, "dana")
+    await _write(dana, "said in the old history")
+    await expect(_row(dana, "said in the old history")).to_have_attribute("data-status", "sent")
+    await stop_gateway(gw)
+    # the gateway comes back on the same port with another data directory: a new epoch
+    gw = await start_gateway(tmp_path / "second", limits=Limits(rate_per_s=0), port=gw.port)
+    try:
+        note = dana.locator("#messages li.note")
+        await expect(note).to_contain_text("the gateway's history was replaced")
+        await expect(_row(dana, "said in the old history")).to_have_count(1)  # still shown
+        await _write(dana, "said in the new history")
+        await expect(_row(dana, "said in the new history")).to_have_attribute("data-status", "sent")
+        texts = await dana.locator("#messages li").all_inner_texts()
+        order = [n for n, t in enumerate(texts) if "history" in t]
+        assert order == sorted(order) and len(order) == 3
     finally:
         await stop_gateway(gw)

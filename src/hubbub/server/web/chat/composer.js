@@ -66,7 +66,7 @@ function suggest() {
   const m = AT.exec(before);
   if (!m || input.selectionStart !== input.selectionEnd) return close();
   choices = candidates(m[2]);
-  if (!choices.length) return close();
+  if (!choices.length || (choices.length === 1 && choices[0].id === m[2])) return close(); // typed in full
   start = before.length - m[2].length - 1;
   active = Math.min(active, choices.length - 1);
   render();

@@ -45,7 +45,7 @@ function renderHeader(conv) {
   $("composer-input").disabled = readOnly;
   $("send-btn").disabled = readOnly;
   $("composer-input").placeholder = !readOnly
-    ? `Message ${title} — Enter sends, Shift+Enter for a new line, @ to mention`
+    ? `Message ${title}`
     : conv.kind === "channel"
       ? `Join ${conv.key} to write here`
       : "Your callbacks arrive here when they fire (write @@cb:10m@@ reminder in any message)";
