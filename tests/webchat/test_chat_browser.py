@@ -11,12 +11,16 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from playwright.async_api import Page, expect
 
+from hubbub.errors import ProposalRejected
 from hubbub.protocol.ids import ulid_time_ms
+from hubbub.sdk import Participant
 from hubbub.server.config import Limits, ParticipantConfig, SpaceConfig, hash_token
 from tests.conftest import RunningGateway, WsClient, start_gateway, stop_gateway
 from tests.dashboard.conftest import start_dash_gateway
+from tests.sdk.conftest import FAST, PROPOSER_CAPS
 from tests.webchat.conftest import GATEWAY_DOWN, PHONE, WAIT_S, OpenPage, sign_in
 
 
@@ -270,7 +274,8 @@ async def test_a_proposal_approved_inline_is_fulfilled(
     await expect(proposal.locator(".what")).to_contain_text(
         'proposes tools/call add {"a":1234,"b":4321} to calculator'
     )
-    await proposal.locator("button.approve").click()
+    await proposal.locator("button.approve").focus()
+    await dana.keyboard.press("Enter")
     answer = dana.locator('#messages li.msg[data-from="coder"]')
     await expect(answer).to_contain_text("5555")
     folded = answer.locator(".entry.proposal")  # under coder's answer now
@@ -280,6 +285,30 @@ async def test_a_proposal_approved_inline_is_fulfilled(
     await expect(fold.locator("summary")).to_have_text("1 proposal · 2 thoughts")
     await fold.locator("summary").click()
     await expect(fold.locator(".entry.thought").last).to_contain_text("returned: 5555")
+
+
+async def test_a_proposal_rejected_inline_with_the_keyboard(
+    cgw: RunningGateway, person: Any, cast: Any
+) -> None:
+    await cast("coder")  # brings the calculator
+    asker = Participant(gateway=cgw.url, participant_id="asker", capabilities=PROPOSER_CAPS, **FAST)
+    async with asker:
+        dana = await person("dana")
+        call = asyncio.create_task(
+            asker.call_tool("calculator", "add", {"a": 1, "b": 1}, timeout=WAIT_S)
+        )
+        proposal = dana.locator(".entry.proposal")
+        await expect(proposal.locator("button.reject")).to_be_visible()
+        await proposal.locator("button.reject").focus()
+        await dana.keyboard.press("Enter")
+        await expect(proposal.locator("input.reason")).to_be_focused()
+        await dana.keyboard.type("not with my numbers")
+        await dana.keyboard.press("Enter")
+        await expect(proposal.locator(".outcome.bad")).to_have_text(
+            "rejected by dana: not with my numbers"
+        )
+        with pytest.raises(ProposalRejected, match="not with my numbers"):
+            await asyncio.wait_for(call, WAIT_S)
 
 
 XSS = [

@@ -4,7 +4,7 @@
 
 import { $ } from "../common/dom.js";
 import { approveEnvelope, rejectEnvelope } from "../common/proposals.js";
-import { actionSent, addPending, conversation, markRead, setRoster, setStatus, viewing } from "./model.js";
+import { actionSent, addPending, conversation, forget, markRead, setRoster, setStatus, viewing } from "./model.js";
 import { bus, chat, peersOf } from "./state.js";
 
 const OLDER_PAGE = 50;
@@ -71,14 +71,10 @@ export function retry(item) {
   setStatus(item.id, "pending");
 }
 
+/** Give up on a failed message: out of the outbox and off the page. */
 export function discard(item) {
   chat.session.discard(item.id);
-  const conv = chat.convs.get(item.conv);
-  if (!conv) return;
-  conv.items.delete(item);
-  conv.order.splice(conv.order.indexOf(item), 1);
-  chat.byId.delete(item.id);
-  bus.emit("item-removed", conv, item);
+  forget(item);
 }
 
 export function approve(entry) {

@@ -218,6 +218,14 @@ export function addPending(conv, env) {
   return item;
 }
 
+/** Take a message of mine that was never sent off the page. */
+export function forget(item) {
+  const conv = chat.convs.get(item.conv);
+  if (!conv || !conv.items.has(item) || item.status === "sent") return;
+  if (chat.byId.get(item.id) === item) chat.byId.delete(item.id);
+  remove(conv, item);
+}
+
 export function setStatus(id, status, error) {
   const item = chat.byId.get(id);
   if (!item || item.status === "sent") return;
