@@ -182,6 +182,7 @@ def serve(
         "hubbub %s serving ws://%s:%d/ws (%s), history in %s", __version__, bind, port, mode, where
     )
     logging.getLogger("hubbub").info("dashboard: http://%s:%d/dashboard", bind, port)
+    logging.getLogger("hubbub").info("chat: http://%s:%d/chat", bind, port)
 
     async def serve_until_signalled() -> None:
         from hubbub.server.app import serve_forever
@@ -262,7 +263,12 @@ def token_create(space_file: Path, pid: str, kind: str | None, role: str | None)
     type=click.Path(dir_okay=False, path_type=Path),
     help="Save a screenshot of the dashboard mid-scene to this PNG (needs Debian's chromium).",
 )
-def demo(port: int, once: bool, screenshot: Path | None) -> None:
+@click.option(
+    "--chat-screenshot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Save a screenshot of the web chat (/chat) mid-scene to this PNG (needs chromium).",
+)
+def demo(port: int, once: bool, screenshot: Path | None, chat_screenshot: Path | None) -> None:
     """Start a gateway, four agents and a calculator, and play a scene for the dashboard.
 
     The scene shows floor control (claims, a YIELD, one answer), a callback, sleep with
@@ -272,7 +278,10 @@ def demo(port: int, once: bool, screenshot: Path | None) -> None:
     from hubbub.demo import run_demo
 
     setup_logging("warning")
-    run_until_signal(lambda: run_demo(port, once=once, screenshot=screenshot), "demo")
+    run_until_signal(
+        lambda: run_demo(port, once=once, screenshot=screenshot, chat_screenshot=chat_screenshot),
+        "demo",
+    )
 
 
 from hubbub.cli_bridge import bridge  # noqa: E402

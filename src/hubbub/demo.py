@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import socket
@@ -309,28 +310,47 @@ def _banner(port: int) -> str:
     rule = "=" * 64
     say(rule)
     say(f"  hubbub demo — open the dashboard:  {dashboard}")
+    say(f"  talk with the agents in the chat:  http://127.0.0.1:{port}/chat")
     say(f"  gateway ws://127.0.0.1:{port}/ws (open mode); agents on {model}")
     say(rule)
     return dashboard
 
 
-async def run_demo(port: int, *, once: bool, screenshot: Path | None = None) -> None:
+async def run_demo(
+    port: int,
+    *,
+    once: bool,
+    screenshot: Path | None = None,
+    chat_screenshot: Path | None = None,
+) -> None:
     """Serve on ``port`` (or a free one), play the scene, then serve until Ctrl-C (or, with
-    ``once``, stop); with ``screenshot``, save the dashboard mid-scene to that file."""
-    async with gateway(port) as (router, real_port):
+    ``once``, stop); with ``screenshot`` / ``chat_screenshot``, save the dashboard / the web
+    chat (signed in as a person watching from the start) mid-scene to that file."""
+    async with gateway(port) as (router, real_port), contextlib.AsyncExitStack() as stack:
         dashboard = _banner(real_port)
         url = f"ws://127.0.0.1:{real_port}/ws"
-        if screenshot is None:
-            await play(url, router, dashboard, serve=not once)
-            return
-        from hubbub.demo_shot import dashboard_page
+        shots: list[Callable[[], Awaitable[None]]] = []
+        if screenshot is not None or chat_screenshot is not None:
+            from hubbub.demo_shot import chat_page, dashboard_page
 
-        async with dashboard_page(dashboard) as snap:
-            await play(url, router, dashboard, moment=lambda: snap(screenshot), serve=not once)
+            if screenshot is not None:
+                snap = await stack.enter_async_context(dashboard_page(dashboard))
+                shots.append(functools.partial(snap, screenshot))
+            if chat_screenshot is not None:
+                chat = f"http://127.0.0.1:{real_port}/chat"
+                snap = await stack.enter_async_context(chat_page(chat))
+                shots.append(functools.partial(snap, chat_screenshot))
+
+        async def moment() -> None:
+            for shot in shots:
+                await shot()
+
+        await play(url, router, dashboard, moment=moment if shots else None, serve=not once)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m hubbub.demo [--port N] [--once] [--screenshot PNG]``: ``hubbub demo``."""
+    """``python -m hubbub.demo [--port N] [--once] [--screenshot PNG] [--chat-screenshot PNG]``:
+    ``hubbub demo``."""
     from hubbub.cli import demo
 
     demo.main(argv, prog_name="python -m hubbub.demo")

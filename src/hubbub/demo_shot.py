@@ -1,4 +1,4 @@
-"""A dashboard screenshot during the demo (Playwright + Debian's chromium)."""
+"""Screenshots during the demo (Playwright + Debian's chromium): the dashboard, the web chat."""
 
 from __future__ import annotations
 
@@ -7,8 +7,13 @@ import os
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 WIDTH, HEIGHT = 1400, 900
+CHAT_NAME = "sam"
+"""Who signs in to the web chat for its screenshot (a person watching the scene)."""
+
+Snap = Callable[[Path], Awaitable[None]]
 
 
 def chromium_path() -> str:
@@ -17,8 +22,8 @@ def chromium_path() -> str:
 
 
 @contextlib.asynccontextmanager
-async def dashboard_page(url: str) -> AsyncIterator[Callable[[Path], Awaitable[None]]]:
-    """Open ``url`` in headless chromium; yield ``snap(path)`` saving a 1400x900 screenshot."""
+async def _page(url: str) -> AsyncIterator[Any]:
+    """A 1400x900 page of headless chromium at ``url``."""
     from playwright.async_api import async_playwright
 
     async with async_playwright() as pw:
@@ -26,13 +31,43 @@ async def dashboard_page(url: str) -> AsyncIterator[Callable[[Path], Awaitable[N
         try:
             page = await browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
             await page.goto(url)
-
-            async def snap(path: Path) -> None:
-                await page.wait_for_timeout(700)  # let the live state land
-                path.parent.mkdir(parents=True, exist_ok=True)
-                await page.screenshot(path=str(path))
-                print(f"  [screenshot] saved the dashboard to {path}", flush=True)
-
-            yield snap
+            yield page
         finally:
             await browser.close()
+
+
+async def _save(page: Any, path: Path, what: str) -> None:
+    await page.wait_for_timeout(700)  # let the live state land
+    path.parent.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=str(path))
+    print(f"  [screenshot] saved the {what} to {path}", flush=True)
+
+
+@contextlib.asynccontextmanager
+async def dashboard_page(url: str) -> AsyncIterator[Snap]:
+    """Open the dashboard at ``url``; yield ``snap(path)`` saving a 1400x900 screenshot."""
+    async with _page(url) as page:
+
+        async def snap(path: Path) -> None:
+            await _save(page, path, "dashboard")
+
+        yield snap
+
+
+@contextlib.asynccontextmanager
+async def chat_page(url: str) -> AsyncIterator[Snap]:
+    """Open the web chat at ``url`` signed in as :data:`CHAT_NAME`; yield ``snap(path)``
+    saving a screenshot of ``#general`` with a mention being typed."""
+    async with _page(url) as page:
+        await page.fill("#signin-name", CHAT_NAME)
+        await page.press("#signin-name", "Enter")
+        await page.wait_for_selector('#conn[data-state="live"]')
+
+        async def snap(path: Path) -> None:
+            box = page.locator("#composer-input")
+            await box.focus()
+            await page.keyboard.type("Thanks @maths! @co")  # the mention list opens
+            await _save(page, path, "chat")
+            await box.fill("")
+
+        yield snap

@@ -60,6 +60,8 @@ async def test_serve_logs_url_and_closes_clients_with_1001_on_sigterm(tmp_path: 
         proc.kill()
     log = proc.stderr.read() if proc.stderr else ""
     assert f"serving ws://127.0.0.1:{port}/ws (open mode" in log
+    assert f"dashboard: http://127.0.0.1:{port}/dashboard" in log
+    assert f"chat: http://127.0.0.1:{port}/chat" in log
     assert (tmp_path / "hubbub.db").exists()
     import sqlite3
 

@@ -21,6 +21,7 @@ async def test_demo_scene_runs(capsys: pytest.CaptureFixture[str]) -> None:
     await run_demo(0, once=True)
     out = capsys.readouterr().out
     assert re.search(r"open the dashboard:\s+http://127\.0\.0\.1:\d+/dashboard", out)
+    assert re.search(r"talk with the agents in the chat:\s+http://127\.0\.0\.1:\d+/chat\n", out)
     assert "#general   bob: bob here, on agentchat" in out
     # a. one question everyone wants: claims, at least one YIELD, exactly one answer
     contest = out.split("== a.")[1].split("== b.")[0]

@@ -17,6 +17,7 @@ from hubbub.protocol.envelope import PROTOCOL, Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.mew import MewDialect, is_mew_hello
 from hubbub.server.admin import add_admin_routes
+from hubbub.server.chat_http import add_chat_routes
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig, open_space
 from hubbub.server.connection import CLOSE_POLICY, CLOSE_TOO_BIG, Connection, ws_text_frame
 from hubbub.server.dashboard_http import add_dashboard_routes
@@ -24,6 +25,7 @@ from hubbub.server.http_api import add_http_routes
 from hubbub.server.listener import GuardedSite
 from hubbub.server.metrics import Metrics
 from hubbub.server.router import Router
+from hubbub.server.web_assets import add_asset_routes
 from hubbub.server.web_guard import browser_guard
 from hubbub.store.base import Durability, Store
 from hubbub.store.memory import MemoryStore
@@ -219,6 +221,8 @@ def build_app(router: Router) -> web.Application:
     add_http_routes(app, ROUTER_KEY)
     add_dashboard_routes(app, ROUTER_KEY)
     add_admin_routes(app, ROUTER_KEY)
+    add_chat_routes(app, ROUTER_KEY)
+    add_asset_routes(app)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         await router.start()

@@ -1,17 +1,16 @@
 """The dashboard over HTTP: the page, who is looking, and the live server-sent event stream.
 
-``GET /dashboard`` serves one self-contained page (HTML with its CSS and JS inlined from the
-package's ``dashboard/`` folder). ``GET /dashboard/events`` is a ``text/event-stream``: a
-``snapshot`` event on connect, then every ``activity`` event of the space as it happens, and a
-``state`` event (the same shape as the snapshot, without the recent activity) after any batch
-of events that changed what the panels show, at most every ``STATE_INTERVAL_S``.
+``GET /dashboard`` serves the page (``web/dashboard/index.html``; its ES modules and stylesheet
+come from ``/web/``, see :mod:`hubbub.server.web_assets`). ``GET /dashboard/events`` is a
+``text/event-stream``: a ``snapshot`` event on connect, then every ``activity`` event of the
+space as it happens, and a ``state`` event (the same shape as the snapshot, without the recent
+activity) after any batch of events that changed what the panels show, at most every
+``STATE_INTERVAL_S``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -22,22 +21,13 @@ from hubbub.server.access import AccessDenied, Viewer, request_token, resolve_vi
 from hubbub.server.activity import Event
 from hubbub.server.router import Router
 from hubbub.server.space import SpaceState
+from hubbub.server.web_assets import page_response
 
-ASSETS = Path(__file__).with_name("dashboard")
 STATE_INTERVAL_S = 0.2
 """Shortest time between two ``state`` events of one stream."""
 KEEPALIVE_S = 15.0
 """A comment line is sent after this long without events (keeps proxies from closing)."""
 STREAMS_KEY: web.AppKey[set[asyncio.Task[Any]]] = web.AppKey("dashboard_streams")
-
-
-@cache
-def page_html() -> str:
-    """The dashboard page with its stylesheet and script inlined."""
-    html = (ASSETS / "index.html").read_text(encoding="utf-8")
-    css = (ASSETS / "dashboard.css").read_text(encoding="utf-8")
-    js = (ASSETS / "dashboard.js").read_text(encoding="utf-8")
-    return html.replace("/*STYLE*/", css).replace("/*SCRIPT*/", js)
 
 
 def _encode(name: str, data: Any) -> bytes:
@@ -105,7 +95,6 @@ def add_dashboard_routes(app: web.Application, key: web.AppKey[Router]) -> None:
 
     async def page(request: web.Request) -> web.StreamResponse:
         router = request.app[key]
-        headers = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
         try:
             resolve_viewer(router, request, "page")
         except AccessDenied as exc:
@@ -114,12 +103,9 @@ def add_dashboard_routes(app: web.Application, key: web.AppKey[Router]) -> None:
             # A browser gets the page anyway: it holds no data, and it asks for a token (or
             # finds one it stored) before /dashboard/session and /dashboard/events answer.
             # Without a token that is the normal first step (200); a refused token is not.
-            headers["X-Hubbub-Error"] = exc.error
             status = 200 if request_token(request) is None else exc.status
-            return web.Response(
-                text=page_html(), status=status, content_type="text/html", headers=headers
-            )
-        return web.Response(text=page_html(), content_type="text/html", headers=headers)
+            return page_response("dashboard", status, **{"X-Hubbub-Error": exc.error})
+        return page_response("dashboard")
 
     async def session(request: web.Request) -> web.Response:
         router = request.app[key]

@@ -1,0 +1,147 @@
+// What a person does: write, retry, approve or reject a proposal, join, leave or create a
+// channel, open a conversation, page back through history. Each becomes a MEW envelope on the
+// session; whatever the gateway refuses comes back as its error, shown where it happened.
+
+import { $ } from "../common/dom.js";
+import { approveEnvelope, rejectEnvelope } from "../common/proposals.js";
+import { actionSent, addPending, conversation, forget, markRead, setRoster, setStatus, viewing } from "./model.js";
+import { bus, chat, peersOf } from "./state.js";
+
+const OLDER_PAGE = 50;
+/** Requests whose refusal is shown as a toast: id -> what was asked ("join #x"). */
+const asked = new Map();
+
+/** Show `text` in the page's alert line until dismissed or replaced. */
+export function toast(text) {
+  const box = $("toast");
+  box.replaceChildren();
+  if (!text) {
+    box.hidden = true;
+    return;
+  }
+  const close = document.createElement("button");
+  close.type = "button";
+  close.className = "link";
+  close.textContent = "dismiss";
+  close.addEventListener("click", () => toast(null));
+  box.append(document.createTextNode(text + " "), close);
+  box.hidden = false;
+}
+
+/** An error the gateway answered: for one of our requests, say what it was about. */
+export function refused(error, env) {
+  const id = (env && env.correlation_id && env.correlation_id[0]) || null;
+  const what = id ? asked.get(id) : null;
+  if (id) asked.delete(id);
+  const text = `${error.error || "error"}: ${error.message || "the gateway refused"}`;
+  toast(what ? `Could not ${what} — ${text}` : text);
+}
+
+function request(kind, payload, what) {
+  const id = chat.session ? chat.session.request(kind, payload) : null;
+  if (!id) {
+    toast(`Not connected: could not ${what}; try again once the page says "connected".`);
+    return null;
+  }
+  asked.set(id, what);
+  return id;
+}
+
+/** Write `text` in `conv`: shown at once as pending, acknowledged by the gateway's echo. */
+export function send(conv, text) {
+  const env =
+    conv.kind === "channel"
+      ? { kind: "chat", channel: conv.key, payload: { text } }
+      : { kind: "chat", to: peersOf(conv.key), private: true, payload: { text } };
+  if (conv.kind === "channel") {
+    const mentioned = [...text.matchAll(/(?:^|[^\w.-])@([A-Za-z0-9_.-]{1,32})/g)]
+      .map((m) => m[1].replace(/\.+$/, ""))
+      .filter((id) => id !== chat.me && chat.people.has(id));
+    if (mentioned.length) env.to = [...new Set(mentioned)]; // addressed to them (MEW `to`)
+  }
+  // a text with markers (@@cb:…@@, @@sleep:…@@) may be kept by the gateway without an echo
+  const id = chat.session.post(env, { barrier: text.includes("@@") });
+  addPending(conv, env);
+  return id;
+}
+
+export function retry(item) {
+  if (!chat.session) return;
+  if (!chat.session.retry(item.id)) chat.session.post(item.env); // (not in the outbox any more)
+  setStatus(item.id, "pending");
+}
+
+/** Give up on a failed message: out of the outbox and off the page. */
+export function discard(item) {
+  chat.session.discard(item.id);
+  forget(item);
+}
+
+export function approve(entry) {
+  const p = entry.proposal;
+  const env = approveEnvelope(p);
+  const id = chat.session.post(env);
+  chat.actions.set(id, entry);
+  actionSent(entry, "approving");
+}
+
+export function reject(entry, reason) {
+  const env = rejectEnvelope(entry.proposal, reason);
+  const id = chat.session.post(env);
+  chat.actions.set(id, entry);
+  actionSent(entry, "rejecting");
+}
+
+export function joinChannel(name) {
+  const channel = name.startsWith("#") ? name : "#" + name;
+  const id = request("channel/join", { channel }, `join ${channel}`);
+  if (id) chat.wantOpen = channel;
+}
+
+export function createChannel(name) {
+  const channel = name.startsWith("#") ? name : "#" + name;
+  const id = request("channel/create", { channel }, `create ${channel}`);
+  if (id) chat.wantOpen = channel;
+}
+
+export function leaveChannel(name) {
+  request("channel/leave", { channel: name }, `leave ${name}`);
+}
+
+export function listChannels() {
+  if (chat.session && chat.session.live) chat.session.request("channel/list", {});
+}
+
+/** Ask for the page of messages before the oldest one shown. */
+export function loadOlder(conv) {
+  if (conv.kind !== "channel" || !conv.joined || conv.loadingOlder || !conv.hasOlder) return;
+  const seqs = conv.order.filter((i) => i.era === conv.era && i.seq !== null && i.seq > 0).map((i) => i.seq);
+  const payload = { channel: conv.key, limit: OLDER_PAGE };
+  if (seqs.length) payload.before_seq = Math.min(...seqs);
+  conv.loadingOlder = request("history/request", payload, `load older messages of ${conv.key}`);
+  bus.emit("conv", conv.key);
+}
+
+/** Show conversation `key` (a channel or a DM, made on first use). */
+export function openConversation(key) {
+  const conv = conversation(key);
+  chat.current = key;
+  bus.emit("current", conv);
+  if (viewing(conv)) markRead(conv);
+  bus.emit("conv-list");
+}
+
+/** Everyone the space knows, offline ones and pending callbacks included (GET /participants). */
+export async function refreshRoster() {
+  const q = new URLSearchParams({ space: chat.space || "default" });
+  const headers = chat.signin && chat.signin.token ? { Authorization: "Bearer " + chat.signin.token } : {};
+  if (headers.Authorization) q.delete("space"); // the token names its space
+  try {
+    const resp = await fetch("/participants?" + q, { headers, cache: "no-store" });
+    if (!resp.ok) return;
+    const body = await resp.json();
+    if (Array.isArray(body.participants)) setRoster(body.participants);
+  } catch (e) {
+    /* the WebSocket's presence keeps the list current meanwhile */
+  }
+}

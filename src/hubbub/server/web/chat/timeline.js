@@ -1,0 +1,135 @@
+// The open conversation: its header, its messages in order (new ones inserted where their seq
+// puts them, the view kept at the bottom while the person reads there), and older pages
+// loaded when the person scrolls to the top (or presses "Load older messages").
+
+import { $ } from "../common/dom.js";
+import { plural } from "../common/format.js";
+import { leaveChannel, loadOlder } from "./actions.js";
+import { renderItem } from "./message.js";
+import { markRead, viewing } from "./model.js";
+import { SERVER, bus, chat, convTitle, dmKey } from "./state.js";
+
+const NEAR_TOP_PX = 120;
+const NEAR_BOTTOM_PX = 48;
+
+const timeline = () => $("timeline");
+
+function atBottom() {
+  const t = timeline();
+  return t.scrollTop + t.clientHeight >= t.scrollHeight - NEAR_BOTTOM_PX;
+}
+
+function toBottom() {
+  const t = timeline();
+  t.scrollTop = t.scrollHeight;
+}
+
+function current() {
+  return chat.current ? chat.convs.get(chat.current) : null;
+}
+
+function renderHeader(conv) {
+  const title = convTitle(conv.key);
+  $("conv-title").textContent = conv.kind === "channel" ? title : `${title} (direct)`;
+  const info =
+    conv.kind === "channel"
+      ? conv.joined
+        ? plural(conv.members.size, "member")
+        : "you left this channel"
+      : "only you and they see this";
+  $("conv-info").textContent = info;
+  $("leave-btn").hidden = !(conv.kind === "channel" && conv.joined);
+  $("older-btn").hidden = !(conv.hasOlder && conv.joined);
+  $("older-btn").textContent = conv.loadingOlder ? "Loading older messages…" : "Load older messages";
+  const readOnly = conv.kind === "channel" ? !conv.joined : conv.key === dmKey([SERVER]);
+  $("composer-input").disabled = readOnly;
+  $("send-btn").disabled = readOnly;
+  $("composer-input").placeholder = !readOnly
+    ? `Message ${title}`
+    : conv.kind === "channel"
+      ? `Join ${conv.key} to write here`
+      : "Your callbacks arrive here when they fire (write @@cb:10m@@ reminder in any message)";
+}
+
+function renderAll(conv) {
+  const nodes = conv.order.map((item) => {
+    item.node = renderItem(item);
+    return item.node;
+  });
+  $("messages").replaceChildren(...nodes);
+}
+
+/** Show the current conversation from scratch, scrolled to its end. */
+export function showCurrent() {
+  const conv = current();
+  if (!conv) return;
+  renderHeader(conv);
+  renderAll(conv);
+  toBottom();
+}
+
+function inserted(conv, item) {
+  if (conv !== current()) return;
+  const stick = atBottom() || item.from === chat.me;
+  if (item.node && item.node.isConnected) item.node.remove();
+  item.node = renderItem(item);
+  const at = conv.order.indexOf(item);
+  const next = conv.order[at + 1];
+  const list = $("messages");
+  if (next && next.node && next.node.isConnected) list.insertBefore(item.node, next.node);
+  else list.append(item.node);
+  if (stick) toBottom();
+  if (viewing(conv)) markRead(conv);
+}
+
+function replaced(conv, item) {
+  if (conv !== current() || !item.node || !item.node.isConnected) return;
+  const stick = atBottom();
+  const fresh = renderItem(item);
+  const focusedIn = item.node.contains(document.activeElement) ? document.activeElement : null;
+  item.node.replaceWith(fresh);
+  item.node = fresh;
+  if (focusedIn && focusedIn.className) {
+    // keep the keyboard where it was (a button re-rendered in place)
+    const same = fresh.querySelector("." + [...focusedIn.classList].join("."));
+    if (same) same.focus({ preventScroll: true });
+  }
+  if (stick) toBottom();
+}
+
+export function initTimeline() {
+  bus.on("current", showCurrent);
+  bus.on("item-added", inserted);
+  bus.on("item-updated", replaced);
+  bus.on("item-removed", (conv, item) => {
+    if (conv === current() && item.node) item.node.remove();
+  });
+  bus.on("older", (conv) => {
+    if (conv !== current()) return;
+    const t = timeline();
+    const fromBottom = t.scrollHeight - t.scrollTop;
+    renderHeader(conv);
+    renderAll(conv);
+    t.scrollTop = t.scrollHeight - fromBottom; // the person keeps reading where they were
+  });
+  bus.on("conv", (key) => {
+    const conv = current();
+    if (conv && conv.key === key) renderHeader(conv);
+  });
+  timeline().addEventListener("scroll", () => {
+    const conv = current();
+    if (conv && timeline().scrollTop < NEAR_TOP_PX) loadOlder(conv);
+  });
+  $("older-btn").addEventListener("click", () => {
+    const conv = current();
+    if (conv) loadOlder(conv);
+  });
+  $("leave-btn").addEventListener("click", () => {
+    const conv = current();
+    if (conv && conv.kind === "channel") leaveChannel(conv.key);
+  });
+  document.addEventListener("visibilitychange", () => {
+    const conv = current();
+    if (conv && viewing(conv)) markRead(conv);
+  });
+}

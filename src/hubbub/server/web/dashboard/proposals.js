@@ -1,0 +1,268 @@
+// Pending proposals: the list (from the feed and the console's channels), their outcome, and
+// approving or rejecting one through the operator console.
+
+import { $, el } from "../common/dom.js";
+import { json, short } from "../common/format.js";
+import { approveEnvelope, proposalWhat, rejectEnvelope } from "../common/proposals.js";
+import { consoleLine, consoleReady, consoleSend, cs } from "./console.js";
+import { showNotice, st } from "./state.js";
+
+const SETTLED_MAX = 20;
+
+export function mergeProposal(p, source) {
+  const have = st.proposals.get(p.id);
+  if (have) {
+    have.sources.add(source);
+    if (!have.payload && p.payload) have.payload = p.payload;
+    if (have.status === "pending" && p.status === "approved") have.status = "approved";
+    return have;
+  }
+  const entry = { ...p, sources: new Set([source]), outcome: null };
+  st.proposals.set(p.id, entry);
+  if (!st.selected) st.selected = p.id;
+  return entry;
+}
+
+export function settle(id, status, outcome) {
+  const p = st.proposals.get(id);
+  if (!p) return;
+  if (p.status === "done" || p.status === "rejected" || p.status === "withdrawn") {
+    if (outcome && !p.outcome) p.outcome = outcome;
+    return;
+  }
+  p.status = status;
+  if (outcome) p.outcome = outcome;
+  p.settledAt = Date.now();
+  if (st.selected === id && status !== "approved") st.selected = nextPending(id);
+  const settled = [...st.proposals.values()].filter((q) => q.settledAt).sort((a, b) => b.settledAt - a.settledAt);
+  for (const old of settled.slice(SETTLED_MAX)) st.proposals.delete(old.id);
+}
+
+/** Follow a proposal through the feed's events. */
+export function proposalEvent(ev) {
+  switch (ev.event) {
+    case "proposal":
+      mergeProposal(ev, "server");
+      break;
+    case "proposal-approved": {
+      const p = st.proposals.get(ev.id);
+      if (p && p.status === "pending") {
+        p.status = "approved";
+        p.approvedBy = ev.participant;
+      }
+      break;
+    }
+    case "proposal-result":
+      settle(
+        ev.id,
+        "done",
+        ev.ok === false
+          ? { ok: false, text: `${ev.participant} failed: ${ev.error || ev.result}` }
+          : { ok: true, text: `${ev.participant} answered: ${ev.result}` },
+      );
+      break;
+    case "proposal-rejected":
+      settle(ev.id, "rejected", { ok: false, text: `rejected by ${ev.participant}${ev.reason ? ": " + ev.reason : ""}` });
+      break;
+    case "proposal-withdrawn":
+      settle(ev.id, "withdrawn", { ok: false, text: `withdrawn by ${ev.participant}${ev.reason ? " (" + ev.reason + ")" : ""}` });
+      break;
+    default:
+      return;
+  }
+  renderProposals();
+}
+
+function ordered() {
+  const all = [...st.proposals.values()];
+  const open = all.filter((p) => !p.settledAt).sort((a, b) => String(a.id).localeCompare(String(b.id)));
+  const done = all.filter((p) => p.settledAt).sort((a, b) => b.settledAt - a.settledAt);
+  return [...open, ...done];
+}
+
+function nextPending(after) {
+  const list = ordered().filter((p) => p.status === "pending" && p.id !== after);
+  const later = list.find((p) => String(p.id) > String(after));
+  return (later || list[0] || {}).id || null;
+}
+
+function reasonInput() {
+  // one input for the reason, kept across re-renders: its text and caret survive updates
+  if (!st.reasonInput) {
+    st.reasonInput = el("input", {
+      class: "reason",
+      placeholder: "reason — Enter rejects, Esc cancels",
+      "aria-label": "reason for rejecting",
+    });
+  }
+  return st.reasonInput;
+}
+
+function proposalsSignature() {
+  const parts = [consoleReady(), st.selected, st.rejecting];
+  for (const p of st.proposals.values()) {
+    parts.push(p.id, p.status, p.approvedBy || "", p.outcome ? p.outcome.text : "");
+  }
+  return JSON.stringify(parts);
+}
+
+export function renderProposals() {
+  const signature = proposalsSignature();
+  if (signature === st.proposalsSignature) return; // nothing changed: leave the focus alone
+  st.proposalsSignature = signature;
+  const list = $("proposals");
+  const hadFocus = list.contains(document.activeElement) ? document.activeElement : null;
+  const focusedId = hadFocus && hadFocus.closest(".proposal") ? hadFocus.closest(".proposal").dataset.id : null;
+  const reasonFocused = hadFocus && hadFocus === st.reasonInput;
+  const caret = reasonFocused ? [hadFocus.selectionStart, hadFocus.selectionEnd] : null;
+  list.replaceChildren();
+  const items = ordered();
+  const pending = items.filter((p) => p.status === "pending").length;
+  $("proposals-count").textContent = pending ? String(pending) : "";
+  $("proposals-empty").hidden = items.length > 0;
+  const ready = consoleReady();
+  for (const p of items) list.append(proposalItem(p, ready));
+  if (reasonFocused && st.reasonInput.isConnected) {
+    st.reasonInput.focus({ preventScroll: true });
+    st.reasonInput.setSelectionRange(caret[0], caret[1]);
+  } else if (focusedId) {
+    const again = list.querySelector(`.proposal[data-id="${CSS.escape(focusedId)}"]`);
+    if (again) again.focus({ preventScroll: true });
+  }
+}
+
+function proposalItem(p, ready) {
+  const open = p.status === "pending";
+  const buttons = el("div", { class: "buttons" });
+  if (open) {
+    const why = ready ? null : "connect the operator console first";
+    buttons.append(
+      el("button", { type: "button", class: "approve", disabled: !ready, title: why || "approve (a)", onclick: (e) => { e.stopPropagation(); approve(p.id); } }, "Approve"),
+      el("button", { type: "button", class: "danger reject", disabled: !ready, title: why || "reject (r)", onclick: (e) => { e.stopPropagation(); startReject(p.id); } }, "Reject"),
+    );
+    if (st.rejecting === p.id) {
+      const form = el(
+        "form",
+        {
+          class: "reject-form",
+          onsubmit: (e) => {
+            e.preventDefault();
+            confirmReject(p.id, reasonInput().value);
+          },
+        },
+        reasonInput(),
+      );
+      buttons.append(form);
+    }
+  }
+  const meta = [`from ${p.participant}`, `to ${(p.to || []).join(", ") || "?"}`];
+  if (p.channel) meta.push(p.channel);
+  if (p.approvedBy && p.status === "approved") meta.push(`approved by ${p.approvedBy}`);
+  return el(
+    "li",
+    {
+      class: "proposal",
+      tabindex: "0",
+      "aria-selected": String(st.selected === p.id),
+      dataset: { id: p.id, status: p.status },
+      onclick: () => select(p.id, false),
+      onfocus: () => select(p.id, false),
+    },
+    el("div", { class: "what" }, p.tool ? `${p.method} ${p.tool}` : p.method || "?"),
+    p.arguments !== undefined && p.arguments !== null ? el("code", { class: "args" }, json(p.arguments)) : null,
+    el("div", { class: "meta" }, meta.join(" · ")),
+    buttons.childNodes.length ? buttons : null,
+    p.outcome ? el("div", { class: "outcome " + (p.outcome.ok ? "ok" : "bad") }, p.outcome.text) : null,
+  );
+}
+
+export function select(id, focus) {
+  if (!id) return;
+  if (st.selected !== id) {
+    st.selected = id;
+    for (const node of document.querySelectorAll("#proposals .proposal")) {
+      node.setAttribute("aria-selected", String(node.dataset.id === id));
+    }
+  }
+  if (focus) {
+    const node = document.querySelector(`#proposals .proposal[data-id="${CSS.escape(id)}"]`);
+    if (node) node.focus();
+  }
+}
+
+/** Select the next (1) or previous (-1) proposal. */
+export function move(delta) {
+  const items = ordered();
+  if (!items.length) return;
+  const at = items.findIndex((p) => p.id === st.selected);
+  const next = items[Math.min(items.length - 1, Math.max(0, at < 0 ? 0 : at + delta))];
+  select(next.id, true);
+}
+
+export function approve(id) {
+  const p = st.proposals.get(id);
+  if (!p || p.status !== "pending") return;
+  if (!consoleReady()) {
+    showNotice("Connect the operator console to approve or reject proposals.");
+    return;
+  }
+  if (!p.payload) {
+    showNotice(`Proposal ${short(id)} is too large for the feed; wait for it in the console's channel.`);
+    return;
+  }
+  if (!p.to || !p.to.length) {
+    showNotice(`Proposal ${short(id)} names no target, so it cannot be fulfilled.`);
+    return;
+  }
+  const cid = consoleSend(approveEnvelope(p));
+  if (!cid) return;
+  cs.actions.set(cid, p.id);
+  p.status = "approved";
+  p.approvedBy = cs.id;
+  p.sources.add("console");
+  consoleLine("system", `approved ${proposalWhat(p)} on ${p.to.join(", ")}; waiting for the result…`);
+  const next = nextPending(id);
+  renderProposals();
+  if (next) select(next, true);
+}
+
+export function startReject(id) {
+  const p = st.proposals.get(id);
+  if (!p || p.status !== "pending") return;
+  if (!consoleReady()) {
+    showNotice("Connect the operator console to approve or reject proposals.");
+    return;
+  }
+  st.rejecting = id;
+  reasonInput().value = "";
+  st.selected = id;
+  renderProposals();
+  const input = document.querySelector(`#proposals .proposal[data-id="${CSS.escape(id)}"] .reason`);
+  if (input) input.focus();
+}
+
+export function cancelReject() {
+  const id = st.rejecting;
+  st.rejecting = null;
+  renderProposals();
+  if (id) select(id, true);
+}
+
+function confirmReject(id, reason) {
+  const p = st.proposals.get(id);
+  st.rejecting = null;
+  if (!p || p.status !== "pending") {
+    renderProposals();
+    return;
+  }
+  const env = rejectEnvelope(p, reason);
+  const cid = consoleSend(env);
+  if (!cid) return;
+  cs.actions.set(cid, p.id);
+  p.sources.add("console");
+  const why = env.payload.reason;
+  settle(id, "rejected", { ok: false, text: `rejected by ${cs.id}: ${why}` });
+  consoleLine("system", `rejected ${proposalWhat(p)} from ${p.participant}: ${why}`);
+  renderProposals();
+  if (st.selected) select(st.selected, true);
+}
