@@ -106,7 +106,8 @@ async def soak(minutes: int, n_clients: int, rate: float) -> dict[str, Any]:
             print(
                 f"  {minute:3d}  {row['rss_mib']:8.1f}  {row['fds']:4d}  {row['tasks']:6d}"
                 f"  {row['p50_ms']:7.2f}  {row['p99_ms']:7.2f}"
-                f"   {row['delivered']}/{row['expected']}"
+                f"   {row['delivered']}/{row['expected']}",
+                flush=True,
             )
         await close_clients([*clients, sender_client])
     finally:
