@@ -166,7 +166,7 @@ class Router:
             if may_join(s.caps, name) or ch is None or not ch.remove(s):
                 continue
             reason = "your channel/join capability for it was revoked"
-            left = self._server_env(
+            left = self.delivery.server_env(
                 "channel/left", {"channel": name, "reason": reason}, to=[s.id], channel=name
             )
             self._send_env(s, left)
@@ -340,7 +340,9 @@ class Router:
     def _displace(self, old: Session) -> None:
         """Tell an older connection of the same id that a newer one replaces it, then close it."""
         reason = "replaced by a new connection with the same id"
-        displaced = self._server_env("system/session-displaced", {"reason": reason}, to=[old.id])
+        displaced = self.delivery.server_env(
+            "system/session-displaced", {"reason": reason}, to=[old.id]
+        )
         self._send_env(old, displaced)
         old.conn.close(CLOSE_REPLACED, reason)
         self.detach(old)
@@ -396,7 +398,7 @@ class Router:
             own = set(names)
             rest = (n for n in channels if n not in own)
             names.extend(itertools.islice(rest, most - len(names)))
-        return self._server_env(
+        return self.delivery.server_env(
             "system/welcome",
             {
                 "you": {"id": s.id, "kind": s.kind, "capabilities": s.caps.capabilities},
@@ -795,20 +797,6 @@ class Router:
         """Write ``env`` to ``s`` (:meth:`Delivery.send`)."""
         self.delivery.send(s, env)
 
-    def _server_env(
-        self,
-        kind: str,
-        payload: dict[str, Any],
-        *,
-        to: list[str] | None = None,
-        channel: str | None = None,
-        correlation_id: list[str] | None = None,
-    ) -> Envelope:
-        """A new envelope from the server (:meth:`Delivery.server_env`)."""
-        return self.delivery.server_env(
-            kind, payload, to=to, channel=channel, correlation_id=correlation_id
-        )
-
     def error(self, s: Session, exc: ProtocolError) -> None:
         """Answer a problem to the participant that caused it."""
         self.delivery.error(s, exc)
@@ -817,7 +805,9 @@ class Router:
         """Answer a control frame after what the sender sent before it is delivered, so a
         connection's answers come in the order of its frames."""
         if isinstance(sender, Session):
-            answer = self._server_env(kind, payload, to=[sender.id], correlation_id=[req.id])
+            answer = self.delivery.server_env(
+                kind, payload, to=[sender.id], correlation_id=[req.id]
+            )
             self.store.after_commit(lambda: self._send_env(sender, answer))
 
     # ------------------------------------------------------------------ presence
@@ -928,7 +918,9 @@ class Router:
             payload["has_more"] = True
         if reset is not None:
             payload["history_reset"] = {"reason": reset, "epoch": self.epoch}
-        self._send_env(s, self._server_env("channel/joined", payload, to=[s.id], channel=name))
+        self._send_env(
+            s, self.delivery.server_env("channel/joined", payload, to=[s.id], channel=name)
+        )
         if announce:
             self._queue_presence(s.space, "join", s.summary(), channel=name)
 
