@@ -40,15 +40,40 @@ def ws_close_frame(code: int, reason: str) -> bytes:
     return bytes((0x88, len(body))) + body
 
 
-class Connection:
-    """Writes whole frames straight to the transport; never awaits a slow reader.
+_CORKED: list[Connection] = []
+"""Connections with frames waiting for the end of this event-loop turn."""
+_UNCORK_ON: list[asyncio.AbstractEventLoop | None] = [None]
+"""The loop on which the write of the corked frames is scheduled (None: not scheduled)."""
 
-    The same frame bytes are written to every recipient (encode once, fan out). When the
-    transport's buffer passes ``buffer_limit`` the reader is too slow: it gets a close frame
-    (1013, "slow consumer") and is aborted shortly after, so a channel never stalls.
+
+def _cork(conn: Connection) -> None:
+    loop = asyncio.get_running_loop()
+    if _UNCORK_ON[0] is not loop:
+        _UNCORK_ON[0] = loop
+        loop.call_soon(_uncork)
+    _CORKED.append(conn)
+
+
+def _uncork() -> None:
+    """Write every connection's frames of this loop turn, one write per connection."""
+    _UNCORK_ON[0] = None
+    corked = _CORKED[:]
+    _CORKED.clear()
+    for conn in corked:
+        conn.flush()
+
+
+class Connection:
+    """Writes whole frames to the transport; never awaits a slow reader.
+
+    The same frame bytes are written to every recipient (encode once, fan out). Frames sent to
+    one connection during one event-loop turn (a group commit delivers a batch of messages at
+    once) leave in one write, in order, at the end of the turn. When the transport's buffer
+    passes ``buffer_limit`` the reader is too slow: it gets a close frame (1013, "slow
+    consumer") and is aborted shortly after, so a channel never stalls.
     """
 
-    __slots__ = ("_on_overflow", "buffer_limit", "closed", "dialect", "peer", "transport")
+    __slots__ = ("_on_overflow", "_out", "buffer_limit", "closed", "dialect", "peer", "transport")
 
     def __init__(
         self,
@@ -64,20 +89,36 @@ class Connection:
         self.closed = False
         self._on_overflow = on_overflow
         self.peer = peer
+        self._out: list[bytes] = []
 
     def send(self, frame: bytes) -> bool:
-        """Write one complete frame; return False when the connection is gone or overflowed."""
+        """Queue one complete frame for this loop turn's write; False when the connection is
+        gone."""
         if self.closed:
             return False
-        t = self.transport
-        if t.is_closing():
+        if self.transport.is_closing():
             self.closed = True
             return False
-        t.write(frame)
+        out = self._out
+        if not out:
+            _cork(self)
+        out.append(frame)
+        return True
+
+    def flush(self) -> None:
+        """Write the queued frames now, in one write; close a reader that fell too far behind."""
+        out = self._out
+        if not out:
+            return
+        data = out[0] if len(out) == 1 else b"".join(out)
+        out.clear()
+        t = self.transport
+        if self.closed or t.is_closing():
+            self.closed = True
+            return
+        t.write(data)
         if t.get_write_buffer_size() > self.buffer_limit:
             self.overflow()
-            return False
-        return True
 
     def send_payloads(self, payloads: list[bytes]) -> None:
         """Frame and write several JSON payloads in one write."""
@@ -93,6 +134,7 @@ class Connection:
             "closing %s: send buffer over %d bytes (slow consumer)", self.peer, self.buffer_limit
         )
         t = self.transport
+        self._out.clear()
         t.write(ws_close_frame(CLOSE_TRY_AGAIN, "slow consumer: send buffer overflow"))
         asyncio.get_running_loop().call_later(2.0, t.abort)
         self._on_overflow(self)
@@ -101,6 +143,7 @@ class Connection:
         """Send a close frame and close the transport once it is written."""
         if self.closed:
             return
+        self.flush()  # what was sent before the close goes out before it
         self.closed = True
         t = self.transport
         if not t.is_closing():
