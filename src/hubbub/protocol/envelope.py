@@ -105,6 +105,10 @@ SERVER_KINDS: Final = frozenset(
 
 CLIENT_KINDS: Final = STANDARD_KINDS | CONTROL_KINDS
 
+STORED_KINDS: Final = STANDARD_KINDS - {"system/heartbeat"}
+"""Kinds the gateway stores and echoes to their sender: their ``id`` names a message that a
+resend can repeat (control kinds and heartbeats are answered, not stored)."""
+
 _decoder = msgspec.json.Decoder(Envelope)
 _encoder = msgspec.json.Encoder()
 

@@ -14,13 +14,11 @@ import asyncio
 import logging
 from collections import OrderedDict
 
-from hubbub.protocol.envelope import CLIENT_KINDS, CONTROL_KINDS, Envelope
+from hubbub.protocol.envelope import STORED_KINDS, Envelope
 from hubbub.protocol.markers import parse_markers
 
 log = logging.getLogger("hubbub.sdk.outbox")
 
-ACKNOWLEDGED_KINDS = CLIENT_KINDS - CONTROL_KINDS - {"system/heartbeat"}
-"""Kinds the gateway stores and echoes to their sender."""
 
 LIMIT = 10_000
 """Unacknowledged envelopes kept at most; past it the oldest is given up (and logged)."""
@@ -29,7 +27,7 @@ LIMIT = 10_000
 def is_acknowledged(env: Envelope) -> bool:
     """Whether the gateway answers ``env`` with an echo (stored messages do; a chat that is
     only ``@@`` markers is acted on and not relayed, so nothing comes back)."""
-    if env.kind not in ACKNOWLEDGED_KINDS:
+    if env.kind not in STORED_KINDS:
         return False
     if env.kind == "chat":
         text = env.payload.get("text")

@@ -18,9 +18,9 @@ from hubbub.protocol.capabilities import CapabilityError, CapabilitySet, validat
 from hubbub.protocol.dialect import Reply
 from hubbub.protocol.envelope import (
     CLIENT_KINDS,
-    CONTROL_KINDS,
     PROTOCOL,
     SERVER_KINDS,
+    STORED_KINDS,
     Envelope,
     encode,
 )
@@ -61,8 +61,6 @@ MAX_SEQ = 2**62
 """Sequence numbers sent by clients are clamped to [0, MAX_SEQ] (SQLite integers are 64-bit)."""
 MAX_ID_LEN = 128
 """Longest client-chosen message id (MEW ids are UUIDs or ULIDs; 128 leaves room)."""
-_DELIVERED_KINDS = CLIENT_KINDS - CONTROL_KINDS - {"system/heartbeat"}
-"""Kinds that are stored and delivered, and so have an id that a resend can name."""
 
 
 def _clamp_seq(value: int) -> int:
@@ -515,7 +513,7 @@ class Router:
             env.correlation_id = [env.correlation_id]
         if kind.startswith("mcp/"):  # proposal rules
             sender.space.proposals.check(env, sender.id)
-        if client_id is not None and kind in _DELIVERED_KINDS:
+        if client_id is not None and kind in STORED_KINDS:
             ref = sender.space.ids.get(client_id)
             if ref is not None:
                 return self._resent(sender, env, ref)
