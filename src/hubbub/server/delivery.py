@@ -87,6 +87,17 @@ class Delivery:
         s.conn.send_payloads(payloads)
         self.metrics.messages_out += 1
 
+    def send_shared(self, s: Session, env: Envelope, frames: dict[str, bytes]) -> None:
+        """Write ``env`` to ``s``, encoded once per dialect across the calls sharing
+        ``frames`` (dialect name → framed bytes; an empty entry: not expressible there)."""
+        dname = s.conn.dialect.name
+        buf = frames.get(dname)
+        if buf is None:
+            buf = frames[dname] = ws_text_frames(s.conn.dialect.encode(env))
+        if buf:
+            s.conn.send(buf)
+            self.metrics.messages_out += 1
+
     def error(self, s: Session, exc: ProtocolError) -> None:
         """Answer a problem to the participant that caused it."""
         self.metrics.errors[exc.code.value] += 1
@@ -182,12 +193,7 @@ class Delivery:
                 dialect = s.conn.dialect
                 if membership and dialect.channel_presence:
                     continue  # told per channel, below
-                dname = dialect.name
-                if dname not in frames:
-                    frames[dname] = ws_text_frames(dialect.encode(env))
-                if frames[dname]:
-                    s.conn.send(frames[dname])
-                    self.metrics.messages_out += 1
+                self.send_shared(s, env, frames)
             if membership:
                 self._membership_by_channel(space, event, channel, entries)
 

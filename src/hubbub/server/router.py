@@ -39,10 +39,9 @@ from hubbub.server.connection import (
     CLOSE_REPLACED,
     Connection,
     ws_text_frame,
-    ws_text_frames,
 )
 from hubbub.server.coordination import Coordination, now_ms
-from hubbub.server.delivery import DIALECTS, Delivery
+from hubbub.server.delivery import Delivery
 from hubbub.server.metrics import Metrics
 from hubbub.server.sender import HttpSender as HttpSender  # re-exported for older imports
 from hubbub.server.sender import Sender
@@ -774,12 +773,7 @@ class Router:
             if s.wake_at is not None:
                 self.coordination.to_sleeper(s, env)
                 continue
-            dname = s.conn.dialect.name
-            if dname not in frames:
-                frames[dname] = ws_text_frames(DIALECTS[dname].encode(env))
-            if frames[dname]:
-                s.conn.send(frames[dname])
-                self.metrics.messages_out += 1
+            self.delivery.send_shared(s, env, frames)
             if s.id in to or s is sender:
                 self._dm_mark(s, seq)
         if after is not None:
