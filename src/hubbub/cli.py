@@ -115,6 +115,42 @@ def main() -> None:
     default=None,
     help="Connections one address may hold [0: half of --max-connections].",
 )
+@click.option(
+    "--cluster",
+    "cluster_url",
+    metavar="redis://HOST:PORT/DB",
+    default=None,
+    envvar="HUBBUB_CLUSTER",
+    help="Run as one node of a cluster sharing its spaces through this Redis (docs/cluster.md).",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="Node processes sharing --port on this machine (needs --cluster).",
+)
+@click.option("--node", "node_name", default=None, help="This node's name [hostname-pid].")
+@click.option(
+    "--link-host",
+    default=LOOPBACK,
+    show_default=True,
+    help="Interface where the nodes reach each other (use a private one across machines).",
+)
+@click.option(
+    "--link-port", type=click.IntRange(0, 65535), default=0, help="Port for the nodes [any free]."
+)
+@click.option(
+    "--advertise", default=None, help="Host the other nodes use to reach --link-host [same]."
+)
+@click.option(
+    "--lease-ms",
+    type=click.IntRange(500, 60_000),
+    default=3000,
+    show_default=True,
+    help="Leadership lease: a dead leader is replaced within it.",
+)
+@click.option("--reuse-port", is_flag=True, hidden=True)
 @click.option("--log-level", default="info", show_default=True)
 def serve(
     host: str | None,
@@ -130,9 +166,26 @@ def serve(
     allow_origins: tuple[str, ...],
     max_connections: int | None,
     max_connections_per_ip: int | None,
+    cluster_url: str | None,
+    workers: int,
+    node_name: str | None,
+    link_host: str,
+    link_port: int,
+    advertise: str | None,
+    lease_ms: int,
+    reuse_port: bool,
     log_level: str,
 ) -> None:
     """Run the gateway: WebSocket at /ws, HTTP API, metrics."""
+    if workers > 1:
+        if cluster_url is None:
+            raise click.ClickException(
+                "--workers needs --cluster redis://HOST:PORT/DB: the processes share their "
+                "spaces through Redis (docs/cluster.md)"
+            )
+        from hubbub.cluster.workers import run_workers
+
+        raise SystemExit(run_workers(workers, link_port))
     from hubbub.server.app import make_router
     from hubbub.server.config import open_space
 
@@ -169,6 +222,24 @@ def serve(
             err=True,
         )
     _raise_fd_limit()
+    if cluster_url is not None:
+        from hubbub.cluster.run import serve_cluster
+
+        serve_cluster(
+            cluster_url,
+            spaces,
+            limits,
+            engines,
+            host=bind,
+            port=port,
+            node=node_name,
+            link_host=link_host,
+            link_port=link_port,
+            advertise=advertise,
+            lease_ms=lease_ms,
+            reuse_port=reuse_port,
+        )
+        return
     router = make_router(
         spaces,
         data_dir=None if store == "memory" else data_dir,

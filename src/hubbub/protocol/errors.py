@@ -34,6 +34,7 @@ class ErrorCode(StrEnum):
     AUTH_REQUIRED = "auth_required"
     UNSUPPORTED = "unsupported"
     SESSION_DISPLACED = "session_displaced"
+    UNAVAILABLE = "unavailable"
     INTERNAL = "internal_error"
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import msgspec
 from aiohttp import WSMsgType, web
@@ -25,6 +26,7 @@ from hubbub.server.http_api import add_http_routes
 from hubbub.server.listener import GuardedSite
 from hubbub.server.metrics import Metrics
 from hubbub.server.router import Router
+from hubbub.server.space import Session
 from hubbub.server.web_assets import add_asset_routes
 from hubbub.server.web_guard import browser_guard
 from hubbub.store.base import Durability, Store
@@ -38,7 +40,8 @@ _MEW = MewDialect()
 _AGENTCHAT = AgentchatDialect()
 
 
-def _error_frame(dialect: Dialect, exc: ProtocolError) -> bytes:
+def error_frames(dialect: Dialect, exc: ProtocolError) -> bytes:
+    """The frames telling a client why it is refused, in its dialect."""
     env = Envelope(
         kind="system/error",
         protocol=PROTOCOL,
@@ -53,7 +56,7 @@ async def _refuse(
 ) -> None:
     """Tell the client why it is refused, then close with 1008."""
     if not transport.is_closing():
-        transport.write(_error_frame(dialect, exc))
+        transport.write(error_frames(dialect, exc))
     await ws.close(code=CLOSE_POLICY, message=exc.message[:120].encode())
 
 
@@ -81,29 +84,25 @@ def _before_identify(frame: object) -> str | None:
     return None
 
 
-async def websocket_endpoint(request: web.Request) -> web.StreamResponse:
-    """``/ws`` (and ``/``): the first frame selects the dialect, then frames are routed."""
-    router = request.app[ROUTER_KEY]
-    limits = router.limits
-    hard_cap = max(limits.max_frame_bytes * 4, 1024 * 1024)
-    ws = web.WebSocketResponse(
-        max_msg_size=hard_cap,
+def prepare_websocket(request: web.Request, limits: Limits) -> web.WebSocketResponse:
+    """The WebSocket response of ``/ws``, with the gateway's frame cap and heartbeat."""
+    return web.WebSocketResponse(
+        max_msg_size=hard_frame_cap(limits),
         compress=False,
         autoping=True,
         heartbeat=limits.ping_interval_s or None,
     )
-    if not ws.can_prepare(request).ok:
-        return (
-            await health(request)
-            if request.path == "/"
-            else web.Response(
-                status=426, text="this endpoint speaks WebSocket; connect with a WebSocket client\n"
-            )
-        )
-    await ws.prepare(request)
-    transport = request.transport
-    assert transport is not None
-    peer = str(request.remote)
+
+
+def hard_frame_cap(limits: Limits) -> int:
+    """The largest WebSocket frame read at all (larger ones close the connection with 1009)."""
+    return max(limits.max_frame_bytes * 4, 1024 * 1024)
+
+
+async def handshake(
+    ws: web.WebSocketResponse, transport: asyncio.Transport, limits: Limits
+) -> tuple[Dialect, dict[str, object]] | None:
+    """Read the first frame: the dialect and the hello frame, or None once refused."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limits.handshake_timeout_s
     early = 0  # agentchat frames before IDENTIFY, each answered AUTH_REQUIRED
@@ -120,9 +119,9 @@ async def websocket_endpoint(request: web.Request) -> web.StreamResponse:
                     "no join frame within the handshake timeout; send join or IDENTIFY first",
                 ),
             )
-            return ws
+            return None
         if first.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
-            return ws
+            return None
         frame, why = _read_first(first.data)
         early_type = _before_identify(frame)
         if early_type is None:
@@ -134,9 +133,9 @@ async def websocket_endpoint(request: web.Request) -> web.StreamResponse:
         )
         if early > MAX_FRAMES_BEFORE_IDENTIFY:
             await _refuse(ws, transport, _AGENTCHAT, refusal)
-            return ws
+            return None
         if not transport.is_closing():
-            transport.write(_error_frame(_AGENTCHAT, refusal))
+            transport.write(error_frames(_AGENTCHAT, refusal))
     if not isinstance(frame, dict):
         await _refuse(
             ws,
@@ -148,51 +147,140 @@ async def websocket_endpoint(request: web.Request) -> web.StreamResponse:
                 '{"type":"IDENTIFY",...} (agentchat)' + why,
             ),
         )
-        return ws
-    dialect: Dialect
+        return None
     if is_mew_hello(frame):
-        dialect = _MEW
-    elif is_agentchat_hello(frame):
-        dialect = _AGENTCHAT
-    else:
-        await _refuse(
-            ws,
-            transport,
-            _MEW,
-            ProtocolError(
-                ErrorCode.HANDSHAKE_REQUIRED,
-                'first frame must be {"type":"join",...} (MEW) or {"type":"IDENTIFY",...} '
-                "(agentchat)",
-            ),
-        )
-        return ws
+        return _MEW, frame
+    if is_agentchat_hello(frame):
+        return _AGENTCHAT, frame
+    await _refuse(
+        ws,
+        transport,
+        _MEW,
+        ProtocolError(
+            ErrorCode.HANDSHAKE_REQUIRED,
+            'first frame must be {"type":"join",...} (MEW) or {"type":"IDENTIFY",...} (agentchat)',
+        ),
+    )
+    return None
+
+
+def dialect_named(name: str) -> Dialect:
+    """The codec of a dialect by its name (``mew`` or ``agentchat``)."""
+    return _AGENTCHAT if name == _AGENTCHAT.name else _MEW
+
+
+async def open_session(
+    router: Router, dialect: Dialect, frame: dict[str, object], conn: Connection
+) -> tuple[Session | None, ProtocolError | None]:
+    """Authenticate a hello and attach its connection: the session, or why it is refused."""
     try:
         hello = dialect.parse_hello(frame)
         ident = router.authenticate(hello)
     except ProtocolError as exc:
         router.metrics.errors[exc.code.value] += 1
-        await _refuse(ws, transport, dialect, exc)
-        return ws
+        return None, exc
     except Exception:
         log.exception("handshake failed")
         router.metrics.errors[ErrorCode.INTERNAL.value] += 1
-        failure = ProtocolError(ErrorCode.INTERNAL, "internal error while joining; try again")
-        await _refuse(ws, transport, dialect, failure)
+        return None, ProtocolError(ErrorCode.INTERNAL, "internal error while joining; try again")
+    return await router.attach(ident, conn, hello), None
+
+
+async def pump(
+    ws: web.WebSocketResponse,
+    conn: Connection,
+    on_frame: Callable[[bytes | str], None],
+    limits: Limits,
+) -> None:
+    """Hand every frame of ``ws`` to ``on_frame`` until it closes (an oversized frame: 1009)."""
+    async for msg in ws:
+        if msg.type == WSMsgType.TEXT or msg.type == WSMsgType.BINARY:
+            on_frame(msg.data)
+        elif msg.type == WSMsgType.ERROR:
+            problem = ws.exception()
+            if problem is not None and "too big" in str(problem).lower():
+                cap = hard_frame_cap(limits)
+                conn.close(CLOSE_TOO_BIG, f"frame over the hard cap of {cap} bytes")
+            break
+
+
+async def websocket_endpoint(request: web.Request) -> web.StreamResponse:
+    """``/ws`` (and ``/``): the first frame selects the dialect, then frames are routed."""
+    router = request.app[ROUTER_KEY]
+    return await serve_websocket(request, router.limits, router, health)
+
+
+async def serve_websocket(
+    request: web.Request,
+    limits: Limits,
+    router: Router,
+    not_websocket: Callable[[web.Request], Awaitable[web.StreamResponse]],
+) -> web.StreamResponse:
+    """Serve one client WebSocket on ``router`` (a plain GET of ``/``: ``not_websocket``)."""
+    accepted = await accept_websocket(request, limits, not_websocket)
+    if not isinstance(accepted, Accepted):
+        return accepted
+    await run_session(accepted, router)
+    return accepted.ws
+
+
+class Accepted(NamedTuple):
+    """A client WebSocket whose hello was read: the socket, its dialect and hello frame."""
+
+    ws: web.WebSocketResponse
+    transport: asyncio.Transport
+    dialect: Dialect
+    hello: dict[str, object]
+    peer: str
+
+    async def refuse(self, exc: ProtocolError) -> None:
+        """Tell the client why it is refused, then close with 1008."""
+        await _refuse(self.ws, self.transport, self.dialect, exc)
+
+
+async def accept_websocket(
+    request: web.Request,
+    limits: Limits,
+    not_websocket: Callable[[web.Request], Awaitable[web.StreamResponse]],
+) -> Accepted | web.StreamResponse:
+    """Upgrade ``request`` and read its hello; the response to return when that fails."""
+    ws = prepare_websocket(request, limits)
+    if not ws.can_prepare(request).ok:
+        return (
+            await not_websocket(request)
+            if request.path == "/"
+            else web.Response(
+                status=426, text="this endpoint speaks WebSocket; connect with a WebSocket client\n"
+            )
+        )
+    await ws.prepare(request)
+    transport = request.transport
+    assert transport is not None
+    hello = await handshake(ws, transport, limits)
+    if hello is None:
         return ws
-    conn = Connection(transport, dialect, limits.send_buffer_bytes, router.on_overflow, peer)
-    session = await router.attach(ident, conn, hello)
+    return Accepted(ws, transport, hello[0], hello[1], str(request.remote))
+
+
+async def run_session(accepted: Accepted, router: Router) -> None:
+    """Attach an accepted client to ``router`` and route its frames until it goes."""
+    limits = router.limits
+    conn = Connection(
+        accepted.transport,
+        accepted.dialect,
+        limits.send_buffer_bytes,
+        router.on_overflow,
+        accepted.peer,
+    )
+    session, refusal = await open_session(router, accepted.dialect, accepted.hello, conn)
+    if session is None:
+        assert refusal is not None
+        await accepted.refuse(refusal)
+        return
     try:
-        async for msg in ws:
-            if msg.type == WSMsgType.TEXT or msg.type == WSMsgType.BINARY:
-                router.receive(session, msg.data)
-            elif msg.type == WSMsgType.ERROR:
-                problem = ws.exception()
-                if problem is not None and "too big" in str(problem).lower():
-                    conn.close(CLOSE_TOO_BIG, f"frame over the hard cap of {hard_cap} bytes")
-                break
+        await pump(accepted.ws, conn, lambda data: router.receive(session, data), limits)
     finally:
         router.detach(session)
-    return ws
 
 
 async def health(request: web.Request) -> web.Response:

@@ -14,6 +14,7 @@ log = logging.getLogger("hubbub.connection")
 CLOSE_GOING_AWAY = 1001
 CLOSE_POLICY = 1008
 CLOSE_TOO_BIG = 1009
+CLOSE_SERVICE_RESTART = 1012
 CLOSE_TRY_AGAIN = 1013
 CLOSE_REPLACED = 4000
 CLOSE_KICKED = 4001
@@ -21,12 +22,21 @@ CLOSE_KICKED = 4001
 
 def ws_text_frame(payload: bytes) -> bytes:
     """A complete unmasked server→client text frame (FIN set, no compression)."""
+    return _frame(0x81, payload)
+
+
+def ws_binary_frame(payload: bytes) -> bytes:
+    """A complete unmasked server→client binary frame (FIN set, no compression)."""
+    return _frame(0x82, payload)
+
+
+def _frame(head: int, payload: bytes) -> bytes:
     n = len(payload)
     if n < 126:
-        return bytes((0x81, n)) + payload
+        return bytes((head, n)) + payload
     if n < 65536:
-        return struct.pack("!BBH", 0x81, 126, n) + payload
-    return struct.pack("!BBQ", 0x81, 127, n) + payload
+        return struct.pack("!BBH", head, 126, n) + payload
+    return struct.pack("!BBQ", head, 127, n) + payload
 
 
 def ws_text_frames(payloads: list[bytes]) -> bytes:

@@ -240,8 +240,11 @@ class GuardedSite(web.BaseSite):
         metrics: Metrics,
         *,
         backlog: int = 4096,
+        reuse_port: bool = False,
     ) -> None:
         super().__init__(runner, backlog=backlog)
+        self.reuse_port = reuse_port
+        """Share the port with other processes (``--workers``: the kernel spreads clients)."""
         self.host = host
         self.requested_port = port
         self.limits = limits
@@ -319,6 +322,7 @@ class GuardedSite(web.BaseSite):
             self.requested_port,
             backlog=self._backlog,
             start_serving=False,
+            reuse_port=self.reuse_port or None,
         )
         self._server = bound
         for tsock in bound.sockets:

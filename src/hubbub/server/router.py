@@ -516,6 +516,13 @@ class Router:
             ref = sender.space.ids.get(client_id)
             if ref is not None:
                 return self._resent(sender, env, ref)
+        if kind in STORED_KINDS and not self.store.available:
+            raise ProtocolError(
+                ErrorCode.UNAVAILABLE,
+                "the gateway cannot store messages right now (its store is unreachable); "
+                "nothing was accepted: send it again in a few seconds",
+                correlation_id=client_id,
+            )
         now = self.clock.now_ms()
         env.protocol = PROTOCOL
         env.from_ = sender.id

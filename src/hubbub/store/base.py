@@ -36,6 +36,10 @@ class MessageRef(NamedTuple):
 class Store(ABC):
     """Durable history. ``append*`` never blocks: writes are group-committed; ``flush`` waits."""
 
+    available: bool = True
+    """False while commits fail (its server unreachable): the gateway then refuses new
+    messages with ``unavailable`` instead of queueing what it cannot acknowledge."""
+
     @abstractmethod
     async def open(self) -> None:
         """Open the underlying storage (create tables, files)."""

@@ -268,9 +268,11 @@ class SqliteStore(Store):
                     await self._after_inline_commit()
                 else:
                     await self._run(self._commit_sync, *batch)
+                self.available = True
                 return
             except Exception as exc:
                 self.failed_commits += 1
+                self.available = False
                 log.error(
                     "commit failed (%s); retrying in %.2fs, nothing is acknowledged "
                     "until it succeeds",

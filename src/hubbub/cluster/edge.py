@@ -1,0 +1,144 @@
+"""A node's uplink to the leader: its clients' frames go up, the leader's frames come down."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from typing import Any
+
+import aiohttp
+import msgspec
+
+from hubbub.cluster import wire
+from hubbub.server.connection import CLOSE_SERVICE_RESTART, Connection
+from hubbub.server.metrics import Metrics
+
+log = logging.getLogger("hubbub.cluster")
+
+LEADER_LOST = "the cluster's leader changed; reconnect and resume (nothing is lost)"
+
+
+class Uplink:
+    """The link from this node to the leader, carrying every client of this node."""
+
+    def __init__(self, node: str, leader_link: str, secret: str, metrics: Metrics) -> None:
+        self.node = node
+        self.target = leader_link
+        self.secret = secret
+        self.metrics = metrics
+        self.clients: dict[int, Connection] = {}
+        self.up = asyncio.Event()
+        self.closed = False
+        self._ids = itertools.count(1)
+        self._batch: list[list[Any]] = []
+        self._scheduled = False
+        self._outq: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Connect in the background; :attr:`up` is set once linked."""
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def close(self) -> None:
+        """Drop the link (its clients are closed with 1012 and resume elsewhere)."""
+        self.closed = True
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        self._close_clients()
+
+    @property
+    def alive(self) -> bool:
+        """Whether the link is up or still connecting."""
+        return not self.closed and self._task is not None and not self._task.done()
+
+    # ------------------------------------------------------------------ clients of this node
+
+    def open(self, conn: Connection, dialect: str, hello: bytes, peer: str) -> int:
+        """Register a client whose hello was read; the leader attaches it."""
+        sid = next(self._ids)
+        self.clients[sid] = conn
+        self._queue([wire.OPEN, sid, dialect, hello, peer])
+        return sid
+
+    def forward(self, sid: int, data: bytes | str) -> None:
+        """Send one client frame to the leader."""
+        self._queue([wire.IN, sid, data])
+
+    def gone(self, sid: int) -> None:
+        """A client of this node went away."""
+        if self.clients.pop(sid, None) is not None and not self.closed:
+            self._queue([wire.GONE, sid])
+
+    def _queue(self, msg: list[Any]) -> None:
+        self._batch.append(msg)
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._scheduled = False
+        batch, self._batch = self._batch, []
+        if batch and not self.closed:
+            self._outq.put_nowait(wire.encode_batch(batch))
+
+    # ------------------------------------------------------------------ the link
+
+    async def _run(self) -> None:
+        headers = {wire.SECRET_HEADER: self.secret, wire.NODE_HEADER: self.node}
+        url = f"http://{self.target}{wire.LINK_PATH}"
+        try:
+            async with (
+                aiohttp.ClientSession() as http,
+                http.ws_connect(
+                    url, headers=headers, max_msg_size=0, heartbeat=5.0, compress=0
+                ) as ws,
+            ):
+                log.info("linked to the leader at %s", self.target)
+                self.up.set()
+                writer = asyncio.get_running_loop().create_task(self._write(ws))
+                try:
+                    async for msg in ws:
+                        if msg.type != aiohttp.WSMsgType.BINARY or not self._deliver(msg.data):
+                            break
+                finally:
+                    writer.cancel()
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            log.info("link to the leader at %s failed: %s", self.target, exc)
+        finally:
+            self.closed = True
+            self.up.clear()
+            self._close_clients()
+
+    async def _write(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        while True:
+            data = await self._outq.get()
+            if data is None:
+                return
+            await ws.send_bytes(data)
+
+    def _deliver(self, data: bytes) -> bool:
+        try:
+            batch = wire.decode_batch(data)
+        except msgspec.DecodeError:
+            log.warning("the leader sent a malformed link frame; dropping the link")
+            return False
+        clients = self.clients
+        for msg in batch:
+            if msg[0] == wire.OUT:
+                frame = msg[1]
+                for sid in msg[2]:
+                    conn = clients.get(sid)
+                    if conn is not None:
+                        conn.send(frame)
+            elif msg[0] == wire.CLOSE:
+                conn = clients.get(int(msg[1]))
+                if conn is not None:
+                    conn.close(int(msg[2]), str(msg[3]))
+        return True
+
+    def _close_clients(self) -> None:
+        clients, self.clients = self.clients, {}
+        for conn in clients.values():
+            conn.close(CLOSE_SERVICE_RESTART, LEADER_LOST)

@@ -1,0 +1,62 @@
+"""``hubbub serve --cluster``: one node process, until a signal stops it."""
+
+from __future__ import annotations
+
+import logging
+
+from hubbub import __version__
+from hubbub.cli_support import run_until_signal
+from hubbub.cluster.app import serve_node
+from hubbub.cluster.node import ClusterSettings, Node
+from hubbub.server.app import build_app
+from hubbub.server.config import EngineSettings, Limits, SpaceConfig
+from hubbub.server.metrics import Metrics
+from hubbub.server.router import Router
+from hubbub.store.base import Store
+
+log = logging.getLogger("hubbub")
+
+
+def serve_cluster(
+    redis_url: str,
+    spaces: list[SpaceConfig],
+    limits: Limits,
+    engines: EngineSettings,
+    *,
+    host: str,
+    port: int,
+    node: str | None,
+    link_host: str,
+    link_port: int,
+    advertise: str | None,
+    lease_ms: int,
+    reuse_port: bool,
+) -> None:
+    """Run this process as a node of the cluster on ``redis_url``."""
+    settings = ClusterSettings(
+        redis_url, lease_ms=lease_ms, link_host=link_host, link_port=link_port, advertise=advertise
+    )
+    if node:
+        settings.node = node
+    metrics = Metrics()
+
+    def build_router(store: Store) -> Router:
+        return Router(spaces, store, limits, metrics, engine_settings=engines)
+
+    log.info(
+        "hubbub %s node %s serving ws://%s:%d/ws in the cluster on %s",
+        __version__,
+        settings.node,
+        host,
+        port,
+        redis_url,
+    )
+    log.info("dashboard: http://%s:%d/dashboard", host, port)
+    log.info("chat: http://%s:%d/chat", host, port)
+
+    async def main() -> None:
+        await serve_node(
+            Node(settings, build_router, metrics, build_app), limits, host, port, reuse_port
+        )
+
+    run_until_signal(main, "node")
