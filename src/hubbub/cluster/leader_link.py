@@ -175,6 +175,7 @@ async def serve_link(request: web.Request, router: Router, node: str) -> web.Web
     conn = Connection(transport, dialect_named("mew"), LINK_BUFFER_BYTES, lambda c: None, node)
     link = LeaderLink(router, node, conn)
     log.info("node %s linked", node)
+    router.metrics.cluster_links += 1
     try:
         async for msg in ws:
             if msg.type == WSMsgType.BINARY:
@@ -186,6 +187,7 @@ async def serve_link(request: web.Request, router: Router, node: str) -> web.Web
             elif msg.type == WSMsgType.ERROR:
                 break
     finally:
+        router.metrics.cluster_links -= 1
         link.drop()
         log.info("node %s unlinked", node)
     return ws

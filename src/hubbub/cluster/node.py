@@ -9,7 +9,7 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,8 @@ import aiohttp
 import msgspec
 import redis.asyncio as aioredis
 from aiohttp import web
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from hubbub.cluster import wire
 from hubbub.cluster.edge import Uplink
@@ -26,7 +28,7 @@ from hubbub.server.connection import CLOSE_SERVICE_RESTART
 from hubbub.server.metrics import Metrics
 from hubbub.server.router import Router
 from hubbub.store.base import Store
-from hubbub.store.redis import RedisStore
+from hubbub.store.redis import RedisStore, redis_client
 
 log = logging.getLogger("hubbub.cluster")
 
@@ -78,9 +80,7 @@ class Node:
         self._build_router = build_router
         self._build_app = build_app
         # Any: redis-py types its commands as "Awaitable[T] | T" for both clients at once
-        self.redis: Any = aioredis.Redis.from_url(
-            settings.redis_url, socket_timeout=2.0, socket_connect_timeout=2.0
-        )
+        self.redis: Any = redis_client(settings.redis_url, timeout_s=2.0)
         self.router: Router | None = None
         """The router while this node leads."""
         self.uplink: Uplink | None = None
@@ -117,6 +117,8 @@ class Node:
     async def start(self) -> None:
         """Reach Redis, bind the link port, and begin leading or following."""
         await self._reach_redis()
+        await self._check_persistence()
+        self.metrics.registry.register(_NodeCollector(self))
         await self.redis.set(SECRET_KEY, secrets.token_hex(16), nx=True)
         self.secret = (await self.redis.get(SECRET_KEY)).decode()
         self._sock = self._bind_link()
@@ -140,6 +142,19 @@ class Node:
                         "redis-server there or fix --cluster"
                     ) from None
                 await asyncio.sleep(0.5)
+
+    async def _check_persistence(self) -> None:
+        """Warn when Redis would lose acknowledged messages in a crash (no AOF)."""
+        try:
+            conf = await self.redis.config_get("appendonly")
+        except aioredis.ResponseError:
+            return  # CONFIG is disabled (managed Redis): its provider's persistence applies
+        if conf.get(b"appendonly", conf.get("appendonly")) in (b"no", "no"):
+            log.warning(
+                "Redis at %s runs without AOF (appendonly no): a crash of Redis can take back "
+                "acknowledged messages; set `appendonly yes` (docs/cluster.md)",
+                _redacted(self.settings.redis_url),
+            )
 
     def _bind_link(self) -> socket.socket:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -346,3 +361,28 @@ def _redacted(url: str) -> str:
         return url
     scheme, rest = url.split("://", 1) if "://" in url else ("redis", url)
     return f"{scheme}://***@{rest.split('@', 1)[1]}"
+
+
+class _NodeCollector(Collector):
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        node = self.node
+        yield GaugeMetricFamily(
+            "hubbub_cluster_leader",
+            "1 while this node leads the cluster",
+            value=int(node.router is not None),
+        )
+        links = 0 if node.router is None else node.router.metrics.cluster_links
+        yield GaugeMetricFamily(
+            "hubbub_cluster_links", "Follower nodes linked to this leader", value=links
+        )
+        yield GaugeMetricFamily(
+            "hubbub_redis_latency_seconds",
+            "Round trip of this node's last Redis command of its supervision",
+            value=node.redis_ms / 1000,
+        )
+        yield GaugeMetricFamily(
+            "hubbub_redis_reachable", "1 while Redis answers this node", value=int(node.redis_ok)
+        )

@@ -22,6 +22,8 @@ class Metrics:
         self.slow_consumer_disconnects = 0
         self.resends = 0
         """Messages sent again under an id already stored (answered, not delivered twice)."""
+        self.cluster_links = 0
+        """Follower nodes linked to this gateway while it leads a cluster (docs/cluster.md)."""
         self.connections_refused: Counter[str] = Counter()
         """Connections refused or cut by the listener, by reason (see server/listener.py)."""
         self.registry = CollectorRegistry(auto_describe=True)

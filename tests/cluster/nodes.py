@@ -1,0 +1,157 @@
+"""Real ``hubbub serve --cluster`` processes for the cluster tests and benchmarks."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import websockets
+
+from tests.conftest import WsClient
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    """A TCP port free on loopback now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class ClusterNode:
+    """One node process; restartable on the same port."""
+
+    name: str
+    redis_url: str
+    workdir: Path
+    port: int = field(default_factory=free_port)
+    extra: list[str] = field(default_factory=list)
+    proc: subprocess.Popen[bytes] | None = None
+    clients: list[WsClient] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws"
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log(self) -> Path:
+        return self.workdir / f"{self.name}.log"
+
+    def spawn(self) -> None:
+        env = os.environ | {"PYTHONPATH": str(ROOT / "src")}
+        cmd = [sys.executable, "-m", "hubbub", "serve", "--port", str(self.port)]
+        cmd += ["--cluster", self.redis_url, "--node", self.name, "--rate-limit", "0"]
+        cmd += ["--lease-ms", "1500", *self.extra]
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=out, cwd=self.workdir)
+
+    async def health(self) -> dict[str, Any]:
+        async with (
+            aiohttp.ClientSession() as http,
+            http.get(f"{self.http}/health", timeout=aiohttp.ClientTimeout(total=3)) as resp,
+        ):
+            out: dict[str, Any] = await resp.json()
+            return out
+
+    async def wait_ready(self, timeout: float = 30.0) -> dict[str, Any]:
+        """Wait until the node answers /health and knows a leader."""
+        deadline = time.monotonic() + timeout
+        last: Any = None
+        while time.monotonic() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"node {self.name} exited; log:\n{self.log.read_text()[-3000:]}")
+            with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
+                last = await self.health()
+                if last["cluster"]["leader"]:
+                    return dict(last)
+            await asyncio.sleep(0.05)
+        raise RuntimeError(f"node {self.name} not ready: {last}; log:\n{self.log.read_text()[-3000:]}")
+
+    def kill9(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+
+    async def connect(self) -> WsClient:
+        ws = await websockets.connect(self.url, max_size=None, compression=None)
+        client = WsClient(ws)
+        self.clients.append(client)
+        return client
+
+    async def mew(self, pid: str, **extra: Any) -> WsClient:
+        """Join on the MEW dialect; return once welcome and joins arrived."""
+        c = await self.connect()
+        await c.send({"type": "join", "participantId": pid, "space": "default", **extra})
+        c.welcome = await c.expect("system/welcome", timeout=10)
+        for _ in extra.get("channels", ["#general"]):
+            await c.expect("channel/joined", timeout=10)
+        return c
+
+    async def agentchat(self, name: str) -> WsClient:
+        """IDENTIFY on the agentchat dialect; return once #general is joined."""
+        c = await self.connect()
+        await c.send({"type": "IDENTIFY", "name": name})
+        c.welcome = await c.expect_type("WELCOME", timeout=10)
+        await c.next_where(lambda f: f.get("type") == "JOINED" and f["channel"] == "#general")
+        return c
+
+
+async def start_cluster(redis_url: str, workdir: Path, n: int = 3) -> list[ClusterNode]:
+    """Start ``n`` nodes; the first one started leads."""
+    nodes = [ClusterNode(f"node{i}", redis_url, workdir) for i in range(n)]
+    nodes[0].spawn()
+    await nodes[0].wait_ready()
+    for node in nodes[1:]:
+        node.spawn()
+    for node in nodes[1:]:
+        await node.wait_ready()
+    return nodes
+
+
+async def stop_cluster(nodes: list[ClusterNode]) -> None:
+    for node in nodes:
+        for c in node.clients:
+            with contextlib.suppress(Exception):
+                await c.close()
+        node.stop()
+
+
+async def leader_of(nodes: list[ClusterNode]) -> ClusterNode:
+    """The node that leads now (as the live nodes agree)."""
+    for node in nodes:
+        if node.proc is not None and node.proc.poll() is None:
+            with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
+                h = await node.health()
+                if h["cluster"]["role"] == "leader":
+                    return node
+    raise AssertionError("no node leads")
+
+
+def dump(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True)

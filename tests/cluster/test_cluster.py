@@ -1,0 +1,263 @@
+"""Three real nodes on a real redis-server: one space, whichever node a client is on."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import websockets
+
+from hubbub.protocol.ids import ulid_time_ms
+from tests.cluster.nodes import ClusterNode, leader_of, start_cluster, stop_cluster
+from tests.conftest import WsClient
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture
+async def nodes(redis_server: Any, tmp_path: Path) -> AsyncIterator[list[ClusterNode]]:
+    started = await start_cluster(redis_server.url, tmp_path, 3)
+    try:
+        yield started
+    finally:
+        await stop_cluster(started)
+
+
+def chat(text: str, mid: str | None = None, channel: str = "#general") -> dict[str, Any]:
+    frame: dict[str, Any] = {"kind": "chat", "channel": channel, "payload": {"text": text}}
+    if mid:
+        frame["id"] = mid
+    return frame
+
+
+async def texts(c: WsClient, n: int, timeout: float = 10) -> list[tuple[int, str]]:
+    """The next ``n`` chat messages a MEW client receives, as (seq, text)."""
+    out = []
+    for _ in range(n):
+        f = await c.expect("chat", timeout)
+        out.append((f["seq"], f["payload"]["text"]))
+    return out
+
+
+async def test_health_names_the_nodes_the_leader_and_redis(nodes: list[ClusterNode]) -> None:
+    for node in nodes:
+        h = await node.health()
+        assert h["cluster"]["node"] == node.name
+        assert h["cluster"]["leader"] == "node0"
+        assert h["cluster"]["redis"]["reachable"] is True
+        assert {n["node"] for n in h["cluster"]["nodes"]} == {"node0", "node1", "node2"}
+    roles = [(await n.health())["cluster"]["role"] for n in nodes]
+    assert roles == ["leader", "follower", "follower"]
+
+
+async def test_both_dialects_on_three_nodes_see_one_order(nodes: list[ClusterNode]) -> None:
+    a = await nodes[0].mew("alice")
+    b = await nodes[1].mew("bob")
+    c = await nodes[2].agentchat("carol")
+    await a.send(chat("from a"))
+    await b.send(chat("from b"))
+    await c.send({"type": "MSG", "to": "#general", "content": "from c"})
+    seen_a = await texts(a, 3)
+    seen_b = await texts(b, 3)
+    assert seen_a == seen_b
+    assert [s for s, _ in seen_a] == sorted(s for s, _ in seen_a)
+    got_c = [await c.expect_type("MSG") for _ in range(3)]
+    assert [m["content"] for m in got_c] == [t for _, t in seen_a]
+    # presence: bob's welcome listed alice; carol is seen coming online by alice
+    assert "alice" in {p["id"] for p in b.welcome["payload"]["participants"]}
+
+
+async def test_dm_between_nodes_and_history_over_http_on_a_follower(
+    nodes: list[ClusterNode],
+) -> None:
+    a = await nodes[0].mew("alice")
+    b = await nodes[2].mew("bob")
+    await a.send({"kind": "chat", "to": ["bob"], "private": True, "payload": {"text": "psst"}})
+    dm = await b.expect("chat")
+    assert dm["payload"]["text"] == "psst" and dm["from"] == "alice"
+    await b.send(chat("public"))
+    await a.expect("chat")
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"{nodes[1].http}/channels/general/messages") as resp,
+    ):
+        assert resp.status == 200, await resp.text()
+        body = await resp.json()
+    assert [m["payload"]["text"] for m in body["messages"]] == ["public"]
+
+
+async def test_resume_from_another_node_gets_exactly_the_missed(nodes: list[ClusterNode]) -> None:
+    a = await nodes[0].mew("alice")
+    b = await nodes[1].mew("bob")
+    await a.send(chat("one"))
+    [(seq1, _)] = await texts(b, 1)
+    await b.close()
+    for t in ("two", "three"):
+        await a.send(chat(t))
+    await texts(a, 3)
+    b2 = await nodes[2].connect()
+    await b2.send(
+        {"type": "join", "participantId": "bob", "space": "default", "resume": {"#general": seq1}}
+    )
+    joined = await b2.expect("channel/joined")
+    replay = [m["payload"]["text"] for m in joined["payload"]["history"]]
+    assert replay == ["two", "three"]
+    await a.send(chat("four"))
+    assert [t for _, t in await texts(b2, 1)] == ["four"]
+
+
+async def test_floor_claims_from_different_nodes_are_arbitrated_once(
+    nodes: list[ClusterNode],
+) -> None:
+    human = await nodes[0].mew("human")
+    a = await nodes[1].mew("agent-a")
+    b = await nodes[2].mew("agent-b")
+    await human.send(chat("question?"))
+    q = await human.expect("chat")
+    await a.expect("chat")
+    await b.expect("chat")
+    t0 = ulid_time_ms(q["id"])
+    claim = {"kind": "floor/responding-to", "channel": "#general"}
+    await a.send(claim | {"payload": {"msg_id": q["id"], "started_at": t0 + 50}})
+    await b.send(claim | {"payload": {"msg_id": q["id"], "started_at": t0 + 10}})
+    y = await a.expect("floor/yield")
+    assert y["payload"]["winner"] == "agent-b"
+    await b.silent(lambda f: f.get("kind") == "floor/yield", wait=0.5)
+
+
+async def test_callback_of_a_killed_leader_fires_from_the_next(nodes: list[ClusterNode]) -> None:
+    agent = await nodes[1].mew("agent")
+    await agent.send(chat("back soon @@cb:3s@@"))
+    echo = await agent.expect("chat")
+    assert echo["payload"]["text"].startswith("back soon")
+    due = time.time() + 3
+    nodes[0].kill9()
+    # the follower closes its clients (1012); the agent comes back on another node
+    with contextlib.suppress(websockets.ConnectionClosed, TimeoutError):
+        while True:
+            await agent.recv(5)
+    again = await _rejoin(nodes[2], "agent")
+    fired = await again.next_where(
+        lambda f: f.get("kind") == "chat" and f.get("from") == "system:gateway", 20
+    )
+    late = time.time() - due
+    assert fired is not None
+    assert late < 5.0, f"callback fired {late:.1f} s late"
+
+
+async def _rejoin(node: ClusterNode, pid: str, timeout: float = 15) -> WsClient:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await node.mew(pid)
+        except (TimeoutError, websockets.ConnectionClosed, OSError):
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+
+
+async def test_kill9_of_the_leader_under_load_loses_nothing(nodes: list[ClusterNode]) -> None:
+    """Senders on every node; kill -9 the leader mid-stream; unacked sends are resent to a
+    surviving node under the same id. History is gap-free and holds every acked message once."""
+    acked: set[str] = set()
+    stop = asyncio.Event()
+
+    async def sender(name: str, home: int) -> None:
+        n = 0
+        pending: dict[str, dict[str, Any]] = {}
+        order = [home, *[i for i in range(3) if i != home]]
+        while not stop.is_set():
+            for idx in order:
+                node = nodes[idx]
+                if node.proc is None or node.proc.poll() is not None:
+                    continue
+                try:
+                    c = await node.mew(name)
+                    for mid, frame in list(pending.items()):  # resend, same id
+                        await c.send(frame)
+                    while not stop.is_set():
+                        n += 1
+                        mid = f"{name}-{n}"
+                        pending[mid] = chat(mid, mid)
+                        await c.send(pending[mid])
+                        while True:
+                            f = await c.recv(10)
+                            if f.get("kind") == "chat" and f.get("from") == name:
+                                acked.add(f["id"])
+                                pending.pop(f["id"], None)
+                                if f["id"] == mid:
+                                    break
+                            elif f.get("kind") == "system/error":
+                                break
+                except (websockets.ConnectionClosed, TimeoutError, OSError):
+                    await asyncio.sleep(0.1)
+                    continue
+            await asyncio.sleep(0.1)
+
+    tasks = [asyncio.create_task(sender(f"s{i}", i)) for i in range(3)]
+    await asyncio.sleep(2)
+    nodes[0].kill9()
+    await asyncio.sleep(6)
+    stop.set()
+    await asyncio.gather(*tasks)
+    survivor = nodes[1]
+    async with aiohttp.ClientSession() as http:
+        msgs: list[dict[str, Any]] = []
+        after = 0
+        while True:
+            async with http.get(
+                f"{survivor.http}/channels/general/messages", params={"after_seq": after, "limit": 500}
+            ) as resp:
+                page = (await resp.json())["messages"]
+            if not page:
+                break
+            msgs += page
+            after = page[-1]["seq"]
+    seqs = [m["seq"] for m in msgs]
+    ids = [m["id"] for m in msgs]
+    assert seqs == list(range(1, len(seqs) + 1)), "seq gap or reuse"
+    assert len(ids) == len(set(ids)), "a message stored twice"
+    assert acked <= set(ids), f"acknowledged but lost: {sorted(acked - set(ids))[:5]}"
+    assert len(acked) > 50
+
+
+async def test_redis_away_refuses_with_unavailable_then_recovers(
+    nodes: list[ClusterNode], redis_server: Any
+) -> None:
+    a = await nodes[1].mew("alice")
+    await a.send(chat("before", "m-before"))
+    await a.expect("chat")
+    redis_server.stop()
+    await asyncio.sleep(1.0)
+    await a.send(chat("during", "m-during"))
+    err = await a.next_where(
+        lambda f: f.get("kind") in ("system/error", "chat"), timeout=15
+    )
+    if err["kind"] == "system/error":
+        assert err["payload"]["error"] == "unavailable", err
+    redis_server.restart()
+    deadline = time.monotonic() + 30
+    got: dict[str, Any] | None = None
+    while time.monotonic() < deadline:
+        try:
+            await a.send(chat("after", "m-after"))
+            got = await a.next_where(lambda f: f.get("kind") == "chat" and f["id"] == "m-after", 3)
+            break
+        except TimeoutError:
+            continue
+        except websockets.ConnectionClosed:
+            a = await _rejoin(nodes[1], "alice")
+    assert got is not None, "no message accepted after Redis came back"
+    leader = await leader_of(nodes)
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"{leader.http}/channels/general/messages") as resp,
+    ):
+        stored = [m["id"] for m in (await resp.json())["messages"]]
+    assert "m-before" in stored and "m-after" in stored
