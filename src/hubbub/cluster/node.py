@@ -191,8 +191,10 @@ class Node:
                 await self._tick()
             except (aioredis.ConnectionError, aioredis.TimeoutError, OSError) as exc:
                 if self.redis_ok:
-                    log.warning("Redis unreachable (%s); retrying", exc)
+                    log.warning("Redis unreachable (%s); refusing new messages until it is back", exc)
                 self.redis_ok = False
+                if self.router is not None:
+                    self.router.store.available = False  # refuse now, not after a failed commit
             except Exception:
                 log.exception("cluster supervision failed; retrying")
 
@@ -204,6 +206,10 @@ class Node:
             log.warning("another node took the leadership; following it")
             await self._stop_leading(release=False)
         self.redis_ms = (time.perf_counter() - t0) * 1000
+        if not self.redis_ok:
+            log.info("Redis reachable again")
+            if self.router is not None:
+                self.router.store.available = True  # a failing commit still holds its queue
         self.redis_ok = True
         if self.router is None:
             leader = await lease.current()
