@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from hubbub.store.base import DM_STREAM, Durability, MessageRef, Store, StoredMessage
+from hubbub.store.retry import retry_pauses
 
 log = logging.getLogger("hubbub.store")
 
 _CHECKPOINT_EVERY = 200
 """Inline commits between two WAL checkpoints (each on the worker thread)."""
-_RETRY_MAX_S = 5.0
-"""Longest wait between two tries of a failed commit (nothing is acknowledged meanwhile)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -260,7 +259,7 @@ class SqliteStore(Store):
     async def _commit_until_done(self, batch: tuple[Any, ...]) -> None:
         """Commit one batch; on failure (disk full, I/O error) log and try again, so that
         nothing queued after it is acknowledged before it is stored."""
-        pause = 0.05
+        pauses = retry_pauses()
         while True:
             try:
                 if self.durability == "process":
@@ -273,6 +272,7 @@ class SqliteStore(Store):
             except Exception as exc:
                 self.failed_commits += 1
                 self.available = False
+                pause = next(pauses)
                 log.error(
                     "commit failed (%s); retrying in %.2fs, nothing is acknowledged "
                     "until it succeeds",
@@ -280,7 +280,6 @@ class SqliteStore(Store):
                     pause,
                 )
                 await asyncio.sleep(pause)
-                pause = min(pause * 2, _RETRY_MAX_S)
 
     async def _after_inline_commit(self) -> None:
         """Checkpoint the WAL on the worker thread every ``_CHECKPOINT_EVERY`` commits, and

@@ -1,0 +1,518 @@
+"""The cluster's store: Redis, written by group commits of one Lua script each, fenced by the
+leader's lease. The keys and their bounds are listed in docs/cluster.md ("Keys in Redis")."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, cast
+
+import msgspec
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import NoScriptError, ResponseError
+
+from hubbub.store.base import DM_STREAM, MessageRef, Store, StoredMessage
+from hubbub.store.retry import retry_pauses
+
+__all__ = ["Fence", "FencedError", "RedisStore", "redis_client"]
+
+log = logging.getLogger("hubbub.store")
+
+_FENCED = "FENCED"
+"""The error code the commit script answers when the fence key holds another value."""
+
+# The commit script. KEYS[1]: the fence key (absent without a fence); ARGV[1]: the value it must
+# hold; ARGV[2]: the key prefix; ARGV[3]: history_max; ARGV[4]: ids_max; ARGV[5]: the batch, a
+# msgpack array of operations (strings and integers only: Redis' cmsgpack has no binary type);
+# ARGV[6]: every binary value of the batch, concatenated (an operation names its start, length).
+# A seq at or below the stream's last one is skipped: the batch is being tried again after a
+# reply was lost, and its writes are already there. Returns how many entries were skipped.
+_COMMIT_LUA = r"""
+if KEYS[1] and redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return redis.error_reply('FENCED ' .. KEYS[1] .. ' holds another writer\'s lease')
+end
+local P, cap, ids_max = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local ops, B = cmsgpack.unpack(ARGV[5]), ARGV[6]
+local last, changed, refs_added, skipped = {}, {}, {}, 0
+
+local function key(sp, name) return P .. ':{' .. sp .. '}:' .. name end
+local function blob(start, len) return string.sub(B, start, start + len - 1) end
+local function entry(seq) return string.format('%d-0', seq) end
+local function hdel_all(k, fields)
+  for i = 1, #fields, 1000 do
+    redis.call('HDEL', k, unpack(fields, i, math.min(i + 999, #fields)))
+  end
+end
+local function is_new(sp, name, seq)
+  local seen = last[sp]
+  if not seen then seen = {}; last[sp] = seen; changed[sp] = {} end
+  local top = seen[name]
+  if top == nil then top = tonumber(redis.call('HGET', key(sp, 'last'), name)) or 0 end
+  if seq <= top then seen[name] = top; skipped = skipped + 1; return false end
+  seen[name] = seq; changed[sp][name] = true
+  return true
+end
+
+for _, op in ipairs(ops) do
+  local o, sp = op[1], op[2]
+  if o == 'm' then
+    if is_new(sp, op[3], op[4]) then
+      redis.call('XADD', key(sp, 'ch:' .. op[3]), 'MAXLEN', '~', cap, entry(op[4]),
+                 'd', blob(op[5], op[6]))
+    end
+  elseif o == 'r' then
+    if redis.call('HSETNX', key(sp, 'ids'), op[3], op[4]) == 1 then
+      redis.call('ZADD', key(sp, 'ids:ts'), string.format('%d', op[5]), op[3])
+      refs_added[sp] = true
+    end
+  elseif o == 'd' then
+    if is_new(sp, op[3], op[4]) then
+      local data = blob(op[5], op[6])
+      for i = 7, #op do
+        redis.call('XADD', key(sp, 'dm:' .. op[i]), 'MAXLEN', '~', cap, entry(op[4]), 'd', data)
+      end
+    end
+  elseif o == 'f' then
+    local z, bound = key(sp, 'ids:ts'), '(' .. string.format('%d', op[3])
+    hdel_all(key(sp, 'ids'), redis.call('ZRANGEBYSCORE', z, '-inf', bound))
+    redis.call('ZREMRANGEBYSCORE', z, '-inf', bound)
+  elseif o == 'c' then
+    local k = key(sp, 'channels')
+    redis.call('ZADD', k, 'NX', redis.call('ZCARD', k), op[3])
+  elseif o == 'cb' then
+    redis.call('HSET', key(sp, 'callbacks'), op[3], blob(op[4], op[5]))
+  elseif o == 'cb-' then
+    redis.call('HDEL', key(sp, 'callbacks'), op[3])
+  elseif o == 'k' then
+    redis.call('HSET', key(sp, 'dm_marks'), op[3], string.format('%d', op[4]))
+  elseif o == 'k-' then
+    redis.call('HDEL', key(sp, 'dm_marks'), op[3])
+  elseif o == 'b' then
+    redis.call('SADD', key(sp, 'bans'), op[3])
+  elseif o == 'b-' then
+    redis.call('SREM', key(sp, 'bans'), op[3])
+  elseif o == 'p' then
+    redis.call('HSET', key(sp, 'caps'), op[3], op[4])
+  elseif o == 'p-' then
+    redis.call('HDEL', key(sp, 'caps'), op[3])
+  else
+    return redis.error_reply('ERR hubbub commit: unknown operation ' .. tostring(o))
+  end
+end
+
+for sp, names in pairs(changed) do
+  local args = {}
+  for name in pairs(names) do
+    args[#args + 1] = name
+    args[#args + 1] = string.format('%d', last[sp][name])
+  end
+  if #args > 0 then redis.call('HSET', key(sp, 'last'), unpack(args)) end
+end
+for sp in pairs(refs_added) do
+  local z = key(sp, 'ids:ts')
+  local extra = redis.call('ZCARD', z) - ids_max
+  if extra > math.floor(ids_max / 100) then
+    hdel_all(key(sp, 'ids'), redis.call('ZRANGE', z, 0, extra - 1))
+    redis.call('ZREMRANGEBYRANK', z, 0, extra - 1)
+  end
+end
+return skipped
+"""
+_COMMIT_SHA = hashlib.sha1(_COMMIT_LUA.encode()).hexdigest()
+
+
+class Fence(Protocol):
+    """The leader's lease as the store sees it: a key and the value it must hold."""
+
+    key: str
+    """The lease key, e.g. ``hubbub:leader``."""
+
+    def value(self) -> str | None:
+        """What the key must hold for a write to be allowed (None: this node holds no lease)."""
+        ...
+
+
+class FencedError(RuntimeError):
+    """This store's writes were refused because another node holds the lease."""
+
+
+def redis_client(url: str, *, timeout_s: float = 5.0) -> aioredis.Redis:
+    """A client as :class:`RedisStore` needs it: bytes replies, a timeout on every call, one
+    immediate retry on a fresh connection (the store itself retries whole commits)."""
+    return aioredis.Redis.from_url(
+        url,
+        decode_responses=False,
+        socket_timeout=timeout_s,
+        socket_connect_timeout=timeout_s,
+        retry=Retry(NoBackoff(), 1),
+    )
+
+
+async def _reply(call: Any) -> Any:
+    """Await a redis-py command (its stubs type the sync and async answers as one union)."""
+    return await cast(Awaitable[Any], call)
+
+
+class RedisStore(Store):
+    """Redis as the store of cluster mode, written only by the leader.
+
+    ``append*`` and ``put_*`` only queue; one group commit at a time sends everything queued as
+    a single ``EVALSHA`` of the commit script, which first checks the fence (the lease key must
+    hold ``fence.value()``) and then applies the batch atomically. ``after_commit`` callbacks
+    run once the commit holding everything queued before them succeeded, in registration order.
+    A failed commit (Redis unreachable, loading, busy) is retried with a growing pause and
+    nothing behind it is acknowledged; ``available`` is False meanwhile. A fenced commit is
+    final: nothing more is written, the waiting callbacks never run, ``on_fenced`` is called.
+    The client must answer bytes (``decode_responses=False``): see :func:`redis_client`; it
+    stays the caller's to close.
+    """
+
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        fence: Fence | None = None,
+        *,
+        prefix: str = "hubbub",
+        history_max: int = 100_000,
+        ids_max: int = 200_000,
+        on_fenced: Callable[[], None] | None = None,
+    ) -> None:
+        if client.connection_pool.connection_kwargs.get("decode_responses"):
+            raise ValueError(
+                "RedisStore needs a Redis client that answers bytes: make it with "
+                "decode_responses=False (hubbub.store.redis.redis_client(url) does)"
+            )
+        if history_max < 1 or ids_max < 1:
+            raise ValueError(
+                f"history_max ({history_max}) and ids_max ({ids_max}) must be at least 1: they "
+                "are how many messages per stream and message ids per space Redis keeps"
+            )
+        if not prefix or any(c in prefix for c in "{}"):
+            raise ValueError(f"prefix {prefix!r} must be non-empty, without '{{' or '}}'")
+        self._redis = client
+        self._fence = fence
+        self._prefix = prefix
+        self.history_max = history_max
+        self.ids_max = ids_max
+        self._on_fenced = on_fenced
+        self._ops: list[list[Any]] = []
+        """The queued operations, in order (see the commit script for their forms)."""
+        self._blobs: list[bytes] = []
+        self._blob_len = 0
+        self._waiters: list[Callable[[], None]] = []
+        self._commit_task: asyncio.Task[None] | None = None
+        self._fenced = False
+        self._epoch = ""
+        self.available = True
+        """False while commits fail (Redis unreachable); True again after one succeeds."""
+        self.commits = 0
+        self.failed_commits = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def open(self) -> None:
+        """Load the commit script and read (or, on a Redis without hubbub data, make) the epoch."""
+        await _reply(self._redis.script_load(_COMMIT_LUA))
+        key = f"{self._prefix}:epoch"
+        await _reply(self._redis.set(key, uuid.uuid4().hex, nx=True))
+        self._epoch = (await _reply(self._redis.get(key))).decode()
+
+    async def close(self) -> None:
+        """Commit what is queued (nothing, once fenced); the client stays open."""
+        if not self._fenced:
+            await self.flush()
+
+    async def epoch(self) -> str:
+        """The history's identity: the same for every node and restart until Redis is wiped."""
+        return self._epoch
+
+    async def ping_ms(self) -> float:
+        """One PING round trip in milliseconds (raises redis' ConnectionError or TimeoutError
+        when Redis cannot be reached)."""
+        start = time.perf_counter()
+        await _reply(self._redis.ping())
+        return (time.perf_counter() - start) * 1000
+
+    # ------------------------------------------------------------------ queued writes
+
+    def append(
+        self, space: str, channel: str, seq: int, data: bytes, ref: MessageRef | None = None
+    ) -> None:
+        """Queue a channel message (and the record of its id) for the next group commit."""
+        self._queue(["m", space, channel, seq, *self._blob(data)])
+        if ref is not None:
+            self._queue_ref(space, ref)
+
+    def append_dm(
+        self, space: str, seq: int, parties: list[str], data: bytes, ref: MessageRef | None = None
+    ) -> None:
+        """Queue a direct message, written to the DM stream of each party."""
+        self._queue(["d", space, DM_STREAM, seq, *self._blob(data), *dict.fromkeys(parties)])
+        if ref is not None:
+            self._queue_ref(space, ref)
+
+    def _queue_ref(self, space: str, ref: MessageRef) -> None:
+        record = json.dumps([ref.sender, ref.place, ref.seq, ref.ts_ms], separators=(",", ":"))
+        self._queue(["r", space, ref.id, record, ref.ts_ms])
+
+    def forget_refs(self, space: str, before_ms: int) -> None:
+        """Queue dropping the id records older than ``before_ms``."""
+        self._queue(["f", space, before_ms])
+
+    def put_channel(self, space: str, channel: str) -> None:
+        """Queue remembering a channel created at run time."""
+        self._queue(["c", space, channel])
+
+    def put_callback(self, space: str, cb_id: str, data: bytes | None) -> None:
+        """Queue saving (or, with None, deleting) a pending callback."""
+        if data is None:
+            self._queue(["cb-", space, cb_id])
+        else:
+            self._queue(["cb", space, cb_id, *self._blob(data)])
+
+    def put_dm_mark(self, space: str, participant: str, seq: int | None) -> None:
+        """Queue saving (or, with None, forgetting) a participant's DM mark."""
+        if seq is None:
+            self._queue(["k-", space, participant])
+        else:
+            self._queue(["k", space, participant, seq])
+
+    def put_ban(self, space: str, participant: str, banned: bool) -> None:
+        """Queue saving (or lifting) a ban."""
+        self._queue(["b" if banned else "b-", space, participant])
+
+    def put_capabilities(
+        self, space: str, participant: str, capabilities: list[dict[str, Any]] | None
+    ) -> None:
+        """Queue saving (or, with None, forgetting) a participant's capabilities."""
+        if capabilities is None:
+            self._queue(["p-", space, participant])
+        else:
+            caps = json.dumps(capabilities, separators=(",", ":"))
+            self._queue(["p", space, participant, caps])
+
+    def after_commit(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` after the commit that holds everything queued so far (never, once fenced)."""
+        if self._fenced:
+            return
+        self._waiters.append(fn)
+        self._kick()
+
+    def _blob(self, data: bytes) -> tuple[int, int]:
+        """Add ``data`` to the batch's binary argument; its (1-based start, length) there."""
+        start = self._blob_len + 1
+        self._blobs.append(data)
+        self._blob_len += len(data)
+        return start, len(data)
+
+    def _queue(self, op: list[Any]) -> None:
+        if self._fenced:
+            return
+        self._ops.append(op)
+        self._kick()
+
+    # ------------------------------------------------------------------ group commit
+
+    def _kick(self) -> None:
+        if self._commit_task is None or self._commit_task.done():
+            self._commit_task = asyncio.get_running_loop().create_task(self._commit_loop())
+
+    async def _commit_loop(self) -> None:
+        while not self._fenced and (self._ops or self._waiters):
+            ops, blob = self._ops, b"".join(self._blobs)
+            self._ops, self._blobs, self._blob_len = [], [], 0
+            waiters, self._waiters = self._waiters, []
+            if ops and not await self._commit_until_done(ops, blob):
+                return
+            for fn in waiters:
+                try:
+                    fn()
+                except Exception:
+                    log.exception("a callback after a commit failed")
+
+    async def _commit_until_done(self, ops: list[list[Any]], blob: bytes) -> bool:
+        """Commit one batch, trying again after failures; False when it was fenced."""
+        pauses = retry_pauses()
+        payload = msgspec.msgpack.encode(ops)
+        first_try = True
+        while True:
+            try:
+                skipped = await self._commit_once(payload, blob)
+            except ResponseError as exc:
+                if str(exc).startswith(_FENCED):
+                    self._stop_fenced(str(exc))
+                    return False
+                error: Exception = exc
+            except FencedError as exc:
+                self._stop_fenced(str(exc))
+                return False
+            except Exception as exc:
+                error = exc
+            else:
+                if skipped and first_try:
+                    log.warning("%d queued entries had a seq already stored: skipped", skipped)
+                self.commits += 1
+                self.available = True
+                return True
+            first_try = False
+            self.failed_commits += 1
+            self.available = False
+            pause = next(pauses)
+            log.error(
+                "Redis commit failed (%s: %s); retrying in %.2fs, nothing is acknowledged "
+                "until it succeeds",
+                type(error).__name__,
+                error,
+                pause,
+            )
+            await asyncio.sleep(pause)
+
+    async def _commit_once(self, payload: bytes, blob: bytes) -> int:
+        """One round trip: the commit script on the batch (loaded again if Redis lost it)."""
+        keys: list[str] = []
+        fence_value = ""
+        if self._fence is not None:
+            value = self._fence.value()
+            if value is None:
+                raise FencedError(f"this node holds no lease ({self._fence.key})")
+            keys, fence_value = [self._fence.key], value
+        args = (fence_value, self._prefix, self.history_max, self.ids_max, payload, blob)
+        try:
+            skipped = await _reply(self._redis.evalsha(_COMMIT_SHA, len(keys), *keys, *args))
+        except NoScriptError:  # Redis restarted or SCRIPT FLUSH: load it and send it again
+            await _reply(self._redis.script_load(_COMMIT_LUA))
+            skipped = await _reply(self._redis.evalsha(_COMMIT_SHA, len(keys), *keys, *args))
+        return int(skipped)
+
+    def _stop_fenced(self, why: str) -> None:
+        """Stop for good: drop what is queued, never run the waiters, tell the owner."""
+        self._fenced = True
+        self._ops, self._blobs, self._blob_len, self._waiters = [], [], 0, []
+        log.error("Redis store fenced (%s): this node stops writing and must step down", why)
+        if self._on_fenced is not None:
+            try:
+                self._on_fenced()
+            except Exception:
+                log.exception("the on_fenced callback failed")
+
+    async def flush(self) -> None:
+        """Wait until every queued write is committed (and its callbacks have run); raises
+        :class:`FencedError` once the store was fenced (those writes will never be stored)."""
+        while self._commit_task is not None and not self._commit_task.done():
+            await asyncio.shield(self._commit_task)
+        if self._fenced:
+            raise FencedError(
+                "this node's writes were refused: another node holds the leader lease"
+            )
+        if self._ops or self._waiters:
+            self._kick()
+            await self.flush()
+
+    # ------------------------------------------------------------------ reads
+
+    def _key(self, space: str, name: str) -> str:
+        return f"{self._prefix}:{{{space}}}:{name}"
+
+    async def history(
+        self,
+        space: str,
+        channel: str,
+        *,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+        limit: int = 50,
+    ) -> list[StoredMessage]:
+        """Channel messages in ascending ``seq`` (one XRANGE or XREVRANGE)."""
+        await self.flush()
+        if limit <= 0 or (before_seq is not None and before_seq < 1):
+            return []
+        key = self._key(space, "ch:" + channel)
+        high = "+" if before_seq is None else f"{before_seq - 1}-0"
+        if after_seq is not None:
+            low = "-" if after_seq < 0 else f"{after_seq + 1}-0"
+            return _messages(await _reply(self._redis.xrange(key, low, high, count=limit)))
+        rows = await _reply(self._redis.xrevrange(key, high, "-", count=limit))
+        return _messages(reversed(rows))
+
+    async def dm_history(
+        self, space: str, participant: str, *, after_seq: int, limit: int
+    ) -> list[StoredMessage]:
+        """Direct messages involving ``participant`` after ``after_seq`` (one XRANGE)."""
+        await self.flush()
+        if limit <= 0:
+            return []
+        low = "-" if after_seq < 0 else f"{after_seq + 1}-0"
+        key = self._key(space, "dm:" + participant)
+        return _messages(await _reply(self._redis.xrange(key, low, "+", count=limit)))
+
+    async def last_seqs(self, space: str) -> dict[str, int]:
+        """The highest ``seq`` per channel of a space (and :data:`DM_STREAM` for DMs)."""
+        await self.flush()
+        rows = await _reply(self._redis.hgetall(self._key(space, "last")))
+        return {k.decode(): int(v) for k, v in rows.items()}
+
+    async def channels(self, space: str) -> list[str]:
+        """Channels created at run time, in creation order."""
+        await self.flush()
+        rows = await _reply(self._redis.zrange(self._key(space, "channels"), 0, -1))
+        return [r.decode() for r in rows]
+
+    async def callbacks(self, space: str) -> list[bytes]:
+        """Every pending callback saved for a space, in callback id order."""
+        await self.flush()
+        rows = await _reply(self._redis.hgetall(self._key(space, "callbacks")))
+        return [rows[k] for k in sorted(rows)]
+
+    async def dm_marks(self, space: str) -> dict[str, int]:
+        """The saved DM marks of a space."""
+        await self.flush()
+        rows = await _reply(self._redis.hgetall(self._key(space, "dm_marks")))
+        return {k.decode(): int(v) for k, v in rows.items()}
+
+    async def bans(self, space: str) -> list[str]:
+        """The participant ids banned from a space, sorted."""
+        await self.flush()
+        rows = await _reply(self._redis.smembers(self._key(space, "bans")))
+        return sorted(r.decode() for r in rows)
+
+    async def capabilities(self, space: str) -> dict[str, list[dict[str, Any]]]:
+        """The saved capabilities of a space."""
+        await self.flush()
+        rows = await _reply(self._redis.hgetall(self._key(space, "caps")))
+        return {k.decode(): json.loads(v) for k, v in rows.items()}
+
+    async def message_refs(self, space: str, since_ms: int, limit: int) -> list[MessageRef]:
+        """Id records since ``since_ms``, oldest first (the newest ``limit``; records of one
+        millisecond in id order)."""
+        await self.flush()
+        if limit <= 0:
+            return []
+        ids = await _reply(
+            self._redis.zrevrangebyscore(
+                self._key(space, "ids:ts"), "+inf", since_ms, start=0, num=limit
+            )
+        )
+        if not ids:
+            return []
+        ids.reverse()
+        records = await _reply(self._redis.hmget(self._key(space, "ids"), ids))
+        out = []
+        for msg_id, record in zip(ids, records, strict=True):
+            if record is not None:  # forgotten between the two reads
+                sender, place, seq, ts_ms = json.loads(record)
+                out.append(MessageRef(msg_id.decode(), sender, place, int(seq), int(ts_ms)))
+        return out
+
+
+def _messages(rows: Any) -> list[StoredMessage]:
+    """Stream entries ``(b"<seq>-0", {b"d": data})`` as stored messages."""
+    return [
+        StoredMessage(int(entry_id.partition(b"-")[0]), fields[b"d"]) for entry_id, fields in rows
+    ]
