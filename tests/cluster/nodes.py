@@ -83,7 +83,9 @@ class ClusterNode:
                 if last["cluster"]["leader"]:
                     return dict(last)
             await asyncio.sleep(0.05)
-        raise RuntimeError(f"node {self.name} not ready: {last}; log:\n{self.log.read_text()[-3000:]}")
+        raise RuntimeError(
+            f"node {self.name} not ready: {last}; log:\n{self.log.read_text()[-3000:]}"
+        )
 
     def kill9(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

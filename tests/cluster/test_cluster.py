@@ -179,7 +179,7 @@ async def test_kill9_of_the_leader_under_load_loses_nothing(nodes: list[ClusterN
                     continue
                 try:
                     c = await node.mew(name)
-                    for mid, frame in list(pending.items()):  # resend, same id
+                    for frame in list(pending.values()):  # resend, same id
                         await c.send(frame)
                     while not stop.is_set():
                         n += 1
@@ -212,7 +212,8 @@ async def test_kill9_of_the_leader_under_load_loses_nothing(nodes: list[ClusterN
         after = 0
         while True:
             async with http.get(
-                f"{survivor.http}/channels/general/messages", params={"after_seq": after, "limit": 500}
+                f"{survivor.http}/channels/general/messages",
+                params={"after_seq": after, "limit": 500},
             ) as resp:
                 page = (await resp.json())["messages"]
             if not page:

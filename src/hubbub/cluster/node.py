@@ -191,7 +191,9 @@ class Node:
                 await self._tick()
             except (aioredis.ConnectionError, aioredis.TimeoutError, OSError) as exc:
                 if self.redis_ok:
-                    log.warning("Redis unreachable (%s); refusing new messages until it is back", exc)
+                    log.warning(
+                        "Redis unreachable (%s); refusing new messages until it is back", exc
+                    )
                 self.redis_ok = False
                 if self.router is not None:
                     self.router.store.available = False  # refuse now, not after a failed commit
