@@ -33,11 +33,13 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 test: $(STAMP) lint typecheck
-	@# the dashboard's browser tests drive Debian's chromium (they fail, never skip, without it)
-	@command -v chromium >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ]; then (export DEBIAN_FRONTEND=noninteractive; apt-get update && apt-get install -y chromium); \
-	  else echo "make test: Debian's 'chromium' package is missing and this is not root;" \
-	    "install it with 'sudo apt-get install -y chromium' (tests/dashboard needs it)" >&2; fi; }
+	@# the browser tests drive Debian's chromium, the cluster tests a real redis-server (they
+	@# fail, never skip, without them): installed here when missing
+	@missing="$$(for p in chromium redis-server; do command -v $$p >/dev/null || echo $$p; done)"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then (export DEBIAN_FRONTEND=noninteractive; apt-get update && apt-get install -y $$missing); \
+	  else echo "make test: Debian's package(s) $$missing missing and this is not root;" \
+	    "install them with 'sudo apt-get install -y $$missing' (tests/dashboard, tests/cluster need them)" >&2; fi; fi
 	$(BIN)/pytest -q
 
 demo: $(DEMO_NEEDS)
