@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/crash.py [--kills 20] [--seed N] [--json out.json]
+    .venv/bin/python benchmarks/crash.py [--kills 20] [--seed N] [--cluster 3] [--json out.json]
 
 A real ``python -m hubbub serve`` on a SQLite file (this repository's ``src`` first on
 ``PYTHONPATH``) takes traffic from:
@@ -23,6 +23,11 @@ and the harness prints: acknowledged-but-lost, duplicates, seq gaps, seqs reused
 was acknowledged for one message and holds another), callbacks acknowledged vs fired, and
 bans/grants/channels kept. It exits 1 when any loss, duplicate, gap or reuse count is not 0.
 ``tests/integration/test_crash_harness.py`` runs a 3-kill version in ``make test``.
+
+``--cluster N`` runs the same against N nodes of a cluster (``serve --cluster``) on a real
+``redis-server`` (AOF ``appendfsync always``) instead of one gateway: the clients are spread
+over the nodes, and each kill takes a random node (the leader about every other time), which
+is restarted on its port; ``tests/cluster/test_cluster_crash.py`` runs 3 kills on 3 nodes.
 """
 
 from __future__ import annotations
@@ -72,6 +77,8 @@ class Gateway:
     config: Path
     proc: subprocess.Popen[bytes] | None = None
     log: Path = field(init=False)
+    cluster: list[str] = field(default_factory=list)
+    """``serve`` arguments making this gateway a cluster node (empty: one SQLite gateway)."""
 
     def __post_init__(self) -> None:
         self.log = self.data_dir / "gateway.log"
@@ -88,7 +95,7 @@ class Gateway:
         env = os.environ | {"PYTHONPATH": str(ROOT / "src")}
         cmd = [sys.executable, "-m", "hubbub", "serve", "--port", str(self.port)]
         cmd += ["--data-dir", str(self.data_dir), "--rate-limit", "0"]
-        cmd += ["--space-config", str(self.config)]
+        cmd += ["--space-config", str(self.config), *self.cluster]
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=out)
         deadline = time.monotonic() + 20
@@ -176,6 +183,9 @@ async def http_sender(gw: Gateway, tally: Tally, stop: asyncio.Event) -> None:
                     json=body,
                     headers={"Idempotency-Key": f"crash-{text}"},
                 ) as resp:
+                    if resp.status == 503:  # no leader for a moment (cluster): same key again
+                        await asyncio.sleep(0.2)
+                        continue
                     if resp.status != 202:
                         raise RuntimeError(f"HTTP {resp.status}: {await resp.text()}")
                     answer = await resp.json()
@@ -297,36 +307,56 @@ async def grants_kept(gw: Gateway, grantees: list[str]) -> int:
     return kept
 
 
-async def run(kills: int, seed: int) -> dict[str, Any]:
+async def run(kills: int, seed: int, nodes: int = 0) -> dict[str, Any]:
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="hubbub-crash-") as tmp:
         data = Path(tmp)
         config = data / "space.yaml"
         write_space(config)
-        gw = Gateway(data, free_port(), config)
-        await gw.start()
+        redis = None
+        if nodes:
+            sys.path.insert(0, str(ROOT))
+            from tests.cluster.redis_server import RedisServer
+
+            redis = RedisServer(data / "redis")
+            redis.start()
+            gws = []
+            for i in range(nodes):
+                (data / f"node{i}").mkdir()
+                args = ["--cluster", redis.url, "--node", f"node{i}", "--lease-ms", "1500"]
+                gws.append(Gateway(data / f"node{i}", free_port(), config, cluster=args))
+        else:
+            gws = [Gateway(data, free_port(), config)]
+        for g in gws:
+            await g.start()
+        gw = gws[0]
+
+        def at(i: int) -> Gateway:
+            return gws[i % len(gws)]
+
         tally = Tally()
         stop = asyncio.Event()
         workers = [
-            asyncio.create_task(ws_sender(gw, "ws-a", tally, stop)),
-            asyncio.create_task(ws_sender(gw, "ws-b", tally, stop)),
-            asyncio.create_task(http_sender(gw, tally, stop)),
-            asyncio.create_task(callback_owner(gw, tally, stop)),
+            asyncio.create_task(ws_sender(at(1), "ws-a", tally, stop)),
+            asyncio.create_task(ws_sender(at(2), "ws-b", tally, stop)),
+            asyncio.create_task(http_sender(at(0), tally, stop)),
+            asyncio.create_task(callback_owner(at(1), tally, stop)),
         ]
         started = time.monotonic()
         for k in range(kills):
-            await admin_round(gw, k, tally)
+            await admin_round(at(k), k, tally)
             if k % 2:
                 tally.ack_event.clear()
                 await tally.ack_event.wait()  # right after an acknowledgement
             else:
                 await asyncio.sleep(rng.uniform(0.3, 1.5))
-            gw.kill()
+            victim = gws[rng.randrange(len(gws))]
+            victim.kill()
             print(f"  kill {k + 1}/{kills}: {len(tally.acked)} messages acknowledged so far",
                   flush=True)  # fmt: skip
             await asyncio.sleep(rng.uniform(0.0, 0.3))
-            await gw.start()
-        await asyncio.sleep(1.0)
+            await victim.start()
+        await asyncio.sleep(1.0 + 5.0 * bool(nodes))  # a new leader, then the last callbacks
         stop.set()
         await asyncio.gather(*workers)
         history = await read_history(gw)
@@ -340,7 +370,10 @@ async def run(kills: int, seed: int) -> dict[str, Any]:
             banned = set((await resp.json())["banned"])
         channels = await channels_kept(gw, tally.channels)
         grants = await grants_kept(gw, tally.grants)
-        gw.stop()
+        for g in gws:
+            g.stop()
+        if redis is not None:
+            redis.stop()
         elapsed = time.monotonic() - started
 
     texts = [m["payload"].get("text", "") for m in history if m.get("kind") == "chat"]
@@ -386,10 +419,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--seed", type=int, default=int(time.time()))
+    parser.add_argument(
+        "--cluster", type=int, default=0, metavar="N", help="N cluster nodes on a real Redis"
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    print(f"crash harness: {args.kills} kill -9 of a real gateway (seed {args.seed})")
-    result = asyncio.run(run(args.kills, args.seed))
+    what = f"a node of {args.cluster} in a cluster" if args.cluster else "a real gateway"
+    print(f"crash harness: {args.kills} kill -9 of {what} (seed {args.seed})")
+    result = asyncio.run(run(args.kills, args.seed, args.cluster))
     width = max(map(len, result))
     for key, value in result.items():
         print(f"  {key:<{width}}  {value}")
