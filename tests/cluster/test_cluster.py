@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -265,3 +267,67 @@ async def test_redis_away_refuses_with_unavailable_then_recovers(
         stored = [m["id"] for m in (await resp.json())["messages"]]
     assert "m-before" in stored and "m-after" in stored
     assert "m-during" not in stored  # refused, so not stored: the sender knows to resend
+
+
+async def test_dm_buffered_for_a_sleeper_survives_the_leaders_death(
+    nodes: list[ClusterNode],
+) -> None:
+    sleeper = await nodes[1].mew("sleeper")
+    other = await nodes[2].mew("other")
+    await sleeper.send(chat("nap @@sleep:60s@@"))
+    await other.next_where(
+        lambda f: (
+            f.get("kind") == "system/presence"
+            and f["payload"].get("participant", {}).get("presence") == "sleeping"
+        )
+    )
+    await other.send(
+        {"kind": "chat", "to": ["sleeper"], "private": True, "payload": {"text": "dm"}}
+    )
+    await other.expect("chat")  # the echo: stored
+    await sleeper.silent(lambda f: f.get("kind") == "chat" and f["from"] == "other", 0.3)
+    nodes[0].kill9()
+    with contextlib.suppress(websockets.ConnectionClosed, TimeoutError):
+        while True:
+            await sleeper.recv(5)
+    back = await _rejoin(nodes[2], "sleeper")
+    got = await back.next_where(lambda f: f.get("kind") == "chat" and f["from"] == "other", 10)
+    assert got["payload"]["text"] == "dm"
+    await back.silent(lambda f: f.get("kind") == "chat" and f["from"] == "other", 0.5)
+
+
+async def test_workers_share_one_port_and_a_dead_worker_is_replaced(
+    redis_server: Any, tmp_path: Path
+) -> None:
+    node = ClusterNode("w", redis_server.url, tmp_path, extra=["--workers", "2"])
+    node.spawn()
+    try:
+        await node.wait_ready()
+        seen: set[str] = set()
+        deadline = time.monotonic() + 20
+        while len(seen) < 2 and time.monotonic() < deadline:
+            # a new connection each time: the kernel spreads them over the workers
+            with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
+                seen.add((await node.health())["cluster"]["node"])
+            if len(seen) < 2:
+                h = await node.health()
+                seen.update(n["node"] for n in h["cluster"]["nodes"])
+        assert len(seen) == 2, seen
+        a = await node.mew("alice")
+        b = await node.mew("bob")
+        await a.send(chat("hello"))
+        assert [t for _, t in await texts(b, 1)] == ["hello"]
+        workers = (await node.health())["cluster"]["nodes"]
+        assert {w["node"] for w in workers} == {"w-0", "w-1"}
+        os.kill(workers[0]["pid"], signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
+                pids = {n["pid"] for n in (await node.health())["cluster"]["nodes"]}
+                if len(pids - {workers[0]["pid"]}) >= 2:  # the survivor and the replacement
+                    break
+            await asyncio.sleep(0.3)
+        else:
+            raise AssertionError("the dead worker was not replaced")
+    finally:
+        await stop_cluster([node])

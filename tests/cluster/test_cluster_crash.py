@@ -15,8 +15,12 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.timeout(200)
 def test_three_kills_of_cluster_nodes_lose_nothing_acknowledged() -> None:
     run = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "crash.py"), "--kills", "3", "--seed", "7"]
-        + ["--cluster", "3"],
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "crash.py"),
+            *("--kills", "3", "--seed", "7"),
+            *("--cluster", "3"),
+        ],
         capture_output=True,
         text=True,
         timeout=180,

@@ -62,6 +62,7 @@ class NodeInfo(msgspec.Struct):
     link: str
     connections: int
     seen_ms: int
+    pid: int = 0
 
 
 class Node:
@@ -243,7 +244,12 @@ class Node:
 
     async def _register(self) -> None:
         info = NodeInfo(
-            self.name, self.role, self._link_addr, self.local_connections, int(time.time() * 1000)
+            self.name,
+            self.role,
+            self._link_addr,
+            self.local_connections,
+            int(time.time() * 1000),
+            os.getpid(),
         )
         await self.redis.hset(NODES_KEY, self.name, msgspec.json.encode(info))
 

@@ -18,16 +18,22 @@ RESTART_PAUSE_S = 1.0
 def worker_argv(argv: list[str], index: int, link_port: int) -> list[str]:
     """The command line of worker ``index``: this one without ``--workers``, sharing the port."""
     out: list[str] = []
-    skip = False
+    skip = name_next = False
     for arg in argv:
         if skip:
             skip = False
             continue
+        if name_next:  # --node NAME: each worker is NAME-index
+            name_next = False
+            arg = f"{arg}-{index}"
         if arg == "--workers":
             skip = True
             continue
         if arg.startswith("--workers="):
             continue
+        if arg.startswith("--node="):
+            arg = f"{arg}-{index}"
+        name_next = arg == "--node"
         out.append(arg)
     out.append("--reuse-port")
     if link_port:
