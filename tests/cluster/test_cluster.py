@@ -331,3 +331,37 @@ async def test_workers_share_one_port_and_a_dead_worker_is_replaced(
             raise AssertionError("the dead worker was not replaced")
     finally:
         await stop_cluster([node])
+
+
+async def test_http_api_dashboard_and_its_event_stream_work_through_a_follower(
+    nodes: list[ClusterNode],
+) -> None:
+    reader = await nodes[0].mew("reader")
+    follower = nodes[2]
+    async with aiohttp.ClientSession() as http:
+        async with http.post(
+            f"{follower.http}/participants/poster/messages",
+            json={"kind": "chat", "channel": "#general", "payload": {"text": "via http"}},
+            headers={"Idempotency-Key": "k-1"},
+        ) as resp:
+            assert resp.status == 202, await resp.text()
+            first = await resp.json()
+        async with http.post(  # the same key again: the same answer, nothing twice
+            f"{follower.http}/participants/poster/messages",
+            json={"kind": "chat", "channel": "#general", "payload": {"text": "via http"}},
+            headers={"Idempotency-Key": "k-1"},
+        ) as resp:
+            assert (await resp.json())["seq"] == first["seq"]
+        got = await reader.expect("chat")
+        assert got["payload"]["text"] == "via http" and got["from"] == "poster"
+        await reader.silent(lambda f: f.get("kind") == "chat", 0.3)
+        async with http.get(f"{follower.http}/dashboard") as resp:
+            assert resp.status == 200
+            assert resp.headers["Content-Type"].startswith("text/html")
+        async with http.get(f"{follower.http}/dashboard/events") as resp:
+            assert resp.status == 200
+            assert resp.headers["Content-Type"].startswith("text/event-stream")
+            chunk = await asyncio.wait_for(resp.content.readany(), 5)
+            assert chunk.startswith((b"event:", b"data:", b":", b"id:", b"retry:"))
+        async with http.get(f"{follower.http}/no/such/page") as resp:
+            assert resp.status == 404

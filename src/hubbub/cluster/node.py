@@ -34,6 +34,8 @@ log = logging.getLogger("hubbub.cluster")
 
 SECRET_KEY = "hubbub:secret"
 NODES_KEY = "hubbub:nodes"
+STOP_WAIT_S = 10
+"""How long a stopping leader waits for Redis to commit what is queued."""
 STEP_DOWN = "this gateway stopped leading the cluster; reconnect and resume (nothing is lost)"
 
 
@@ -175,7 +177,14 @@ class Node:
         if self.uplink is not None:
             await self.uplink.close()
         if self.router is not None:
-            await self._stop_leading(release=True)
+            try:  # what is queued is committed first; with Redis away that could wait forever
+                await asyncio.wait_for(self._stop_leading(release=True), STOP_WAIT_S)
+            except TimeoutError:
+                log.warning(
+                    "Redis did not take the last writes within %d s; stopping without them "
+                    "(none of them was acknowledged)",
+                    STOP_WAIT_S,
+                )
         with contextlib.suppress(Exception):
             await self.redis.hdel(NODES_KEY, self.name)
         if self._http is not None:
