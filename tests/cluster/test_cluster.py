@@ -365,3 +365,25 @@ async def test_http_api_dashboard_and_its_event_stream_work_through_a_follower(
             assert chunk.startswith((b"event:", b"data:", b":", b"id:", b"retry:"))
         async with http.get(f"{follower.http}/no/such/page") as resp:
             assert resp.status == 404
+
+
+async def test_bad_input_on_a_follower_is_answered_and_the_link_port_is_closed_to_strangers(
+    nodes: list[ClusterNode],
+) -> None:
+    a = await nodes[1].mew("alice")
+    b = await nodes[2].mew("bob")
+    for bad in ("{not json", '{"kind": 5}', '{"kind": "chat", "payload": {"text": 1}}', "[]"):
+        await a.send(bad)
+        err = await a.expect("system/error")
+        assert err["payload"]["message"]
+    await a.ws.send(b"\xff\xfe binary garbage")
+    await a.expect("system/error")
+    await a.send(chat("still fine"))
+    assert [t for _, t in await texts(b, 1)] == ["still fine"]
+    health = await nodes[1].health()
+    link = next(n["link"] for n in health["cluster"]["nodes"] if n["role"] == "leader")
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"http://{link}/cluster/link") as resp:
+            assert resp.status == 403  # no cluster secret
+        async with http.get(f"http://{link}/participants") as resp:
+            assert resp.status == 403
