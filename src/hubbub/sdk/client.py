@@ -498,6 +498,7 @@ class Client:
                     f"the connection to {url} closed ({reason}) and is not retried "
                     "(reconnect=False)"
                 )
+                self._fail_first(self.failure)
                 return
             attempt += 1
             if opts.max_reconnect_attempts is not None and attempt > opts.max_reconnect_attempts:
@@ -506,6 +507,7 @@ class Client:
                     f"{opts.max_reconnect_attempts} attempts ({reason}); "
                     "raise max_reconnect_attempts or check the gateway"
                 )
+                self._fail_first(self.failure)
                 self._emit("error", self.failure)
                 return
             delay = backoff_delay(
