@@ -25,7 +25,12 @@ def agent() -> None:
     default=None,
     help="Agent config, YAML or JSON (MEW_AGENT_CONFIG is read too).",
 )
-@click.option("--gateway", default=None, help="Gateway WebSocket URL [config, env MEW_GATEWAY].")
+@click.option(
+    "--gateway",
+    default=None,
+    help="Gateway WebSocket URL, or several separated by commas to fail over between them "
+    "[config, env MEW_GATEWAY].",
+)
 @click.option("--space", default=None, help="Space [config, env MEW_SPACE].")
 @click.option("--id", "participant_id", default=None, help="Participant id [MEW_PARTICIPANT_ID].")
 @click.option("--token", default=None, help="Token [config, env MEW_TOKEN].")

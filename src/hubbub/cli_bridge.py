@@ -18,7 +18,8 @@ from hubbub.defaults import DEFAULT_GATEWAY
     envvar="MEW_GATEWAY",
     default=DEFAULT_GATEWAY,
     show_default=True,
-    help="Gateway WebSocket URL [env MEW_GATEWAY].",
+    help="Gateway WebSocket URL, or several separated by commas to fail over between them "
+    "[env MEW_GATEWAY].",
 )
 @click.option("--space", envvar="MEW_SPACE", default="default", show_default=True)
 @click.option("--token", envvar="MEW_TOKEN", default=None, help="Token [env MEW_TOKEN].")

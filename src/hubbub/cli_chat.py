@@ -23,14 +23,12 @@ _FIXES = {
 
 
 def _check_url(url: str) -> str:
-    if url.startswith(("ws://", "wss://")):
-        return url
-    if url.startswith(("http://", "https://")):
-        hint = "ws" + url.removeprefix("http")
-        raise click.BadParameter(f"{url!r} is an HTTP URL; use {hint!r}", param_hint="--url")
-    raise click.BadParameter(
-        f"{url!r} is not a WebSocket URL; use one like {DEFAULT_GATEWAY}", param_hint="--url"
-    )
+    from hubbub.sdk.gateways import join_gateways, parse_gateways
+
+    try:
+        return join_gateways(parse_gateways(url))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--url") from None
 
 
 def _check_id(pid: str | None) -> str:
@@ -119,7 +117,8 @@ async def _session(
     default=DEFAULT_GATEWAY,
     show_default=True,
     envvar="HUBBUB_URL",
-    help="The gateway's WebSocket URL [env HUBBUB_URL].",
+    help="The gateway's WebSocket URL, or several separated by commas to fail over between "
+    "them [env HUBBUB_URL].",
 )
 @click.option(
     "--id",

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from hubbub.extras import extra_needed
 from hubbub.sdk.agent_config import AgentConfig
-from hubbub.sdk.client import Client, Disconnected, Reconnecting, Subscription
+from hubbub.sdk.client import Client, Disconnected, Failover, Reconnecting, Subscription
 from hubbub.sdk.hooks import Unsubscribe
 from hubbub.sdk.options import ClientOptions, ParticipantOptions
 from hubbub.sdk.proposals import Proposal, ProposalInbox
@@ -60,6 +60,7 @@ __all__ = [
     "Client",
     "ClientOptions",
     "Disconnected",
+    "Failover",
     "Participant",
     "ParticipantOptions",
     "Proposal",

@@ -49,6 +49,7 @@ from hubbub.protocol.envelope import (
     encode,
 )
 from hubbub.protocol.ids import DM_STREAM
+from hubbub.sdk.gateways import next_urls
 from hubbub.sdk.options import ClientOptions
 from hubbub.sdk.outbox import Outbox, is_acknowledged
 from hubbub.sdk.states import ConnectionState, Event, State, backoff_delay
@@ -69,6 +70,7 @@ EVENTS: Final = frozenset(
         "ready",
         "error",
         "reconnecting",
+        "failover",
         "history_reset",
     }
 )
@@ -96,6 +98,16 @@ class Reconnecting:
     attempt: int
     delay: float
     reason: str
+
+
+@dataclass(frozen=True)
+class Failover:
+    """Argument of the ``failover`` event: the client is connected to another gateway."""
+
+    from_url: str
+    """The gateway it was connected to before."""
+    to_url: str
+    """The gateway it is connected to now (:attr:`Client.gateway_url`)."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +182,10 @@ class Client:
         """Sent messages not acknowledged yet: sent again, same ids, after a reconnect."""
         self.epoch: str | None = None
         """The gateway's history epoch (from the welcome); resume points belong to it."""
+        self.gateway_url: str | None = None
+        """The gateway URL the client is connected to, or was last (``None`` before the first
+        connection); reconnect rounds start with it."""
+        self._dialing = ""
         self._conn_state = ConnectionState()
         self._ws: ClientConnection | None = None
         self._supervisor: asyncio.Task[None] | None = None
@@ -230,7 +246,8 @@ class Client:
 
         Events: ``connected`` (URL), ``disconnected`` (:class:`Disconnected`), ``message``
         (every :class:`Envelope`), ``welcome`` and ``ready`` (the welcome envelope), ``error``
-        (an exception), ``reconnecting`` (:class:`Reconnecting`), and any envelope kind
+        (an exception), ``reconnecting`` (:class:`Reconnecting`), ``failover``
+        (:class:`Failover`, once ready on another gateway URL), and any envelope kind
         (``chat``, ``mcp/request``, ...) with the envelope. Async handlers run as tasks.
         """
         if event not in EVENTS and event not in KNOWN_KINDS:
@@ -417,40 +434,71 @@ class Client:
                 self._end_streams()
 
     async def _reconnect_loop(self) -> None:
-        attempt = 0
+        """Sessions one after another. A round tries each gateway URL once, in
+        :func:`~hubbub.sdk.gateways.next_urls` order (the last connected one first), moving on
+        at once when one fails or drops; the backoff lies between rounds."""
         opts = self.options
+        urls = opts.gateways
+        attempt = 0  # failed rounds in a row
+        todo = next_urls(urls, self.gateway_url)
+        failures: list[tuple[str, ConnectionFailed]] = []  # this round's, in order
         while True:
+            url = todo.pop(0)
+            failed: ConnectionFailed | None = None
             try:
-                await self._session()
+                await self._session(url)
                 code, why = self._last_close
                 reason = f"connection closed with code {code}" + (f": {why}" if why else "")
-            except AuthRefused as exc:
-                self.failure = exc
-                self._fail_first(exc)
-                self._emit("error", exc)
-                return
-            except ConnectionFailed as exc:
+            except ConnectionFailed as exc:  # AuthRefused too
+                failed = exc
+                failures.append((url, exc))
                 reason = str(exc)
-                if self._first is not None and not self._first.done():
-                    self.failure = exc
-                    self._fail_first(exc)
-                    return
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a bug: report it, keep the connection alive
                 log.exception("client %s: unexpected error in the connection loop", self.id)
                 self._emit("error", exc)
                 reason = f"internal error: {exc}"
-            if self._reached_ready:
-                attempt = 0
-                self._reached_ready = False
             if self._closing:
                 return
-            if not opts.reconnect or self._refused_reconnect:
-                self.failure = ConnectionFailed(
-                    f"the connection to {opts.gateway} closed ({reason}) and is not retried"
-                    + ("" if opts.reconnect else " (reconnect=False)")
+            first = self._first is not None and not self._first.done()
+            if self._reached_ready:
+                self._reached_ready = False
+                attempt = 0
+                failures = []
+                todo = next_urls(urls, url)[1:]  # the dropped session was this URL's turn
+            if self._refused_reconnect and not isinstance(failed, AuthRefused):
+                self.failure = (
+                    failed
+                    if first and failed is not None
+                    else ConnectionFailed(
+                        f"the connection to {url} closed ({reason}) and is not retried"
+                    )
                 )
+                self._fail_first(self.failure)
+                return
+            if todo and (first or opts.reconnect):
+                log.info("client %s: %s; trying %s next", self.id, reason, todo[0])
+                continue
+            # the round is over: every URL failed once
+            if len(failures) == len(urls) and all(
+                isinstance(exc, AuthRefused) for _, exc in failures
+            ):
+                refusal = failures[-1][1]
+                self.failure = refusal
+                self._fail_first(refusal)
+                self._emit("error", refusal)
+                return
+            if first and failures:
+                self.failure = _round_failed(failures)
+                self._fail_first(self.failure)
+                return
+            if not opts.reconnect:
+                self.failure = ConnectionFailed(
+                    f"the connection to {url} closed ({reason}) and is not retried "
+                    "(reconnect=False)"
+                )
+                self._fail_first(self.failure)
                 return
             attempt += 1
             if opts.max_reconnect_attempts is not None and attempt > opts.max_reconnect_attempts:
@@ -459,6 +507,7 @@ class Client:
                     f"{opts.max_reconnect_attempts} attempts ({reason}); "
                     "raise max_reconnect_attempts or check the gateway"
                 )
+                self._fail_first(self.failure)
                 self._emit("error", self.failure)
                 return
             delay = backoff_delay(
@@ -470,6 +519,8 @@ class Client:
             )
             self._emit("reconnecting", Reconnecting(attempt, delay, reason))
             await asyncio.sleep(delay)
+            todo = next_urls(urls, self.gateway_url)
+            failures = []
 
     def _end_streams(self) -> None:
         for queue in list(self._subscribers):
@@ -479,15 +530,16 @@ class Client:
         if self._first is not None and not self._first.done():
             self._first.set_exception(exc)
 
-    async def _session(self) -> None:
-        """One connection: dial, join, read until the socket closes."""
+    async def _session(self, url: str) -> None:
+        """One connection to ``url``: dial, join, read until the socket closes."""
         opts = self.options
+        self._dialing = url
         self._refused_reconnect = False
         self._conn_state.handle(Event.DIAL)
         try:
             hb = opts.heartbeat_interval
             ws = await connect(
-                opts.gateway,
+                url,
                 open_timeout=opts.connect_timeout,
                 ping_interval=hb,
                 ping_timeout=hb,
@@ -498,12 +550,12 @@ class Client:
         except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
             self._conn_state.handle(Event.CLOSED)
             raise ConnectionFailed(
-                f"could not connect to {opts.gateway}: {exc or type(exc).__name__} "
+                f"could not connect to {url}: {exc or type(exc).__name__} "
                 "(is the gateway running? start one with `hubbub serve`)"
             ) from exc
         self._ws = ws
         self._conn_state.handle(Event.OPENED)
-        self._emit("connected", opts.gateway)
+        self._emit("connected", url)
         code: int | None = None
         why = ""
         try:
@@ -517,7 +569,7 @@ class Client:
                             break
             except TimeoutError:
                 raise ConnectionFailed(
-                    f"no welcome from {opts.gateway} within {opts.connect_timeout}s"
+                    f"no welcome from {url} within {opts.connect_timeout}s"
                 ) from None
             if self._conn_state.state is not State.READY:
                 raise self._closed_before_ready(ws)
@@ -589,10 +641,15 @@ class Client:
         if hb is not None and self._heartbeat is None:
             self._heartbeat = asyncio.get_running_loop().create_task(self._beat(hb))
         welcome = self.welcome
+        previous, url = self.gateway_url, self._dialing
+        self.gateway_url = url
         if self._first is not None and not self._first.done():
             self._first.set_result(None)
         if len(self.outbox):
             self._spawn(self._resend_unacknowledged())
+        if previous is not None and previous != url:
+            log.info("client %s: failed over from %s to %s", self.id, previous, url)
+            self._emit("failover", Failover(previous, url))
         self._emit("ready", welcome)
 
     async def _beat(self, interval: float) -> None:
@@ -972,6 +1029,14 @@ class Client:
         self._emit("error", error)
 
 
+def _round_failed(failures: list[tuple[str, ConnectionFailed]]) -> ConnectionFailed:
+    """Why a first connect failed: the one failure, or each URL's when there were several."""
+    if len(failures) == 1:
+        return failures[0][1]
+    each = "; ".join(str(exc) if url in str(exc) else f"{url}: {exc}" for url, exc in failures)
+    return ConnectionFailed(f"could not connect to any of the {len(failures)} gateways ({each})")
+
+
 def to_envelope(data: Mapping[str, Any]) -> Envelope:
     """Build an :class:`Envelope` from a wire-form dict (``from``, ``to``, ``payload``...)."""
     try:
@@ -993,6 +1058,7 @@ def gateway_error(env: Envelope) -> GatewayError:
 __all__ = [
     "Client",
     "Disconnected",
+    "Failover",
     "Handler",
     "Reconnecting",
     "Subscription",

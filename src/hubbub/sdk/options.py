@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hubbub.defaults import DEFAULT_GATEWAY as DEFAULT_GATEWAY
 from hubbub.protocol.capabilities import CapabilityError, validate_capabilities
 from hubbub.protocol.ids import is_channel, is_participant_id
+from hubbub.sdk.gateways import join_gateways, parse_gateways
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -18,7 +19,9 @@ class ClientOptions:
     """How a :class:`~hubbub.sdk.Client` connects (MEW SDK ``ClientOptions``; times in seconds)."""
 
     participant_id: str
-    gateway: str = DEFAULT_GATEWAY
+    gateway: str | Sequence[str] = DEFAULT_GATEWAY
+    """One WebSocket URL, or several (a sequence, or one string of comma-separated URLs) for
+    failover; kept as one string (URLs joined by commas), the list is :attr:`gateways`."""
     space: str = "default"
     token: str | None = None
     kind: str | None = None
@@ -45,10 +48,7 @@ class ClientOptions:
             raise ValueError(
                 f"participant_id {self.participant_id!r} is not legal: use 1-32 of [A-Za-z0-9_.-]"
             )
-        if not self.gateway.startswith(("ws://", "wss://")):
-            raise ValueError(
-                f"gateway {self.gateway!r} must be a WebSocket URL like {DEFAULT_GATEWAY}"
-            )
+        object.__setattr__(self, "gateway", join_gateways(parse_gateways(self.gateway)))
         if isinstance(self.channels, str):
             raise ValueError("channels must be a list of channel names, not one string")
         object.__setattr__(self, "channels", tuple(self.channels))
@@ -70,6 +70,11 @@ class ClientOptions:
             raise ValueError("heartbeat_interval must be > 0 (or None to turn heartbeats off)")
         if self.connect_timeout <= 0:
             raise ValueError("connect_timeout must be > 0")
+
+    @property
+    def gateways(self) -> tuple[str, ...]:
+        """The gateway URLs, in the order they are tried (see ``docs/sdk.md``)."""
+        return parse_gateways(self.gateway)
 
     def replace(self, **changes: Any) -> ClientOptions:
         """A copy with some fields changed."""
