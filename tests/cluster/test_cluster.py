@@ -387,3 +387,34 @@ async def test_bad_input_on_a_follower_is_answered_and_the_link_port_is_closed_t
             assert resp.status == 403  # no cluster secret
         async with http.get(f"http://{link}/participants") as resp:
             assert resp.status == 403
+
+
+async def test_sdk_client_with_every_node_fails_over_and_loses_nothing(
+    nodes: list[ClusterNode],
+) -> None:
+    from hubbub.sdk import Client
+
+    urls = [nodes[2].url, nodes[1].url, nodes[0].url]
+    got: list[str] = []
+    all_in = asyncio.Event()
+
+    def on_chat(env: Any) -> None:
+        if env.from_ == "writer":
+            got.append(env.payload["text"])
+            if len(got) >= 40:
+                all_in.set()
+
+    async with (
+        Client(gateway=urls, participant_id="writer", connect_timeout=20) as writer,
+        Client(gateway=list(reversed(urls)), participant_id="reader", connect_timeout=20) as rd,
+    ):
+        rd.on("chat", on_chat)
+        assert writer.gateway_url == nodes[2].url
+        for i in range(20):
+            await writer.send(chat(f"m{i}"), ack=True)
+        nodes[2].kill9()  # the writer's node, for good
+        for i in range(20, 40):
+            await asyncio.wait_for(writer.send(chat(f"m{i}"), ack=True), 20)
+        assert writer.gateway_url in (nodes[1].url, nodes[0].url)
+        await asyncio.wait_for(all_in.wait(), 10)
+    assert got == [f"m{i}" for i in range(40)]
