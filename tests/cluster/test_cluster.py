@@ -418,3 +418,59 @@ async def test_sdk_client_with_every_node_fails_over_and_loses_nothing(
         assert writer.gateway_url in (nodes[1].url, nodes[0].url)
         await asyncio.wait_for(all_in.wait(), 10)
     assert got == [f"m{i}" for i in range(40)]
+
+
+async def test_spaces_are_led_by_different_nodes_and_a_dead_leader_of_one_is_replaced(
+    redis_server: Any, tmp_path: Path
+) -> None:
+    """Two spaces on three nodes: each space has its own leader (its own lease); clients of
+    either space work from any node; killing one space's leader leaves the other untouched."""
+    args: list[str] = []
+    for sid in ("alpha", "beta"):
+        (tmp_path / f"{sid}.yaml").write_text(f"space: {sid}\nopen: true\n")
+        args += ["--space-config", str(tmp_path / f"{sid}.yaml")]
+    nodes = [ClusterNode(f"node{i}", redis_server.url, tmp_path, extra=args) for i in range(3)]
+    try:
+        for node in nodes:
+            node.spawn()
+        for node in nodes:
+            await node.wait_ready()
+        deadline = time.monotonic() + 20
+        while True:  # every space led (by whichever nodes took their leases)
+            leaders = (await nodes[0].health())["cluster"]["leaders"]
+            if all(leaders.values()):
+                break
+            assert time.monotonic() < deadline, leaders
+            await asyncio.sleep(0.1)
+        clients = {}
+        for sid, i in (("alpha", 0), ("beta", 1)):
+            for who, node in (("x", nodes[i]), ("y", nodes[2])):
+                c = await node.connect()
+                await c.send({"type": "join", "participantId": f"{who}-{sid}", "space": sid})
+                await c.expect("system/welcome", timeout=10)
+                await c.expect("channel/joined", timeout=10)
+                clients[(who, sid)] = c
+        for sid in ("alpha", "beta"):
+            await clients[("x", sid)].send(chat(f"hello {sid}"))
+            got = await clients[("y", sid)].expect("chat")
+            assert got["payload"]["text"] == f"hello {sid}"
+        async with aiohttp.ClientSession() as http:
+            for sid in ("alpha", "beta"):
+                url = f"{nodes[2].http}/channels/general/messages?space={sid}"
+                async with http.get(url) as resp:
+                    texts_ = [m["payload"]["text"] for m in (await resp.json())["messages"]]
+                assert texts_ == [f"hello {sid}"]
+        alpha_leader = next(n for n in nodes if n.name == leaders["alpha"])
+        alpha_leader.kill9()
+        survivors = [n for n in nodes if n is not alpha_leader]
+        deadline = time.monotonic() + 15
+        while True:
+            now = (await survivors[0].health())["cluster"]["leaders"]
+            if now["alpha"] not in (None, alpha_leader.name):
+                break
+            assert time.monotonic() < deadline, now
+            await asyncio.sleep(0.1)
+        if leaders["beta"] != alpha_leader.name:
+            assert now["beta"] == leaders["beta"]  # the other space kept its leader
+    finally:
+        await stop_cluster(nodes)

@@ -20,7 +20,7 @@ from hubbub.server.web_guard import browser_guard
 
 NODE_KEY = web.AppKey("node", Node)
 _NO_LEADER = (
-    "no leader in the cluster right now (a node died or Redis is away); reconnect in a few "
+    "no leader for this space right now (a node died or Redis is away); reconnect in a few "
     "seconds, or check `GET /health` of the nodes"
 )
 
@@ -29,12 +29,12 @@ async def _health(request: web.Request) -> web.Response:
     """``GET /health``: this node, its connections, the cluster's nodes and Redis."""
     node = request.app[NODE_KEY]
     cluster = await node.health()
-    router = node.router
+    settled = all(cluster["leaders"].values())
     return web.json_response(
         {
-            "status": "ok" if cluster["redis"]["reachable"] and cluster["leader"] else "degraded",
+            "status": "ok" if cluster["redis"]["reachable"] and settled else "degraded",
             "version": __version__,
-            "spaces": sorted(router.spaces) if router else [],
+            "spaces": sorted(node.seats),
             "connections": node.local_connections,
             "cluster": cluster,
         }
@@ -57,8 +57,13 @@ async def _websocket(request: web.Request) -> web.StreamResponse:
         return accepted
     node.local_connections += 1
     try:
-        uplink = await node.uplink_ready()
-        router = node.router
+        try:
+            seat = node.seat_of_hello(accepted.dialect.parse_hello(accepted.hello))
+        except ProtocolError as exc:
+            await accepted.refuse(exc)
+            return accepted.ws
+        uplink = await seat.uplink_ready(node.settings.join_wait_s)
+        router = seat.router
         if router is not None:
             await run_session(accepted, router)
         elif uplink is None:
@@ -84,7 +89,7 @@ async def _websocket(request: web.Request) -> web.StreamResponse:
 
 async def _forwarded(request: web.Request) -> web.StreamResponse:
     node = request.app[NODE_KEY]
-    leader = node.leader
+    leader = node.seat_of_request(request).leader
     if leader is None:
         return unavailable(_NO_LEADER)
     return await forward(request, node.http, leader.link, node.secret)

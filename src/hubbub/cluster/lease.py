@@ -7,8 +7,12 @@ from typing import Any
 
 import msgspec
 
-LEADER_KEY = "hubbub:leader"
-"""The key whose value names the leader; the store's fence (writes check it)."""
+
+def lease_key(space: str) -> str:
+    """The key whose value names the leader of ``space``: the fence its store's writes check
+    (in the space's hash slot, with the rest of its keys)."""
+    return f"hubbub:{{{space}}}:leader"
+
 
 _RENEW = """
 local v = redis.call('GET', KEYS[1])
@@ -47,9 +51,9 @@ def read_leader(raw: bytes | str | None) -> LeaderInfo | None:
 
 
 class Lease:
-    """This node's claim on the leadership: acquire, renew, release; the store's fence."""
+    """This node's claim on leading one space: acquire, renew, release; the store's fence."""
 
-    def __init__(self, redis: Any, node: str, link: str, ttl_ms: int, key: str = LEADER_KEY):
+    def __init__(self, redis: Any, key: str, node: str, link: str, ttl_ms: int) -> None:
         self.redis = redis
         self.key = key
         self.ttl_ms = ttl_ms

@@ -1,4 +1,5 @@
-"""A cluster node: leads (router, engines, store) or follows (its clients linked to the leader)."""
+"""A cluster node: for each space, leads it (router, engines, store) or links its clients to
+the node that does."""
 
 from __future__ import annotations
 
@@ -20,15 +21,14 @@ from aiohttp import web
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from hubbub.cluster import wire
-from hubbub.cluster.edge import Uplink
-from hubbub.cluster.leader_link import serve_link
-from hubbub.cluster.lease import LeaderInfo, Lease
-from hubbub.server.connection import CLOSE_SERVICE_RESTART
+from hubbub.cluster.seat import Seat
+from hubbub.protocol.hello import Hello
+from hubbub.server.auth import Authenticator
+from hubbub.server.config import SpaceConfig
 from hubbub.server.metrics import Metrics
 from hubbub.server.router import Router
 from hubbub.store.base import Store
-from hubbub.store.redis import RedisStore, redis_client
+from hubbub.store.redis import redis_client
 
 log = logging.getLogger("hubbub.cluster")
 
@@ -36,7 +36,6 @@ SECRET_KEY = "hubbub:secret"
 NODES_KEY = "hubbub:nodes"
 STOP_WAIT_S = 10
 """How long a stopping leader waits for Redis to commit what is queued."""
-STEP_DOWN = "this gateway stopped leading the cluster; reconnect and resume (nothing is lost)"
 
 
 @dataclass
@@ -65,69 +64,86 @@ class NodeInfo(msgspec.Struct):
     connections: int
     seen_ms: int
     pid: int = 0
+    leads: list[str] = []
 
 
 class Node:
-    """One gateway process of a cluster (see docs/cluster.md)."""
+    """One gateway process of a cluster: a seat per space (see docs/cluster.md)."""
 
     def __init__(
         self,
         settings: ClusterSettings,
-        build_router: Callable[[Store], Router],
+        spaces: list[SpaceConfig],
+        build_router: Callable[[list[SpaceConfig], Store], Router],
         metrics: Metrics,
         build_app: Callable[[Router], web.Application],
     ) -> None:
         self.settings = settings
         self.name = settings.node
         self.metrics = metrics
+        self.configs = {c.space: c for c in spaces}
+        self.auth = Authenticator(self.configs)
+        """Which space a hello or a request addresses (the same rule as the leader's)."""
         self._build_router = build_router
         self._build_app = build_app
         # Any: redis-py types its commands as "Awaitable[T] | T" for both clients at once
         self.redis: Any = redis_client(settings.redis_url, timeout_s=2.0)
-        self.router: Router | None = None
-        """The router while this node leads."""
-        self.uplink: Uplink | None = None
-        """The link to the leader while another node leads."""
-        self.leader: LeaderInfo | None = None
+        self.seats: dict[str, Seat] = {}
         self.secret = ""
         self.redis_ok = False
         self.redis_ms = 0.0
         self.local_connections = 0
-        self.changed = asyncio.Event()
-        """Set (and replaced) whenever the role or the leader changes."""
-        self._sock: socket.socket | None = None
-        self._link_addr = ""
-        self._lease: Lease | None = None
-        self._runner: web.AppRunner | None = None
+        self.live_nodes = 1
+        """Nodes in the registry at the last supervision (leadership is shared among them)."""
+        self.stopping = False
         self._task: asyncio.Task[None] | None = None
         self._http: aiohttp.ClientSession | None = None
-        self._stopping = False
+
+    # ------------------------------------------------------------------ what a seat needs
+
+    def build_router(self, space: str, store: Store) -> Router:
+        """A router for one space over ``store``."""
+        return self._build_router([self.configs[space]], store)
+
+    def build_app(self, router: Router) -> web.Application:
+        """The gateway application serving ``router``."""
+        return self._build_app(router)
+
+    def has_fair_share(self) -> bool:
+        """Whether this node leads at least its share of the spaces among the live nodes."""
+        share = -(-len(self.seats) // max(self.live_nodes, 1))  # ceiling
+        return len(self.led()) >= share
 
     # ------------------------------------------------------------------ lifecycle
 
     @property
     def role(self) -> str:
-        """``leader`` or ``follower``."""
-        return "leader" if self.router is not None else "follower"
+        """``leader`` when this node leads any space, else ``follower``."""
+        return "leader" if self.led() else "follower"
+
+    def led(self) -> list[str]:
+        """The spaces this node leads."""
+        return [sid for sid, seat in self.seats.items() if seat.router is not None]
 
     @property
     def http(self) -> aiohttp.ClientSession:
-        """The session forwarding HTTP requests to the leader."""
+        """The session forwarding HTTP requests to leaders."""
         if self._http is None:
             self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(sock_connect=2))
         return self._http
 
     async def start(self) -> None:
-        """Reach Redis, bind the link port, and begin leading or following."""
+        """Reach Redis, bind a link port per space, and begin leading or following each."""
         await self._reach_redis()
         await self._check_persistence()
         self.metrics.registry.register(_NodeCollector(self))
         await self.redis.set(SECRET_KEY, secrets.token_hex(16), nx=True)
         self.secret = (await self.redis.get(SECRET_KEY)).decode()
-        self._sock = self._bind_link()
-        port = self._sock.getsockname()[1]
-        self._link_addr = f"{self.settings.advertise or self.settings.link_host}:{port}"
-        self._lease = Lease(self.redis, self.name, self._link_addr, self.settings.lease_ms)
+        st = self.settings
+        for i, sid in enumerate(self.configs):
+            port = st.link_port + i if st.link_port else 0
+            seat = self.seats[sid] = Seat(self, sid, st.link_host, port, st.advertise)
+            seat.open(st.lease_ms)
         await self._tick()
         self._task = asyncio.get_running_loop().create_task(self._supervise())
 
@@ -141,8 +157,8 @@ class Node:
             except (aioredis.ConnectionError, aioredis.TimeoutError, OSError) as exc:
                 if time.monotonic() > deadline:
                     raise RuntimeError(
-                        f"cannot reach Redis at {self.settings.redis_url}: {exc}; start "
-                        "redis-server there or fix --cluster"
+                        f"cannot reach Redis at {_redacted(self.settings.redis_url)}: {exc}; "
+                        "start redis-server there or fix --cluster"
                     ) from None
                 await asyncio.sleep(0.5)
 
@@ -159,30 +175,20 @@ class Node:
                 _redacted(self.settings.redis_url),
             )
 
-    def _bind_link(self) -> socket.socket:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        port = self._sock.getsockname()[1] if self._sock else self.settings.link_port
-        sock.bind((self.settings.link_host, port))
-        sock.listen(1024)
-        sock.setblocking(False)
-        return sock
-
     async def stop(self) -> None:
-        """Leave the cluster: hand the leadership over at once, close every client."""
-        self._stopping = True
+        """Leave the cluster: hand every lead over at once, close every client."""
+        self.stopping = True
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        if self.uplink is not None:
-            await self.uplink.close()
-        if self.router is not None:
+        for seat in self.seats.values():
             try:  # what is queued is committed first; with Redis away that could wait forever
-                await asyncio.wait_for(self._stop_leading(release=True), STOP_WAIT_S)
+                await asyncio.wait_for(seat.close(), STOP_WAIT_S)
             except TimeoutError:
                 log.warning(
-                    "Redis did not take the last writes within %d s; stopping without them "
-                    "(none of them was acknowledged)",
+                    "Redis did not take the last writes of %s within %d s; stopping without "
+                    "them (none of them was acknowledged)",
+                    seat.space,
                     STOP_WAIT_S,
                 )
         with contextlib.suppress(Exception):
@@ -196,7 +202,8 @@ class Node:
     async def _supervise(self) -> None:
         interval = self.settings.lease_ms / 3000
         while True:
-            await asyncio.sleep(interval if self.leader is not None else 0.2)
+            settled = all(seat.leader is not None for seat in self.seats.values())
+            await asyncio.sleep(interval if settled else 0.2)
             try:
                 await self._tick()
             except (aioredis.ConnectionError, aioredis.TimeoutError, OSError) as exc:
@@ -205,62 +212,43 @@ class Node:
                         "Redis unreachable (%s); refusing new messages until it is back", exc
                     )
                 self.redis_ok = False
-                if self.router is not None:
-                    self.router.store.available = False  # refuse now, not after a failed commit
+                for seat in self.seats.values():
+                    if seat.router is not None:  # refuse now, not after a failed commit
+                        seat.router.store.available = False
             except Exception:
                 log.exception("cluster supervision failed; retrying")
 
     async def _tick(self) -> None:
-        lease = self._lease
-        assert lease is not None
         t0 = time.perf_counter()
-        if self.router is not None and not await lease.renew():
-            log.warning("another node took the leadership; following it")
-            await self._stop_leading(release=False)
+        await self.redis.ping()
         self.redis_ms = (time.perf_counter() - t0) * 1000
         if not self.redis_ok:
             log.info("Redis reachable again")
-            if self.router is not None:
-                self.router.store.available = True  # a failing commit still holds its queue
+            for seat in self.seats.values():
+                if seat.router is not None:  # a failing commit still holds its queue
+                    seat.router.store.available = True
         self.redis_ok = True
-        if self.router is None:
-            leader = await lease.current()
-            if leader is None and await lease.acquire():
-                await self._lead()
-                leader = lease.info
-            self._follow(leader)
         await self._register()
-
-    def _follow(self, leader: LeaderInfo | None) -> None:
-        if self.router is not None:
-            return
-        if leader != self.leader:
-            self.leader = leader
-            self._changed()
-        up = self.uplink
-        if leader is None:
-            return
-        if up is not None and up.alive and up.target == leader.link:
-            return
-        if up is not None:
-            asyncio.get_running_loop().create_task(up.close())
-        self.uplink = Uplink(self.name, leader.link, self.secret, self.metrics)
-        self.uplink.start()
-
-    def _changed(self) -> None:
-        self.changed.set()
-        self.changed = asyncio.Event()
+        self.live_nodes = len(await self.nodes())
+        for seat in self.seats.values():
+            await seat.tick()
 
     async def _register(self) -> None:
         info = NodeInfo(
             self.name,
             self.role,
-            self._link_addr,
+            self.link,
             self.local_connections,
             int(time.time() * 1000),
             os.getpid(),
+            self.led(),
         )
         await self.redis.hset(NODES_KEY, self.name, msgspec.json.encode(info))
+
+    @property
+    def link(self) -> str:
+        """The link address of this node's first space (its address among the nodes)."""
+        return next(iter(self.seats.values())).link if self.seats else ""
 
     async def nodes(self) -> list[NodeInfo]:
         """The live nodes of the cluster (those silent for 3 lease times are dropped)."""
@@ -274,85 +262,21 @@ class Node:
                 out.append(info)
         return sorted(out, key=lambda n: n.node)
 
-    # ------------------------------------------------------------------ leading
+    # ------------------------------------------------------------------ routing to seats
 
-    async def _lead(self) -> None:
-        lease = self._lease
-        assert lease is not None and self._sock is not None
-        if self.uplink is not None:
-            await self.uplink.close()
-            self.uplink = None
-        store = RedisStore(self.redis, fence=lease, on_fenced=self._fenced)
-        router = self._build_router(store)
-        app = self._build_app(router)  # its startup starts the router (loads the spaces)
-        app.middlewares.insert(0, self._internal_only)
-        app.router.add_get(wire.LINK_PATH, self._link)
-        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=2.0)
-        await runner.setup()
-        await web.SockSite(runner, self._sock).start()
-        self._runner = runner
-        self.router = router
-        self.leader = lease.info
-        self._changed()
-        log.info("node %s leads the cluster (links at %s)", self.name, self._link_addr)
+    def seat_of_hello(self, hello: Hello) -> Seat:
+        """The seat of the space a client's hello joins (ProtocolError: refused, as the
+        leader would refuse it)."""
+        return self.seats[self.auth.authenticate(hello).space]
 
-    def _fenced(self) -> None:
-        if self.router is not None and not self._stopping:
-            asyncio.get_running_loop().create_task(self._stop_leading(release=False))
-
-    async def _stop_leading(self, *, release: bool) -> None:
-        router, runner = self.router, self._runner
-        self.router, self._runner = None, None
-        self.leader = None
-        self._changed()
-        if router is not None:
-            for space in router.spaces.values():
-                for s in list(space.online.values()):
-                    s.conn.close(CLOSE_SERVICE_RESTART, STEP_DOWN)
-        if runner is not None:
-            await runner.cleanup()  # stops the router
-        if self._lease is not None and release:
-            with contextlib.suppress(Exception):
-                await self._lease.release()
-        if not self._stopping:
-            self._sock = self._bind_link()  # the site closed it; the same port again
-
-    @web.middleware
-    async def _internal_only(
-        self, request: web.Request, handler: Callable[[web.Request], Any]
-    ) -> web.StreamResponse:
-        if not secrets.compare_digest(request.headers.get(wire.SECRET_HEADER, ""), self.secret):
-            return web.json_response(
-                {"error": "auth_failed", "message": "this port is for the cluster's nodes only"},
-                status=403,
-            )
-        response: web.StreamResponse = await handler(request)
-        return response
-
-    async def _link(self, request: web.Request) -> web.StreamResponse:
-        router = self.router
-        if router is None:
-            return web.json_response(
-                {"error": "unavailable", "message": "not the leader"}, status=503
-            )
-        node = request.headers.get(wire.NODE_HEADER, "?")
-        return await serve_link(request, router, node)
-
-    # ------------------------------------------------------------------ followers' clients
-
-    async def uplink_ready(self) -> Uplink | None:
-        """The link to the leader, waiting up to ``join_wait_s`` for one (None: none came)."""
-        deadline = time.monotonic() + self.settings.join_wait_s
-        while self.router is None:
-            up = self.uplink
-            if up is not None and up.up.is_set() and not up.closed:
-                return up
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.changed.wait(), min(left, 0.1))
-        return None
+    def seat_of_request(self, request: web.Request) -> Seat:
+        """The seat of the space an HTTP request addresses (its token's, ``?space=``, or
+        the default)."""
+        auth = request.headers.get("Authorization", "")
+        token = auth[7:].strip() if auth[:7].lower() == "bearer " else request.query.get("token")
+        owner = self.auth.lookup_token(token) if token else None
+        sid = owner[0] if owner else self.auth.addressed_space(request.query.get("space"))
+        return self.seats.get(sid) or next(iter(self.seats.values()))
 
     async def health(self) -> dict[str, Any]:
         """This node, the cluster's nodes and Redis, for ``/health``."""
@@ -365,10 +289,15 @@ class Node:
         except (aioredis.ConnectionError, aioredis.TimeoutError, OSError):
             self.redis_ok = False
             nodes = []
+        leaders = {
+            sid: (seat.leader.node if seat.leader else None) for sid, seat in self.seats.items()
+        }
         return {
             "node": self.name,
             "role": self.role,
-            "leader": self.leader.node if self.leader else None,
+            "leads": self.led(),
+            "leader": next(iter(leaders.values()), None),
+            "leaders": leaders,
             "nodes": nodes,
             "redis": {
                 "url": _redacted(self.settings.redis_url),
@@ -393,13 +322,12 @@ class _NodeCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         node = self.node
         yield GaugeMetricFamily(
-            "hubbub_cluster_leader",
-            "1 while this node leads the cluster",
-            value=int(node.router is not None),
+            "hubbub_cluster_leader", "Spaces this node leads", value=len(node.led())
         )
-        links = 0 if node.router is None else node.router.metrics.cluster_links
         yield GaugeMetricFamily(
-            "hubbub_cluster_links", "Follower nodes linked to this leader", value=links
+            "hubbub_cluster_links",
+            "Links of other nodes to the spaces this node leads",
+            value=node.metrics.cluster_links,
         )
         yield GaugeMetricFamily(
             "hubbub_redis_latency_seconds",

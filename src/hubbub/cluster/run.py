@@ -40,8 +40,8 @@ def serve_cluster(
         settings.node = node
     metrics = Metrics()
 
-    def build_router(store: Store) -> Router:
-        return Router(spaces, store, limits, metrics, engine_settings=engines)
+    def build_router(configs: list[SpaceConfig], store: Store) -> Router:
+        return Router(configs, store, limits, metrics, engine_settings=engines)
 
     log.info(
         "hubbub %s node %s serving ws://%s:%d/ws in the cluster on %s",
@@ -56,7 +56,7 @@ def serve_cluster(
 
     async def main() -> None:
         await serve_node(
-            Node(settings, build_router, metrics, build_app), limits, host, port, reuse_port
+            Node(settings, spaces, build_router, metrics, build_app), limits, host, port, reuse_port
         )
 
     run_until_signal(main, "node")

@@ -37,7 +37,7 @@ def worker_argv(argv: list[str], index: int, link_port: int) -> list[str]:
         out.append(arg)
     out.append("--reuse-port")
     if link_port:
-        out += ["--link-port", str(link_port + index)]
+        out += ["--link-port", str(link_port + 100 * index)]  # room for 100 spaces each
     return out
 
 

@@ -112,7 +112,7 @@ def resolve_viewer(router: Directory, request: web.Request, need: Need) -> Viewe
     wanted = request.query.get("space")
     owner = router.auth.lookup_token(token) if token else None
     if token and owner is None:
-        sid = wanted or ("default" if len(router.spaces) != 1 else next(iter(router.spaces)))
+        sid = router.auth.addressed_space(wanted)
         if not router.auth.ignores_unknown_token(sid, "a dashboard viewer"):  # open mode
             raise AccessDenied(
                 401,
@@ -133,7 +133,7 @@ def resolve_viewer(router: Directory, request: web.Request, need: Need) -> Viewe
         p = router.spaces[sid].config.participants[pid]
         viewer = Viewer(router.spaces[sid], pid, p.kind, p.role, False)
     else:
-        sid = wanted or ("default" if len(router.spaces) != 1 else next(iter(router.spaces)))
+        sid = router.auth.addressed_space(wanted)
         space = router.spaces.get(sid)
         if space is None:
             raise AccessDenied(

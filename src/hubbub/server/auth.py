@@ -46,6 +46,11 @@ class Authenticator:
                 if p.token_hash:
                     self._by_hash[p.token_hash] = (sid, pid)
 
+    def addressed_space(self, wanted: str | None) -> str:
+        """The space a request addresses: the one it names, else the only one, else
+        ``default``."""
+        return wanted or ("default" if len(self.spaces) != 1 else next(iter(self.spaces)))
+
     def lookup_token(self, token: str) -> tuple[str, str] | None:
         """The (space, participant) a token belongs to, if any."""
         return self._by_hash.get(hash_token(token))

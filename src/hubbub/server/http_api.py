@@ -54,7 +54,7 @@ def _resolve(router: Router, request: web.Request) -> tuple[SpaceState, Identity
     wanted = request.query.get("space")
     owner = router.auth.lookup_token(token) if token else None
     if token and owner is None:
-        sid = wanted or ("default" if len(router.spaces) != 1 else next(iter(router.spaces)))
+        sid = router.auth.addressed_space(wanted)
         who = request.match_info.get("pid", "an HTTP client")
         if not router.auth.ignores_unknown_token(sid, who):  # open mode ignores it
             raise ProtocolError(
@@ -71,7 +71,7 @@ def _resolve(router: Router, request: web.Request) -> tuple[SpaceState, Identity
         p = cfg.participants[pid]
         ident = Identity(sid, pid, p.kind, p.role, tuple(p.effective_capabilities()))
         return router.spaces[sid], ident
-    sid = wanted or ("default" if len(router.spaces) != 1 else next(iter(router.spaces)))
+    sid = router.auth.addressed_space(wanted)
     space = router.spaces.get(sid)
     if space is None:
         raise ProtocolError(ErrorCode.UNKNOWN_SPACE, f"space {sid!r} does not exist on this server")

@@ -1,0 +1,217 @@
+"""One space on one node: led here (its router and link site) or followed (an uplink)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import socket
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from aiohttp import web
+
+from hubbub.cluster import wire
+from hubbub.cluster.edge import Uplink
+from hubbub.cluster.leader_link import serve_link
+from hubbub.cluster.lease import LeaderInfo, Lease, lease_key
+from hubbub.server.connection import CLOSE_SERVICE_RESTART
+from hubbub.server.metrics import Metrics
+from hubbub.server.router import Router
+from hubbub.store.base import Store
+from hubbub.store.redis import RedisStore
+
+log = logging.getLogger("hubbub.cluster")
+
+STEP_DOWN = "this gateway stopped leading the space; reconnect and resume (nothing is lost)"
+
+
+class SeatHost(Protocol):
+    """What a seat needs of its node."""
+
+    name: str
+    redis: Any
+    secret: str
+    metrics: Metrics
+    stopping: bool
+
+    def build_router(self, space: str, store: Store) -> Router:
+        """A router for ``space`` over ``store``."""
+
+    def build_app(self, router: Router) -> web.Application:
+        """The gateway application serving ``router``."""
+
+    def has_fair_share(self) -> bool:
+        """Whether this node leads at least its share of the spaces among the live nodes."""
+
+
+class Seat:
+    """A space on this node: leads it while holding its lease, else links to its leader."""
+
+    def __init__(
+        self, node: SeatHost, space: str, link_host: str, link_port: int, advertise: str | None
+    ) -> None:
+        self.node = node
+        self.space = space
+        self.router: Router | None = None
+        """The space's router while this node leads it."""
+        self.uplink: Uplink | None = None
+        """The link to the space's leader while another node leads it."""
+        self.leader: LeaderInfo | None = None
+        self.changed = asyncio.Event()
+        """Set (and replaced) whenever the leader changes."""
+        self._link_host = link_host
+        self._sock = self._bind(link_port)
+        port = self._sock.getsockname()[1]
+        self.link = f"{advertise or link_host}:{port}"
+        self.lease: Lease | None = None
+        self._runner: web.AppRunner | None = None
+        self._free_since = 0.0
+        """When this node first saw the space without a leader (0: it has one)."""
+
+    def _bind(self, port: int) -> socket.socket:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self._link_host, port))
+        sock.listen(1024)
+        sock.setblocking(False)
+        return sock
+
+    def open(self, ttl_ms: int) -> None:
+        """Prepare the lease (taken by the first :meth:`tick` that finds the space free)."""
+        self.lease = Lease(
+            self.node.redis, lease_key(self.space), self.node.name, self.link, ttl_ms
+        )
+
+    # ------------------------------------------------------------------ the loop
+
+    async def tick(self) -> None:
+        """Renew the lease while leading; else take it if free, or follow its holder."""
+        lease = self.lease
+        assert lease is not None
+        if self.router is not None and not await lease.renew():
+            log.warning("another node took the lead of %s; following it", self.space)
+            await self.stop_leading(release=False)
+        if self.router is None:
+            leader = await lease.current()
+            if leader is None:
+                now = time.monotonic()
+                self._free_since = self._free_since or now
+                # a node past its fair share leaves a free space to the others for one lease
+                patient = (now - self._free_since) * 1000 < lease.ttl_ms
+                if not (patient and self.node.has_fair_share()) and await lease.acquire():
+                    await self._lead()
+                    leader = lease.info
+            if leader is not None:
+                self._free_since = 0.0
+            self._follow(leader)
+
+    def _follow(self, leader: LeaderInfo | None) -> None:
+        if self.router is not None:
+            return
+        if leader != self.leader:
+            self.leader = leader
+            self._changed()
+        up = self.uplink
+        if leader is None or (up is not None and up.alive and up.target == leader.link):
+            return
+        if up is not None:
+            asyncio.get_running_loop().create_task(up.close())
+        self.uplink = Uplink(self.node.name, leader.link, self.node.secret, self.node.metrics)
+        self.uplink.start()
+
+    def _changed(self) -> None:
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+    # ------------------------------------------------------------------ leading
+
+    async def _lead(self) -> None:
+        lease = self.lease
+        assert lease is not None
+        if self.uplink is not None:
+            await self.uplink.close()
+            self.uplink = None
+        store = RedisStore(self.node.redis, fence=lease, on_fenced=self._fenced)
+        router = self.node.build_router(self.space, store)
+        app = self.node.build_app(router)  # its startup starts the router (loads the space)
+        app.middlewares.insert(0, self._internal_only)
+        app.router.add_get(wire.LINK_PATH, self._link)
+        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=2.0)
+        await runner.setup()
+        await web.SockSite(runner, self._sock).start()
+        self._runner = runner
+        self.router = router
+        self.leader = lease.info
+        self._changed()
+        log.info("node %s leads space %s (links at %s)", self.node.name, self.space, self.link)
+
+    def _fenced(self) -> None:
+        if self.router is not None and not self.node.stopping:
+            asyncio.get_running_loop().create_task(self.stop_leading(release=False))
+
+    async def stop_leading(self, *, release: bool) -> None:
+        """Stop leading: close the space's clients (they resume elsewhere), free the lease."""
+        router, runner = self.router, self._runner
+        self.router, self._runner = None, None
+        self.leader = None
+        self._changed()
+        if router is not None:
+            for space in router.spaces.values():
+                for s in list(space.online.values()):
+                    s.conn.close(CLOSE_SERVICE_RESTART, STEP_DOWN)
+        if runner is not None:
+            await runner.cleanup()  # stops the router
+        if self.lease is not None and release:
+            with contextlib.suppress(Exception):
+                await self.lease.release()
+        if not self.node.stopping:
+            self._sock = self._bind(int(self.link.rsplit(":", 1)[1]))  # the same port again
+
+    @web.middleware
+    async def _internal_only(
+        self, request: web.Request, handler: Callable[[web.Request], Any]
+    ) -> web.StreamResponse:
+        given = request.headers.get(wire.SECRET_HEADER, "")
+        if not secrets.compare_digest(given, self.node.secret):
+            return web.json_response(
+                {"error": "auth_failed", "message": "this port is for the cluster's nodes only"},
+                status=403,
+            )
+        response: web.StreamResponse = await handler(request)
+        return response
+
+    async def _link(self, request: web.Request) -> web.StreamResponse:
+        router = self.router
+        if router is None:
+            return web.json_response(
+                {"error": "unavailable", "message": f"not the leader of {self.space}"}, status=503
+            )
+        return await serve_link(request, router, request.headers.get(wire.NODE_HEADER, "?"))
+
+    # ------------------------------------------------------------------ followers' clients
+
+    async def uplink_ready(self, wait_s: float) -> Uplink | None:
+        """The link to the leader, waiting up to ``wait_s`` for one (None: this node leads
+        now, or no leader came)."""
+        deadline = time.monotonic() + wait_s
+        while self.router is None:
+            up = self.uplink
+            if up is not None and up.up.is_set() and not up.closed:
+                return up
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), min(left, 0.1))
+        return None
+
+    async def close(self) -> None:
+        """Leave: drop the uplink; hand the lead over at once (what is queued is committed)."""
+        if self.uplink is not None:
+            await self.uplink.close()
+        if self.router is not None:
+            await self.stop_leading(release=True)
+        self._sock.close()
