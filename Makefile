@@ -33,11 +33,15 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 test: $(STAMP) lint typecheck
-	@# the dashboard's browser tests drive Debian's chromium (they fail, never skip, without it)
-	@command -v chromium >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ]; then (export DEBIAN_FRONTEND=noninteractive; apt-get update && apt-get install -y chromium); \
-	  else echo "make test: Debian's 'chromium' package is missing and this is not root;" \
-	    "install it with 'sudo apt-get install -y chromium' (tests/dashboard needs it)" >&2; fi; }
+	@# the dashboard's browser tests drive Debian's chromium, the cluster tests a real
+	@# redis-server (they fail, never skip, without them): one apt-get for what is missing
+	@missing="$$(command -v chromium >/dev/null || echo chromium) $$(command -v redis-server >/dev/null || echo redis-server)"; \
+	missing="$$(echo $$missing)"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then (export DEBIAN_FRONTEND=noninteractive; apt-get update && apt-get install -y $$missing); \
+	  else echo "make test: Debian's package(s) '$$missing' are missing and this is not root;" \
+	    "install them with 'sudo apt-get install -y $$missing' (tests/dashboard needs chromium," \
+	    "tests/cluster needs redis-server)" >&2; fi; fi
 	$(BIN)/pytest -q
 
 demo: $(DEMO_NEEDS)

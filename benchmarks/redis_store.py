@@ -10,13 +10,14 @@ channel messages of 300 bytes, each with its id record, in bursts of 100 and the
 time (each waits for its own commit). For each it prints messages/s, the commit wait p50/p99
 (append to ``after_commit``: the moment the gateway may echo and fan out), the gateway's CPU
 per message, and Redis' CPU per message from ``INFO cpu`` (used_cpu_sys + used_cpu_user
-deltas; target <= 30 µs).
+deltas; target <= 30 µs in bursts of 100; one at a time, every message pays a whole commit).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -88,24 +89,34 @@ async def main() -> None:
         server = RedisServer(Path(tmp), persistence)
         server.start()
         try:
-            print(f"redis-server, AOF appendfsync {args.fsync}; 300-byte messages with id records")
+            load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+            print(
+                f"redis-server, AOF appendfsync {args.fsync}; 300-byte messages with id "
+                f"records; load average before: {load}"
+            )
             print(
                 f"{'burst':>5} {'messages':>8} {'commits':>7} {'msg/s':>9} {'p50 ms':>7} "
                 f"{'p99 ms':>7} {'gateway µs/msg':>14} {'redis µs/msg':>12}"
             )
-            worst = 0.0
+            batched = single = 0.0
             for run, burst in enumerate((100, 1)):
                 n = args.messages if burst > 1 else max(1, args.messages // 10)
                 r = await measure(server.url, n, burst, run)
-                worst = max(worst, r["redis_us"])
+                if burst > 1:
+                    batched = r["redis_us"]
+                else:
+                    single = r["redis_us"]
                 print(
                     f"{burst:>5} {n:>8} {r['commits']:>7.0f} {r['messages_per_s']:>9.0f} "
                     f"{r['p50_ms']:>7.2f} {r['p99_ms']:>7.2f} {r['gateway_us']:>14.1f} "
                     f"{r['redis_us']:>12.1f}"
                 )
-            verdict = "meets" if worst <= TARGET_REDIS_US else "misses"
-            print(f"Redis CPU per message: worst {worst:.1f} µs, {verdict} the target")
-            print(f"of <= {TARGET_REDIS_US:.0f} µs (one at a time pays a whole commit per message)")
+            verdict = "PASS" if batched <= TARGET_REDIS_US else "FAIL"
+            print(
+                f"Redis CPU per message in bursts of 100: {batched:.1f} µs "
+                f"(target <= {TARGET_REDIS_US:.0f} µs: {verdict}); one at a time every message "
+                f"pays a whole commit (round trip, AOF write): {single:.1f} µs"
+            )
         finally:
             server.stop()
 
