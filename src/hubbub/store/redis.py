@@ -16,7 +16,9 @@ import msgspec
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from hubbub.store.base import DM_STREAM, MessageRef, Store, StoredMessage
 from hubbub.store.retry import retry_pauses
@@ -251,7 +253,15 @@ class RedisStore(Store):
 
     async def open(self) -> None:
         """Load the commit script and read (or, on a Redis without hubbub data, make) the epoch."""
-        await _reply(self._redis.script_load(_COMMIT_LUA))
+        try:
+            await _reply(self._redis.script_load(_COMMIT_LUA))
+        except (RedisConnectionError, RedisTimeoutError) as exc:
+            kwargs = self._redis.connection_pool.connection_kwargs
+            where = kwargs.get("path") or f"{kwargs.get('host')}:{kwargs.get('port')}"
+            raise RedisConnectionError(
+                f"cannot reach Redis at {where} ({exc}): start redis-server there, or give "
+                "the URL of a running one"
+            ) from exc
         key = f"{self._prefix}:epoch"
         await _reply(self._redis.set(key, uuid.uuid4().hex, nx=True))
         self._epoch = (await _reply(self._redis.get(key))).decode()
