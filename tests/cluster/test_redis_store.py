@@ -380,3 +380,14 @@ async def test_redis_killed_and_restarted_loses_nothing_acknowledged(
     history = await again.history(SPACE, "#general", after_seq=0, limit=100)
     assert [m.seq for m in history] == list(range(1, 61))
     assert len(await again.bans(SPACE)) == 10
+
+
+async def test_opening_without_redis_names_the_address_and_the_fix(
+    redis_server: RedisServer, client: Any
+) -> None:
+    redis_server.stop()
+    with pytest.raises(
+        redis.ConnectionError,
+        match=f"cannot reach Redis at 127.0.0.1:{redis_server.port}.*start redis-server",
+    ):
+        await RedisStore(client).open()

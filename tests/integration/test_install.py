@@ -33,7 +33,9 @@ def _extra_modules() -> set[str]:
     """The import names of the packages the runtime extras add on top of the core."""
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     names = {
-        _import_name(r) for e in ("agents", "chat") for r in extras["optional-dependencies"][e]
+        _import_name(r)
+        for e in ("agents", "chat", "cluster")
+        for r in extras["optional-dependencies"][e]
     }
     return names - {"hubbub"}
 
@@ -65,7 +67,7 @@ def _run(code: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_runtime_extras_hold_the_model_providers_mcp_and_the_terminal_ui() -> None:
-    assert _extra_modules() >= {"openai", "anthropic", "mcp", "prompt_toolkit"}
+    assert _extra_modules() >= {"openai", "anthropic", "mcp", "prompt_toolkit", "redis"}
     core = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     assert not {_import_name(r) for r in core} & _extra_modules()
 

@@ -16,7 +16,9 @@ import msgspec
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from hubbub.store.base import DM_STREAM, MessageRef, Store, StoredMessage
 from hubbub.store.retry import retry_pauses
@@ -40,15 +42,25 @@ if KEYS[1] and redis.call('GET', KEYS[1]) ~= ARGV[1] then
 end
 local P, cap, ids_max = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local ops, B = cmsgpack.unpack(ARGV[5]), ARGV[6]
-local last, changed, refs_added, skipped = {}, {}, {}, 0
+local last, changed, refs, refs_added, streams, skipped = {}, {}, {}, {}, {}, 0
 
 local function key(sp, name) return P .. ':{' .. sp .. '}:' .. name end
+local function stream(sp, name)  -- a stream's key, remembered for the trim at the end
+  local k = streams[sp .. ' ' .. name]
+  if not k then k = key(sp, name); streams[sp .. ' ' .. name] = k end
+  return k
+end
 local function blob(start, len) return string.sub(B, start, start + len - 1) end
 local function entry(seq) return string.format('%d-0', seq) end
-local function hdel_all(k, fields)
-  for i = 1, #fields, 1000 do
-    redis.call('HDEL', k, unpack(fields, i, math.min(i + 999, #fields)))
+local function chunked(cmd, k, args, step)  -- one call per `step` arguments (unpack's limit)
+  local out = {}
+  for i = 1, #args, step do
+    local part = redis.call(cmd, k, unpack(args, i, math.min(i + step - 1, #args)))
+    if type(part) == 'table' then
+      for j = 1, #part do out[#out + 1] = part[j] end
+    end
   end
+  return out
 end
 local function is_new(sp, name, seq)
   local seen = last[sp]
@@ -59,29 +71,49 @@ local function is_new(sp, name, seq)
   seen[name] = seq; changed[sp][name] = true
   return true
 end
+local function write_refs(sp)  -- the id records queued so far: the first record of an id wins
+  local r = refs[sp]
+  if not r then return end
+  refs[sp] = nil
+  local have = chunked('HMGET', key(sp, 'ids'), r.ids, 1000)
+  local fields, scores, seen = {}, {}, {}
+  for i, id in ipairs(r.ids) do
+    if not have[i] and not seen[id] then
+      seen[id] = true
+      fields[#fields + 1] = id; fields[#fields + 1] = r.recs[i]
+      scores[#scores + 1] = r.ts[i]; scores[#scores + 1] = id
+    end
+  end
+  if #fields > 0 then
+    chunked('HSET', key(sp, 'ids'), fields, 1000)
+    chunked('ZADD', key(sp, 'ids:ts'), scores, 1000)
+    refs_added[sp] = true
+  end
+end
 
 for _, op in ipairs(ops) do
   local o, sp = op[1], op[2]
   if o == 'm' then
     if is_new(sp, op[3], op[4]) then
-      redis.call('XADD', key(sp, 'ch:' .. op[3]), 'MAXLEN', '~', cap, entry(op[4]),
-                 'd', blob(op[5], op[6]))
+      redis.call('XADD', stream(sp, 'ch:' .. op[3]), entry(op[4]), 'd', blob(op[5], op[6]))
     end
   elseif o == 'r' then
-    if redis.call('HSETNX', key(sp, 'ids'), op[3], op[4]) == 1 then
-      redis.call('ZADD', key(sp, 'ids:ts'), string.format('%d', op[5]), op[3])
-      refs_added[sp] = true
-    end
+    local r = refs[sp]
+    if not r then r = {ids = {}, recs = {}, ts = {}}; refs[sp] = r end
+    r.ids[#r.ids + 1] = op[3]; r.recs[#r.recs + 1] = op[4]
+    r.ts[#r.ts + 1] = string.format('%d', op[5])
   elseif o == 'd' then
     if is_new(sp, op[3], op[4]) then
       local data = blob(op[5], op[6])
       for i = 7, #op do
-        redis.call('XADD', key(sp, 'dm:' .. op[i]), 'MAXLEN', '~', cap, entry(op[4]), 'd', data)
+        redis.call('XADD', stream(sp, 'dm:' .. op[i]), entry(op[4]), 'd', data)
       end
     end
   elseif o == 'f' then
+    write_refs(sp)
     local z, bound = key(sp, 'ids:ts'), '(' .. string.format('%d', op[3])
-    hdel_all(key(sp, 'ids'), redis.call('ZRANGEBYSCORE', z, '-inf', bound))
+    local old = redis.call('ZRANGEBYSCORE', z, '-inf', bound)
+    chunked('HDEL', key(sp, 'ids'), old, 1000)
     redis.call('ZREMRANGEBYSCORE', z, '-inf', bound)
   elseif o == 'c' then
     local k = key(sp, 'channels')
@@ -107,19 +139,21 @@ for _, op in ipairs(ops) do
   end
 end
 
+for sp in pairs(refs) do write_refs(sp) end
+for _, k in pairs(streams) do redis.call('XTRIM', k, 'MAXLEN', '~', cap) end
 for sp, names in pairs(changed) do
   local args = {}
   for name in pairs(names) do
     args[#args + 1] = name
     args[#args + 1] = string.format('%d', last[sp][name])
   end
-  if #args > 0 then redis.call('HSET', key(sp, 'last'), unpack(args)) end
+  if #args > 0 then chunked('HSET', key(sp, 'last'), args, 1000) end
 end
 for sp in pairs(refs_added) do
   local z = key(sp, 'ids:ts')
   local extra = redis.call('ZCARD', z) - ids_max
   if extra > math.floor(ids_max / 100) then
-    hdel_all(key(sp, 'ids'), redis.call('ZRANGE', z, 0, extra - 1))
+    chunked('HDEL', key(sp, 'ids'), redis.call('ZRANGE', z, 0, extra - 1), 1000)
     redis.call('ZREMRANGEBYRANK', z, 0, extra - 1)
   end
 end
@@ -219,7 +253,15 @@ class RedisStore(Store):
 
     async def open(self) -> None:
         """Load the commit script and read (or, on a Redis without hubbub data, make) the epoch."""
-        await _reply(self._redis.script_load(_COMMIT_LUA))
+        try:
+            await _reply(self._redis.script_load(_COMMIT_LUA))
+        except (RedisConnectionError, RedisTimeoutError) as exc:
+            kwargs = self._redis.connection_pool.connection_kwargs
+            where = kwargs.get("path") or f"{kwargs.get('host')}:{kwargs.get('port')}"
+            raise RedisConnectionError(
+                f"cannot reach Redis at {where} ({exc}): start redis-server there, or give "
+                "the URL of a running one"
+            ) from exc
         key = f"{self._prefix}:epoch"
         await _reply(self._redis.set(key, uuid.uuid4().hex, nx=True))
         self._epoch = (await _reply(self._redis.get(key))).decode()
