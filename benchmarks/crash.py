@@ -396,6 +396,10 @@ async def run(kills: int, seed: int, nodes: int = 0) -> dict[str, Any]:
         "callbacks_acknowledged": len(tally.callbacks_acked),
         "callbacks_fired": sum(1 for k in tally.callbacks_acked if tally.callbacks_fired[k]),
         "callbacks_fired_twice": sum(1 for n in tally.callbacks_fired.values() if n > 1),
+        "callbacks_missing": ", ".join(
+            f"{k}{' (in history)' if f'@@cb-fire@@{k}' in set(texts) else ''}"
+            for k in sorted(tally.callbacks_acked - set(tally.callbacks_fired))
+        ),
         "channels_kept": f"{channels}/{len(tally.channels)}",
         "bans_kept": f"{sum(1 for b in tally.bans if b in banned)}/{len(tally.bans)}",
         "grants_kept": f"{grants}/{len(tally.grants)}",

@@ -544,3 +544,25 @@ class CallbackModel(RuleBasedStateMachine):
 
 TestCallbackModel = CallbackModel.TestCase
 TestCallbackModel.settings = settings(max_examples=100, stateful_step_count=50, deadline=None)
+
+
+def test_a_stranded_owner_keeps_callbacks_that_fall_due_until_it_is_back() -> None:
+    """A cluster node died under the owner: like a restart, nothing falls due into the void."""
+    timers, eng = make(grace_s=30)
+    eng.schedule(NOW, "c1", "a1", 5, "due while stranded")
+    eng.schedule(NOW, "c2", "a1", 60, "due after the return")
+    eng.stranded(NOW + 1_000, "a1")
+    assert run(timers, eng, NOW + 10_000) == Run([], [])  # c1 fell due: it waits
+    late = eng.connected(NOW + 12_000, "a1")
+    assert [c.id for c in late] == ["c1"]
+    r = run(timers, eng, NOW + 60_000)
+    assert [(f.callback.id, f.dropped) for f in r.fired] == [("c2", None)]
+
+
+def test_a_stranded_owner_that_never_returns_is_collected_after_the_window() -> None:
+    timers, eng = make(grace_s=30)
+    eng.schedule(NOW, "c1", "a1", 5, "x")
+    eng.stranded(NOW, "a1")
+    r = run(timers, eng, NOW + 31_000)
+    assert [c.id for c in r.collected] == ["c1"]
+    assert len(eng) == 0 and len(timers) == 0

@@ -161,7 +161,7 @@ class LeaderLink:
         """The link is gone: its clients are offline (they reconnect and resume)."""
         for session in self.sessions.values():
             session.conn.closed = True
-            self.router.detach(session)
+            self.router.detach(session, stranded=True)  # their callbacks wait for them
         self.sessions.clear()
         self._opening.clear()
 

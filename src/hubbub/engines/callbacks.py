@@ -6,7 +6,8 @@ while its origin is offline is dropped. Past the document, a participant that di
 keeps its callbacks for ``grace_s`` (a reconnect within the window keeps them all); after
 the window they are collected.
 
-A restart is different, because the gateway, not the origin, was away: after
+A restart is different, because the gateway, not the origin, was away (and so is a
+connection cut by the gateway's side, :meth:`CallbackEngine.stranded`): after
 :meth:`CallbackEngine.restore` every origin gets the grace window, and its callbacks that
 fell due while the gateway was down, or that fall due before the origin reconnects, wait.
 :meth:`CallbackEngine.connected` hands them over (late, soonest first) when the origin is
@@ -158,6 +159,14 @@ class CallbackEngine:
         if origin in self._by_origin:
             self._offline.add(origin)
             self.timers.arm(self.gc_key(origin), now + self.grace_s * 1000)
+
+    def stranded(self, now: float, origin: str) -> None:
+        """``origin`` was cut off by the gateway's side (in a cluster: the node it was
+        connected through died): as after a restart, its callbacks falling due before it
+        reconnects within the grace window wait for it."""
+        self.disconnected(now, origin)
+        if origin in self._by_origin:
+            self._restarted.add(origin)
 
     def connected(self, now: float, origin: str) -> list[Callback]:
         """``origin`` is back: it keeps its callbacks. Returns, soonest first, those that fell

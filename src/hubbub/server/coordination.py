@@ -189,8 +189,9 @@ class Coordination:
             except Exception:
                 log.exception("late callback %s failed", cb.id)
 
-    def disconnected(self, s: Session) -> None:
-        """A participant left: its claims end, its sleep is cancelled, callbacks start grace."""
+    def disconnected(self, s: Session, *, stranded: bool = False) -> None:
+        """A participant left: its claims end, its sleep is cancelled, callbacks start grace
+        (``stranded``: the gateway's side cut it off, so callbacks falling due wait for it)."""
         for cb in self._late.pop(s, ()):  # left before it was attached: due while offline
             self._persist(s.space.id, cb.id, None)
             self._deliver_callback(s.space, cb, "offline", self.clock())
@@ -200,7 +201,10 @@ class Coordination:
         if eng.sleep.forget(s.id):
             s.wake_at = None
             self.router.activity.publish("sleep-cancelled", s.space.id, participant=s.id)
-        eng.callbacks.disconnected(self.clock(), s.id)
+        if stranded:
+            eng.callbacks.stranded(self.clock(), s.id)
+        else:
+            eng.callbacks.disconnected(self.clock(), s.id)
         self._rearm()
 
     # ------------------------------------------------------------------ floor control

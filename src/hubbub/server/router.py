@@ -357,8 +357,9 @@ class Router:
         ]
         return allowed[:AUTO_JOIN_MAX]
 
-    def detach(self, s: Session) -> None:
-        """Forget a session: leave its channels, announce it offline."""
+    def detach(self, s: Session, *, stranded: bool = False) -> None:
+        """Forget a session: leave its channels, announce it offline (``stranded``: cut off
+        by the gateway's side, not by the participant — see Coordination.disconnected)."""
         space = s.space
         if space.online.get(s.id) is not s:
             return
@@ -371,7 +372,7 @@ class Router:
             if ch is not None:
                 ch.remove(s)
         if not self.shutting_down:
-            self.coordination.disconnected(s)
+            self.coordination.disconnected(s, stranded=stranded)
         s.presence = "offline"
         self._queue_presence(space, "leave", s.summary() | {"channels": channels})
 
