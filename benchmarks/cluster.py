@@ -218,7 +218,10 @@ async def part_cpu(plan: Plan) -> list[CpuRun]:
     attempt = 0
     for k in plan.ks:
         for n in range(plan.cfg.runs):
-            for run_one in (single_run(k, attempt, plan.cfg), cluster_run(k, attempt + 1, plan.cfg, 2, 1)):
+            for run_one in (
+                single_run(k, attempt, plan.cfg),
+                cluster_run(k, attempt + 1, plan.cfg, 2, 1),
+            ):
                 run = await run_one
                 log(f"  K={k} run {n + 1} {run.config}: {cpu_line(run)}")
                 runs.append(run)

@@ -16,18 +16,28 @@ RESTART_PAUSE_S = 1.0
 
 
 def worker_argv(argv: list[str], index: int, link_port: int) -> list[str]:
-    """The command line of worker ``index``: this one without ``--workers``, sharing the port."""
+    """The command line of worker ``index``: this one without ``--workers``, sharing the port;
+    a ``--node NAME`` becomes ``NAME-<index>`` (two nodes must not share a name)."""
     out: list[str] = []
     skip = False
+    name_next = False
     for arg in argv:
         if skip:
             skip = False
+            continue
+        if name_next:
+            name_next = False
+            out.append(f"{arg}-{index}")
             continue
         if arg == "--workers":
             skip = True
             continue
         if arg.startswith("--workers="):
             continue
+        if arg == "--node":
+            name_next = True
+        elif arg.startswith("--node="):
+            arg = f"{arg}-{index}"
         out.append(arg)
     out.append("--reuse-port")
     if link_port:
