@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import resource
 import struct
+from typing import cast
 
 from aiohttp import WSMsgType, web
 
@@ -80,8 +81,8 @@ def make_app(technique: str) -> web.Application:
     async def ws_handler(request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(compress=False, max_msg_size=1 << 20)
         await ws.prepare(request)
-        transport = request.transport
-        assert isinstance(transport, asyncio.Transport)
+        # a stream transport (uvloop's does not subclass asyncio.Transport)
+        transport = cast(asyncio.Transport, request.transport)
         hub.add(ws, transport)
         try:
             async for msg in ws:
