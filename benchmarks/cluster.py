@@ -175,19 +175,48 @@ class CpuRun:
             return None
         return r.aux_cpu["redis"] / r.msgs_per_s * 1e6
 
+    @property
+    def split(self) -> tuple[float, float] | None:
+        """Two cluster nodes: (leader CPU µs per message, follower CPU µs per delivery).
+
+        The follower delivers half of the deliveries; the leader routes every message and
+        delivers the other half.
+        """
+        r = self.result
+        parts = r.server_cpu_parts
+        if set(parts) != {"node0", "node1"} or not r.msgs_per_s or not r.deliveries_per_s:
+            return None
+        # node0 started first and leads
+        return parts["node0"] / r.msgs_per_s * 1e6, parts["node1"] / (r.deliveries_per_s / 2) * 1e6
+
+    @property
+    def routing_us_per_msg(self) -> float | None:
+        """The leader's CPU per message beyond its own deliveries (priced at the follower's)."""
+        split = self.split
+        if split is None:
+            return None
+        leader, follower = split
+        return leader - self.k / 2 * follower
+
     def to_json(self) -> dict[str, Any]:
+        split = self.split
         return {
             "config": self.config,
             "k": self.k,
             "us_per_delivery": self.us_per_delivery,
             "redis_us_per_msg": self.redis_us_per_msg,
+            "leader_us_per_msg": split[0] if split else None,
+            "follower_us_per_delivery": split[1] if split else None,
+            "routing_us_per_msg": self.routing_us_per_msg,
             **self.result.to_json(),
         }
 
 
 def cpu_line(run: CpuRun) -> str:
-    redis = run.redis_us_per_msg
+    redis, split = run.redis_us_per_msg, run.split
     extra = f", Redis {redis:.1f} µs/msg" if redis is not None else ""
+    if split is not None:
+        extra += f", leader {split[0]:.1f} µs/msg, follower {split[1]:.2f} µs/delivery"
     return f"{run.us_per_delivery:.2f} µs/delivery{extra}; {report.run_line(run.result)}"
 
 
@@ -266,22 +295,35 @@ async def part_uvloop(plan: Plan) -> list[CpuRun]:
 
 
 async def part_latency(plan: Plan) -> dict[str, Any]:
+    """Senders on the leader (A), receivers on the follower (B); and, as a reference in the
+    same run, everyone on the follower (one hop less each way) and one SQLite node."""
+    out: dict[str, Any] = {}
     with Redis() as redis:
         procs = await start_nodes(redis, 2)
         try:
-            group = ServerGroup(
-                "cluster A->B",
-                procs,
-                aux={"redis": redis.cpu_seconds},
-                senders_on=0,
-                receivers_on=1,
-            )
-            result = await latency_run(group, "mew", plan.cfg)
+            for label, senders_on in (("A->B", 0), ("B->B", 1)):
+                group = ServerGroup(
+                    f"cluster {label}",
+                    procs,
+                    aux={"redis": redis.cpu_seconds},
+                    senders_on=senders_on,
+                    receivers_on=1,
+                )
+                result = await latency_run(group, "mew", plan.cfg)
+                log(f"  cluster {label}: {report.latency_line(result)}")
+                out[label] = result.to_json()
         finally:
             for p in procs:
                 p.stop()
-    log(f"  sender on A, receivers on B: {report.latency_line(result)}")
-    return result.to_json()
+    single = ServerProc.hubbub()
+    try:
+        await single.start()
+        result = await latency_run(single, "mew", plan.cfg)
+    finally:
+        single.stop()
+    log(f"  single node (SQLite): {report.latency_line(result)}")
+    out["single"] = result.to_json()
+    return out
 
 
 # -- 4: failover ---------------------------------------------------------------------------
@@ -454,13 +496,28 @@ def render(results: dict[str, Any], runs: dict[str, list[CpuRun]], plan: Plan) -
             c_us = _median([r.us_per_delivery for r in c])
             redis = _median([r.redis_us_per_msg or float("nan") for r in c])
             ratio = c_us / s_us if s_us else float("nan")
-            summary[k] = {"single_us": s_us, "cluster_us": c_us, "ratio": ratio, "redis": redis}
+            leader = _median([r.split[0] if r.split else float("nan") for r in c])
+            follower = _median([r.split[1] if r.split else float("nan") for r in c])
+            routing = _median([r.routing_us_per_msg or float("nan") for r in c])
+            summary[k] = {
+                "single_us_per_delivery": s_us,
+                "cluster_us_per_delivery": c_us,
+                "ratio": ratio,
+                "redis_us_per_msg": redis,
+                "leader_us_per_msg": leader,
+                "follower_us_per_delivery": follower,
+                "leader_routing_us_per_msg": routing,
+            }
             out.append(
                 f"   {k:>5} {s_us:>13.2f} {c_us:>14.2f} {ratio:>5.2f}x {redis:>13.1f} "
                 f"{_median([r.result.deliveries_per_s for r in s]):>12,.0f} "
                 f"{_median([r.result.deliveries_per_s for r in c]):>13,.0f}   "
                 f"ratio {verdict(ratio <= CPU_RATIO_TARGET)} (≤ {CPU_RATIO_TARGET}x), Redis "
                 f"{verdict(redis <= REDIS_US_TARGET)} (≤ {REDIS_US_TARGET:.0f} µs)"
+            )
+            out.append(
+                f"         leader {leader:.1f} µs/msg (routing beyond its deliveries "
+                f"{routing:.1f}), follower {follower:.2f} µs/delivery"
             )
         results["cpu_summary"] = summary
     if "workers" in runs:
@@ -481,12 +538,17 @@ def render(results: dict[str, Any], runs: dict[str, list[CpuRun]], plan: Plan) -
         out.append(f"   two workers vs one: {gain:+.0%}")
         results["workers_summary"] = summary
     if "latency" in results:
-        lat = results["latency"]
-        out.append(
-            f"3. Latency A->B, K = {lat['k']} at {lat['rate_actual']:.0f} msgs/s: p50 "
-            f"{lat['p50_ms']:.2f} ms, p99 {lat['p99_ms']:.2f} ms, max {lat['max_ms']:.1f} ms  "
-            f"{verdict(lat['p99_ms'] <= LATENCY_P99_MS)} (p99 ≤ {LATENCY_P99_MS:.0f} ms)"
-        )
+        out.append(f"3. Latency at {plan.cfg.latency_rate:.0f} msgs/s, K = {plan.cfg.latency_k}")
+        for label, lat in results["latency"].items():
+            target = (
+                f"  {verdict(lat['p99_ms'] <= LATENCY_P99_MS)} (p99 ≤ {LATENCY_P99_MS:.0f} ms)"
+                if label == "A->B"
+                else "  (reference)"
+            )
+            out.append(
+                f"   {label:<7} p50 {lat['p50_ms']:.2f} ms, p99 {lat['p99_ms']:.2f} ms, max "
+                f"{lat['max_ms']:.1f} ms (other {max(0.0, lat['other_cpu']):.2f} cores){target}"
+            )
     if "failover" in results:
         f = results["failover"]
         out.append(

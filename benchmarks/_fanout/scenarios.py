@@ -51,6 +51,7 @@ class Sample:
     gen_sys: float
     machine_busy: float
     aux_cpu: dict[str, float]
+    parts_cpu: dict[str, float]
 
     @classmethod
     def take(cls, server: Endpoint) -> Sample:
@@ -64,12 +65,17 @@ class Sample:
             + sum(getattr(m, f, 0.0) for f in ("irq", "softirq", "steal"))
         )
         wall, cpu, aux = time.monotonic(), server.cpu_seconds(), server.aux_cpu()
-        return cls(wall, cpu, t.user + t.system, t.system, busy, aux)
+        return cls(wall, cpu, t.user + t.system, t.system, busy, aux, server.cpu_parts())
 
     def aux_cores(self, later: Sample) -> dict[str, float]:
         """Cores each auxiliary process (Redis) used between two samples."""
         wall = later.wall - self.wall
         return {k: (later.aux_cpu[k] - v) / wall for k, v in self.aux_cpu.items()}
+
+    def parts_cores(self, later: Sample) -> dict[str, float]:
+        """Cores each member of a server group used between two samples."""
+        wall = later.wall - self.wall
+        return {k: (later.parts_cpu[k] - v) / wall for k, v in self.parts_cpu.items()}
 
     def other(self, later: Sample) -> float:
         """Cores used by everything but the server and this process between two samples."""
@@ -96,6 +102,7 @@ class ThroughputResult:
     sender_errors: int
     first_error: str = ""
     aux_cpu: dict[str, float] = field(default_factory=dict)
+    server_cpu_parts: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -365,6 +372,7 @@ async def throughput_run(
         sender_errors=sum(s.errors for s in senders),
         first_error=next((s.first_error for s in senders if s.first_error), ""),
         aux_cpu=t0.aux_cores(t1),
+        server_cpu_parts=t0.parts_cores(t1),
     )
 
 

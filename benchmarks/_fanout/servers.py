@@ -129,6 +129,10 @@ class ServerProc:
         """CPU seconds so far of processes serving beside this one (none)."""
         return {}
 
+    def cpu_parts(self) -> dict[str, float]:
+        """CPU seconds so far of each gateway process group (one: this server)."""
+        return {}
+
     async def start(self, timeout: float = 30.0) -> None:
         log = self.log_path.open("wb")
         self.popen = subprocess.Popen(
@@ -231,6 +235,9 @@ class Endpoint(Protocol):
     def aux_cpu(self) -> dict[str, float]:
         """CPU seconds so far of other serving processes (Redis), by name."""
 
+    def cpu_parts(self) -> dict[str, float]:
+        """CPU seconds so far of each member, by name, when there are several."""
+
     def rss_bytes(self) -> int:
         """Resident memory of every gateway process."""
 
@@ -270,6 +277,9 @@ class ServerGroup:
 
     def aux_cpu(self) -> dict[str, float]:
         return {name: meter() for name, meter in self.aux.items()}
+
+    def cpu_parts(self) -> dict[str, float]:
+        return {m.name: m.cpu_seconds() for m in self.members}
 
     def rss_bytes(self) -> int:
         return sum(m.rss_bytes() for m in self.members)
