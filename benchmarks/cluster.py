@@ -13,7 +13,8 @@ everysec``, temporary directory) and its own gateway processes; the load generat
    ``--cluster`` nodes with receivers and senders spread evenly over them, K = 100 and 1000,
    the same flood (3 senders, 16 messages in flight each); CPU summed over every gateway
    process; Redis CPU µs per message from ``INFO cpu`` (used_cpu_sys + used_cpu_user) deltas
-   over the same window. Single and cluster runs are interleaved.
+   over the same window. Single and cluster runs are interleaved. ``redis-idle``: Redis's CPU
+   for an idle 2-node cluster (leases, heartbeats), the background in every Redis number.
 2. ``workers``: deliveries/s at K = 1000 of one ``--cluster`` node process vs ``--workers 2``
    (SO_REUSEPORT spreads the receivers), the load generator's CPU beside it.
 3. ``latency``: send→receive p50/p99 at 500 msgs/s, K = 100, senders on node A, receivers on
@@ -68,7 +69,7 @@ sys.path.insert(0, str(REPO))
 from tests.cluster.redis_server import RedisServer  # one place for redis-server
 
 REDIS_ARGS = ("--save", "", "--appendonly", "yes", "--appendfsync", "everysec")
-PARTS = ("cpu", "workers", "latency", "failover", "uvloop")
+PARTS = ("cpu", "redis-idle", "workers", "latency", "failover", "uvloop")
 CPU_RATIO_TARGET = 1.3
 REDIS_US_TARGET = 30.0
 LATENCY_P99_MS = 5.0
@@ -326,6 +327,23 @@ async def part_latency(plan: Plan) -> dict[str, Any]:
     return out
 
 
+async def part_redis_idle(plan: Plan) -> dict[str, Any]:
+    """Redis's CPU for an idle 2-node cluster: the leases and heartbeats behind every number."""
+    with Redis() as redis:
+        procs = await start_nodes(redis, 2)
+        try:
+            await asyncio.sleep(1.0)
+            cpu0, t0 = redis.cpu_seconds(), time.monotonic()
+            await asyncio.sleep(plan.cfg.window_s * 2)
+            cpu1, t1 = redis.cpu_seconds(), time.monotonic()
+        finally:
+            for p in procs:
+                p.stop()
+    ms_per_s = (cpu1 - cpu0) / (t1 - t0) * 1000
+    log(f"  idle 2-node cluster: Redis {ms_per_s:.2f} ms CPU per second")
+    return {"redis_ms_per_s": ms_per_s}
+
+
 # -- 4: failover ---------------------------------------------------------------------------
 
 
@@ -520,6 +538,9 @@ def render(results: dict[str, Any], runs: dict[str, list[CpuRun]], plan: Plan) -
                 f"{routing:.1f}), follower {follower:.2f} µs/delivery"
             )
         results["cpu_summary"] = summary
+    if "redis-idle" in results:
+        idle = results["redis-idle"]["redis_ms_per_s"]
+        out.append(f"   Redis, idle 2-node cluster (leases, heartbeats): {idle:.2f} ms CPU/s")
     if "workers" in runs:
         k = plan.workers_k
         out.append(f"2. --workers 2 vs one node process, K = {k} (medians)")
@@ -615,6 +636,7 @@ async def run(plan: Plan) -> dict[str, Any]:
     runs: dict[str, list[CpuRun]] = {}
     parts: dict[str, Callable[[Plan], Any]] = {
         "cpu": part_cpu,
+        "redis-idle": part_redis_idle,
         "workers": part_workers,
         "latency": part_latency,
         "failover": part_failover,
