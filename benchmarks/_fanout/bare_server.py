@@ -10,7 +10,7 @@ included (the hubbub gateway echoes channel messages to their sender too). Two t
   aiohttp encodes and frames it per client).
 
 ``GET /health`` answers 200 once the server listens. Run as a subprocess:
-``python bare_server.py --port 8765 --technique write``.
+``python bare_server.py --port 8765 --technique write [--loop uvloop]``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import resource
 import struct
+from typing import cast
 
 from aiohttp import WSMsgType, web
 
@@ -80,8 +81,8 @@ def make_app(technique: str) -> web.Application:
     async def ws_handler(request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(compress=False, max_msg_size=1 << 20)
         await ws.prepare(request)
-        transport = request.transport
-        assert isinstance(transport, asyncio.Transport)
+        # a stream transport (uvloop's does not subclass asyncio.Transport)
+        transport = cast(asyncio.Transport, request.transport)
         hub.add(ws, transport)
         try:
             async for msg in ws:
@@ -106,7 +107,15 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--technique", choices=("write", "send_str"), default="write")
+    parser.add_argument(
+        "--loop", choices=("asyncio", "uvloop"), default="asyncio", help="the event loop"
+    )
     args = parser.parse_args()
+    loop: asyncio.AbstractEventLoop | None = None
+    if args.loop == "uvloop":
+        import uvloop
+
+        loop = uvloop.new_event_loop()
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     web.run_app(
@@ -115,6 +124,7 @@ def main() -> None:
         port=args.port,
         access_log=None,
         print=None,
+        loop=loop,
     )
 
 

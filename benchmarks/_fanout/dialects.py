@@ -80,10 +80,17 @@ async def _reply(client: WSClient, fut: asyncio.Future[bytes]) -> bytes:
         client.closed.remove_done_callback(closed)
 
 
-async def join(client: WSClient, dialect: str, participant: str, timeout: float = 30.0) -> None:
-    """Identify and join ``#general``; afterwards the client only counts marker frames."""
+async def join(
+    client: WSClient,
+    dialect: str,
+    participant: str,
+    timeout: float = 30.0,
+    keep: Expect | None = None,
+) -> None:
+    """Identify and join ``#general``; afterwards the client only counts marker frames, or
+    keeps handing every frame to ``keep`` (whose waiters may be set before the join)."""
     if dialect != "bare":
-        expect = Expect(ERROR_MARKERS)
+        expect = keep if keep is not None else Expect(ERROR_MARKERS)
         client.handler = expect
         try:
             async with asyncio.timeout(timeout):
@@ -108,5 +115,5 @@ async def join(client: WSClient, dialect: str, participant: str, timeout: float 
                 f"(close: {client.close_reason or '-'}; last frames: {list(expect.recent)!r})"
             ) from None
         finally:
-            client.handler = None
+            client.handler = keep
     client.counting = True

@@ -16,7 +16,7 @@ import psutil
 
 from _fanout.dialects import MARKER, chat_parts, chat_text, join, tag
 from _fanout.rawws import Tally, WSClient, client_frame, connect
-from _fanout.servers import HOST, ServerProc
+from _fanout.servers import HOST, Endpoint
 
 CONNECT_CONCURRENCY = 64
 """Handshakes in flight at once: below aiohttp's default listen backlog (128)."""
@@ -50,9 +50,11 @@ class Sample:
     gen_cpu: float
     gen_sys: float
     machine_busy: float
+    aux_cpu: dict[str, float]
+    parts_cpu: dict[str, float]
 
     @classmethod
-    def take(cls, server: ServerProc) -> Sample:
+    def take(cls, server: Endpoint) -> Sample:
         t = os.times()
         m = psutil.cpu_times()
         # guest time is already part of user time on Linux; steal is capacity lost to the host
@@ -62,14 +64,26 @@ class Sample:
             + m.system
             + sum(getattr(m, f, 0.0) for f in ("irq", "softirq", "steal"))
         )
-        return cls(time.monotonic(), server.cpu_seconds(), t.user + t.system, t.system, busy)
+        wall, cpu, aux = time.monotonic(), server.cpu_seconds(), server.aux_cpu()
+        return cls(wall, cpu, t.user + t.system, t.system, busy, aux, server.cpu_parts())
+
+    def aux_cores(self, later: Sample) -> dict[str, float]:
+        """Cores each auxiliary process (Redis) used between two samples."""
+        wall = later.wall - self.wall
+        return {k: (later.aux_cpu[k] - v) / wall for k, v in self.aux_cpu.items()}
+
+    def parts_cores(self, later: Sample) -> dict[str, float]:
+        """Cores each member of a server group used between two samples."""
+        wall = later.wall - self.wall
+        return {k: (later.parts_cpu[k] - v) / wall for k, v in self.parts_cpu.items()}
 
     def other(self, later: Sample) -> float:
         """Cores used by everything but the server and this process between two samples."""
         wall = later.wall - self.wall
         total = later.machine_busy - self.machine_busy
         server = later.server_cpu - self.server_cpu
-        return (total - server - (later.gen_cpu - self.gen_cpu)) / wall
+        aux = sum(later.aux_cpu.values()) - sum(self.aux_cpu.values())
+        return (total - server - aux - (later.gen_cpu - self.gen_cpu)) / wall
 
 
 @dataclass
@@ -87,6 +101,8 @@ class ThroughputResult:
     disconnects: int
     sender_errors: int
     first_error: str = ""
+    aux_cpu: dict[str, float] = field(default_factory=dict)
+    server_cpu_parts: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -108,6 +124,7 @@ class LatencyResult:
     disconnects: int
     malformed: int
     first_malformed: str
+    aux_cpu: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -135,19 +152,21 @@ class IdleResult:
 
 
 async def _open(
-    server: ServerProc,
+    server: Endpoint,
     dialect: str,
     names: Sequence[str],
     tally: Tally,
     concurrency: int,
     deadline: float | None,
+    role: str = "receiver",
 ) -> tuple[list[WSClient], list[BaseException]]:
     """Connect and join clients, at most ``concurrency`` at a time, until ``deadline`` s."""
     sem = asyncio.Semaphore(concurrency)
 
-    async def one(name: str) -> WSClient:
+    async def one(index: int, name: str) -> WSClient:
         async with sem:
-            client = await connect(HOST, server.port, "/ws", tally, MARKER)
+            port = server.port_for(role, index)
+            client = await connect(HOST, port, "/ws", tally, MARKER)
             try:
                 await join(client, dialect, name)
             except BaseException:
@@ -155,7 +174,7 @@ async def _open(
                 raise
             return client
 
-    tasks = [asyncio.ensure_future(one(n)) for n in names]
+    tasks = [asyncio.ensure_future(one(i, n)) for i, n in enumerate(names)]
     _done, pending = await asyncio.wait(tasks, timeout=deadline)
     for t in pending:
         t.cancel()
@@ -174,14 +193,15 @@ async def _open(
 
 
 async def open_clients(
-    server: ServerProc,
+    server: Endpoint,
     dialect: str,
     names: Sequence[str],
     tally: Tally,
     concurrency: int = CONNECT_CONCURRENCY,
+    role: str = "receiver",
 ) -> list[WSClient]:
     """Connect and join ``len(names)`` clients; on any failure close them all and raise."""
-    clients, errors = await _open(server, dialect, names, tally, concurrency, None)
+    clients, errors = await _open(server, dialect, names, tally, concurrency, None, role)
     if errors:
         await close_clients(clients)
         raise RuntimeError(
@@ -303,7 +323,7 @@ class LatencyProbe:
 
 
 async def throughput_run(
-    server: ServerProc, dialect: str, k: int, run: int, cfg: Config
+    server: Endpoint, dialect: str, k: int, run: int, cfg: Config
 ) -> ThroughputResult:
     """K receivers count; ``cfg.senders`` senders flood with a bounded window in flight."""
     tally = Tally()
@@ -312,7 +332,7 @@ async def throughput_run(
         for c in receivers:
             c.set_rcvlowat(cfg.rcvlowat)
     names = [f"s{run}-{j}" for j in range(cfg.senders)]
-    sender_clients = await open_clients(server, dialect, names, Tally())
+    sender_clients = await open_clients(server, dialect, names, Tally(), role="sender")
     senders = [
         FloodSender(client, dialect, name, cfg.inflight)
         for client, name in zip(sender_clients, names, strict=True)
@@ -351,6 +371,8 @@ async def throughput_run(
         disconnects=c1 - c0,
         sender_errors=sum(s.errors for s in senders),
         first_error=next((s.first_error for s in senders if s.first_error), ""),
+        aux_cpu=t0.aux_cores(t1),
+        server_cpu_parts=t0.parts_cores(t1),
     )
 
 
@@ -361,7 +383,7 @@ def _percentile(sorted_values: Sequence[int], q: float) -> float:
     return sorted_values[idx] / 1e6
 
 
-async def latency_run(server: ServerProc, dialect: str, cfg: Config) -> LatencyResult:
+async def latency_run(server: Endpoint, dialect: str, cfg: Config) -> LatencyResult:
     """Paced senders at ``cfg.latency_rate`` msgs/s; a sample of receivers parse timestamps."""
     tally = Tally()
     k = cfg.latency_k
@@ -374,7 +396,7 @@ async def latency_run(server: ServerProc, dialect: str, cfg: Config) -> LatencyR
         client.handler = LatencyProbe(dialect, samples, window, bad)
     n_senders = 2
     names = [f"ls-{j}" for j in range(n_senders)]
-    sender_clients = await open_clients(server, dialect, names, Tally())
+    sender_clients = await open_clients(server, dialect, names, Tally(), role="sender")
     senders = [PacedSender(c, dialect, n) for c, n in zip(sender_clients, names, strict=True)]
     for client in sender_clients:
         client.counting = False  # senders ignore what they receive
@@ -435,10 +457,11 @@ async def latency_run(server: ServerProc, dialect: str, cfg: Config) -> LatencyR
         disconnects=c1 - c0,
         malformed=len(bad),
         first_malformed=bad[0] if bad else "",
+        aux_cpu=t0.aux_cores(t1),
     )
 
 
-async def idle_run(server: ServerProc, dialect: str, cfg: Config) -> IdleResult:
+async def idle_run(server: Endpoint, dialect: str, cfg: Config) -> IdleResult:
     """RSS per idle, identified connection joined to #general; time to connect and join."""
     warm = await open_clients(server, dialect, ["warm-0", "warm-1"], Tally())
     await close_clients(warm)

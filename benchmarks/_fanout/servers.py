@@ -12,8 +12,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 import psutil
 
@@ -81,15 +82,24 @@ class ServerProc:
         self.ps: psutil.Process | None = None
 
     @classmethod
-    def bare(cls, technique: str) -> ServerProc:
+    def bare(cls, technique: str, loop: str = "asyncio") -> ServerProc:
         port = free_port()
         argv = [sys.executable, str(BARE_SERVER), "--port", str(port), "--technique", technique]
-        return cls(f"bare/{technique}", argv, port, None)
+        return cls(f"bare/{technique}", [*argv, "--loop", loop], port, None)
 
     @classmethod
-    def hubbub(cls) -> ServerProc:
+    def hubbub(
+        cls,
+        cluster: str | None = None,
+        node: str = "",
+        workers: int = 1,
+        loop: str = "asyncio",
+        extra: Sequence[str] = (),
+    ) -> ServerProc:
+        """``hubbub serve`` on SQLite, or a node of the cluster on Redis ``cluster``."""
         port = free_port()
-        server = cls("hubbub", [], port, hubbub_env())
+        env = hubbub_env() | {"HUBBUB_LOOP": loop}
+        server = cls(node or "hubbub", [], port, env)
         server.argv = [
             sys.executable,
             "-m",
@@ -103,8 +113,25 @@ class ServerProc:
             str(server.workdir / "data"),
             "--rate-limit",
             "0",
+            *extra,
         ]
+        if cluster is not None:
+            server.argv += ["--cluster", cluster, "--node", node or f"node-{port}"]
+        if workers > 1:
+            server.argv += ["--workers", str(workers)]
         return server
+
+    def port_for(self, role: str, index: int) -> int:
+        """The port a client of ``role`` (receiver, sender) number ``index`` connects to."""
+        return self.port
+
+    def aux_cpu(self) -> dict[str, float]:
+        """CPU seconds so far of processes serving beside this one (none)."""
+        return {}
+
+    def cpu_parts(self) -> dict[str, float]:
+        """CPU seconds so far of each gateway process group (one: this server)."""
+        return {}
 
     async def start(self, timeout: float = 30.0) -> None:
         log = self.log_path.open("wb")
@@ -192,6 +219,87 @@ class ServerProc:
         shutil.rmtree(self.workdir, ignore_errors=True)
         ServerProc.running.discard(self)
         return graceful
+
+
+class Endpoint(Protocol):
+    """What a measurement needs of the server(s) under test."""
+
+    name: str
+
+    def port_for(self, role: str, index: int) -> int:
+        """The port a client of ``role`` number ``index`` connects to."""
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds of every gateway process so far."""
+
+    def aux_cpu(self) -> dict[str, float]:
+        """CPU seconds so far of other serving processes (Redis), by name."""
+
+    def cpu_parts(self) -> dict[str, float]:
+        """CPU seconds so far of each member, by name, when there are several."""
+
+    def rss_bytes(self) -> int:
+        """Resident memory of every gateway process."""
+
+    def log_tail(self, lines: int = 30) -> str:
+        """The end of the servers' logs."""
+
+
+class ServerGroup:
+    """Several gateway processes measured as one (a cluster's nodes): CPU and RSS summed.
+
+    Clients are spread over the members by index, or all of a role pinned to one member
+    (``senders_on``/``receivers_on``); ``aux`` meters other processes' CPU (Redis).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        members: Sequence[ServerProc],
+        aux: dict[str, Callable[[], float]] | None = None,
+        senders_on: int | None = None,
+        receivers_on: int | None = None,
+    ) -> None:
+        self.name = name
+        self.members = list(members)
+        self.aux = aux or {}
+        self.senders_on = senders_on
+        self.receivers_on = receivers_on
+
+    def port_for(self, role: str, index: int) -> int:
+        """The member's port for client ``index`` of ``role``: its pinned member or by index."""
+        pinned = self.senders_on if role == "sender" else self.receivers_on
+        member = pinned if pinned is not None else index % len(self.members)
+        return self.members[member].port
+
+    def cpu_seconds(self) -> float:
+        return sum(m.cpu_seconds() for m in self.members)
+
+    def aux_cpu(self) -> dict[str, float]:
+        return {name: meter() for name, meter in self.aux.items()}
+
+    def cpu_parts(self) -> dict[str, float]:
+        return {m.name: m.cpu_seconds() for m in self.members}
+
+    def rss_bytes(self) -> int:
+        return sum(m.rss_bytes() for m in self.members)
+
+    def log_tail(self, lines: int = 30) -> str:
+        return "\n".join(f"[{m.name}]\n{m.log_tail(lines)}" for m in self.members)
+
+
+def redis_cpu_seconds(port: int) -> float:
+    """used_cpu_sys + used_cpu_user of the redis-server on ``port`` (``INFO cpu``)."""
+    with socket.create_connection((HOST, port), timeout=5) as s:
+        s.sendall(b"INFO cpu\r\n")
+        data = b""
+        while b"used_cpu_user:" not in data or not data.endswith(b"\r\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    fields = dict(line.split(":", 1) for line in data.decode().splitlines() if ":" in line)
+    return float(fields["used_cpu_sys"]) + float(fields["used_cpu_user"])
 
 
 def stop_all() -> None:

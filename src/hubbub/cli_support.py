@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import importlib
 import logging
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from typing import cast
 
 import click
 
@@ -32,6 +35,32 @@ def freeze_start_up_objects() -> None:
     gc.freeze()
 
 
+LOOP_ENV = "HUBBUB_LOOP"
+"""The environment variable that chooses the event loop: ``asyncio`` (default) or ``uvloop``."""
+
+LoopFactory = Callable[[], asyncio.AbstractEventLoop]
+
+
+def loop_factory() -> LoopFactory | None:
+    """The event loop ``HUBBUB_LOOP`` asks for; None means asyncio's default loop."""
+    choice = os.environ.get(LOOP_ENV, "").strip().lower() or "asyncio"
+    if choice == "asyncio":
+        return None
+    if choice == "uvloop":
+        try:
+            uvloop = importlib.import_module("uvloop")
+        except ImportError:
+            raise click.ClickException(
+                f"{LOOP_ENV}=uvloop, but uvloop is not installed: `pip install uvloop`, "
+                f"or unset {LOOP_ENV} to use asyncio's default loop"
+            ) from None
+        return cast(LoopFactory, uvloop.new_event_loop)
+    raise click.ClickException(
+        f"{LOOP_ENV}={os.environ[LOOP_ENV]!r} is not an event loop hubbub knows: "
+        "use asyncio (the default) or uvloop"
+    )
+
+
 def run_until_signal(main: Callable[[], Awaitable[None]], what: str) -> None:
     """Run ``main`` until it ends or SIGINT/SIGTERM cancels it; errors become CLI errors."""
 
@@ -44,9 +73,11 @@ def run_until_signal(main: Callable[[], Awaitable[None]], what: str) -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await main()
 
+    factory = loop_factory()
     freeze_start_up_objects()
     try:
-        asyncio.run(runner())
+        with asyncio.Runner(loop_factory=factory) as loop_runner:
+            loop_runner.run(runner())
     except (HubbubError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
     except KeyboardInterrupt:

@@ -27,6 +27,7 @@ import resource
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from aiohttp import web
 
@@ -165,8 +166,9 @@ class _Guarded(asyncio.Protocol):
         self._tail = b""
         self._counted = True
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+    def connection_made(self, base: asyncio.BaseTransport) -> None:
+        # a stream transport; uvloop's does not subclass asyncio.Transport (HUBBUB_LOOP=uvloop)
+        transport = cast(asyncio.Transport, base)
         site = self._site
         self._transport = transport
         loop = asyncio.get_running_loop()
