@@ -4,10 +4,13 @@
 
 import { $ } from "../common/dom.js";
 import { approveEnvelope, rejectEnvelope } from "../common/proposals.js";
-import { actionSent, addPending, conversation, forget, markRead, setRoster, setStatus, viewing } from "./model.js";
+import { DM } from "../common/session.js";
+import { actionSent, addPending, conversation, forget, markRead, setRoster, setStatus, startDms, viewing } from "./model.js";
 import { bus, chat, peersOf } from "./state.js";
 
 const OLDER_PAGE = 50;
+/** Pages of DMs asked for at most, one after the other, to find older messages of one DM. */
+const DM_PAGES_PER_ASK = 5;
 /** Requests whose refusal is shown as a toast: id -> what was asked ("join #x"). */
 const asked = new Map();
 
@@ -92,14 +95,19 @@ export function reject(entry, reason) {
   actionSent(entry, "rejecting");
 }
 
+/** A channel name as typed ("ideas" or "#ideas") as the gateway names it ("#ideas"). */
+export function channelName(name) {
+  return name.startsWith("#") ? name : "#" + name;
+}
+
 export function joinChannel(name) {
-  const channel = name.startsWith("#") ? name : "#" + name;
+  const channel = channelName(name);
   const id = request("channel/join", { channel }, `join ${channel}`);
   if (id) chat.wantOpen = channel;
 }
 
 export function createChannel(name) {
-  const channel = name.startsWith("#") ? name : "#" + name;
+  const channel = channelName(name);
   const id = request("channel/create", { channel }, `create ${channel}`);
   if (id) chat.wantOpen = channel;
 }
@@ -112,9 +120,30 @@ export function listChannels() {
   if (chat.session && chat.session.live) chat.session.request("channel/list", {});
 }
 
-/** Ask for the page of messages before the oldest one shown. */
-export function loadOlder(conv) {
-  if (conv.kind !== "channel" || !conv.joined || conv.loadingOlder || !conv.hasOlder) return;
+/** The DMs up to `seq` are mine to page through: ask for the last page of them. */
+export function loadDms(seq) {
+  startDms(seq);
+  if (chat.dm.hasOlder) requestDms({ conv: null, pages: 1, first: true });
+}
+
+function requestDms(want) {
+  const dm = chat.dm;
+  const payload = { channel: DM, before_seq: dm.before, limit: OLDER_PAGE };
+  dm.loading = request("history/request", payload, "load direct messages");
+  dm.want = dm.loading ? want : null;
+}
+
+/** Ask for the page of messages before the oldest one shown (`pages`: of DMs, how many at
+ * most until one has messages of this conversation). */
+export function loadOlder(conv, pages = DM_PAGES_PER_ASK) {
+  if (conv.kind === "dm") {
+    const dm = chat.dm;
+    if (!dm || dm.loading || !dm.hasOlder) return;
+    requestDms({ conv: conv.key, pages, first: false });
+    bus.emit("conv", conv.key);
+    return;
+  }
+  if (!conv.joined || conv.loadingOlder || !conv.hasOlder) return;
   const seqs = conv.order.filter((i) => i.era === conv.era && i.seq !== null && i.seq > 0).map((i) => i.seq);
   const payload = { channel: conv.key, limit: OLDER_PAGE };
   if (seqs.length) payload.before_seq = Math.min(...seqs);
@@ -129,6 +158,7 @@ export function openConversation(key) {
   bus.emit("current", conv);
   if (viewing(conv)) markRead(conv);
   bus.emit("conv-list");
+  if (conv.kind === "dm" && !conv.items.size) loadOlder(conv); // its messages may be further back
 }
 
 /** Everyone the space knows, offline ones and pending callbacks included (GET /participants). */
