@@ -179,9 +179,9 @@ async def test_history_beyond_the_cache_comes_from_sqlite(tmp_path: Path) -> Non
 async def test_history_request_pages_through_ones_own_dms(gateway: RunningGateway) -> None:
     """``history/request`` on ``@dm``: a participant's own DMs, paged like a channel's."""
     alice = await gateway.mew("alice")
-    bob = await gateway.mew("bob")
+    await gateway.mew("bob")
     carol = await gateway.mew("carol")
-    for i in range(12):  # alice <-> bob, then carol -> bob (alice is not a party)
+    for i in range(12):  # alice -> bob, then carol -> bob (alice is not a party)
         sender, to = (alice, "bob") if i < 8 else (carol, "bob")
         await sender.send(
             {"kind": "chat", "to": [to], "private": True, "payload": {"text": f"d{i}"}}

@@ -1,10 +1,12 @@
 // What a person does: write, retry, approve or reject a proposal, join, leave or create a
 // channel, open a conversation, page back through history. Each becomes a MEW envelope on the
-// session; whatever the gateway refuses comes back as its error, shown where it happened.
+// session (the views offer only what the person's capabilities allow: allowed.js); whatever
+// the gateway still refuses comes back as its error, shown where it happened.
 
 import { $ } from "../common/dom.js";
 import { approveEnvelope, rejectEnvelope } from "../common/proposals.js";
 import { DM } from "../common/session.js";
+import { may } from "./allowed.js";
 import { actionSent, addPending, conversation, forget, markRead, setRoster, setStatus, startDms, viewing } from "./model.js";
 import { bus, chat, peersOf } from "./state.js";
 
@@ -36,6 +38,10 @@ export function refused(error, env) {
   const id = (env && env.correlation_id && env.correlation_id[0]) || null;
   const what = id ? asked.get(id) : null;
   if (id) asked.delete(id);
+  if (id && chat.dm && chat.dm.loading === id) {
+    chat.dm.loading = null; // a refused page of DMs: the person may ask again
+    chat.dm.want = null;
+  }
   const text = `${error.error || "error"}: ${error.message || "the gateway refused"}`;
   toast(what ? `Could not ${what} — ${text}` : text);
 }
@@ -129,6 +135,10 @@ export function loadDms(seq) {
 function requestDms(want) {
   const dm = chat.dm;
   const payload = { channel: DM, before_seq: dm.before, limit: OLDER_PAGE };
+  if (!may("history/request", payload)) {
+    dm.hasOlder = false; // not for this person: not asked on every page load only to be refused
+    return;
+  }
   dm.loading = request("history/request", payload, "load direct messages");
   dm.want = dm.loading ? want : null;
 }
