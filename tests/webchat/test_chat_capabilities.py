@@ -161,6 +161,7 @@ async def test_a_proposal_is_shown_but_approve_and_reject_only_as_capabilities_a
     await expect(offered.locator(".what")).to_contain_text(what)
     await expect(offered.locator("button.approve")).to_be_visible()
     await expect(offered.locator("button.reject")).to_be_visible()
+    await expect(offered.locator(".buttons")).to_have_text("Approve Reject")  # and nothing else
     # the guest sees the proposal, but neither button, and why
     proposal = guest.locator(".entry.proposal")
     await expect(proposal.locator(".what")).to_contain_text(what)

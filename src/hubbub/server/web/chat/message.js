@@ -231,7 +231,7 @@ function proposalButtons(entry, what) {
     queueMicrotask(() => input.isConnected && input.focus());
     return box;
   }
-  box.append(
+  const parts = [
     mayApprove ? el("button", { type: "button", class: "small approve", onclick: () => approve(entry) }, "Approve") : null,
     mayApprove && mayReject ? " " : null,
     mayReject
@@ -249,7 +249,8 @@ function proposalButtons(entry, what) {
         )
       : null,
     note,
-  );
+  ];
+  box.append(...parts.filter((part) => part !== null));
   return box;
 }
 
