@@ -58,7 +58,12 @@ function renderConversations() {
 function otherChannel(name) {
   const action = may("channel/join", { channel: name })
     ? el("button", { type: "button", class: "small join", dataset: { channel: name }, onclick: () => joinChannel(name) }, "Join")
-    : el("span", { class: "denied", dataset: { channel: name } }, `you may not join: ${denied("channel/join", "for " + name)}`);
+    : el(
+        "span",
+        { class: "denied", dataset: { channel: name }, title: denied("channel/join", "for " + name) },
+        "you may not join",
+        el("span", { class: "sr-only" }, `: ${denied("channel/join", "for " + name)}`),
+      );
   return el("li", {}, el("span", { class: "label" }, name), " ", action);
 }
 
