@@ -174,3 +174,33 @@ async def test_history_beyond_the_cache_comes_from_sqlite(tmp_path: Path) -> Non
         assert [m["seq"] for m in joined["payload"]["history"]] == list(range(11, n + 1))
     finally:
         await stop_gateway(gw)
+
+
+async def test_history_request_pages_through_ones_own_dms(gateway: RunningGateway) -> None:
+    """``history/request`` on ``@dm``: a participant's own DMs, paged like a channel's."""
+    alice = await gateway.mew("alice")
+    await gateway.mew("bob")
+    carol = await gateway.mew("carol")
+    for i in range(12):  # alice -> bob, then carol -> bob (alice is not a party)
+        sender, to = (alice, "bob") if i < 8 else (carol, "bob")
+        await sender.send(
+            {"kind": "chat", "to": [to], "private": True, "payload": {"text": f"d{i}"}}
+        )
+        await sender.expect("chat")
+
+    async def page(**bounds: int) -> tuple[list[str], bool]:
+        payload = {"channel": "@dm", "limit": 3, **bounds}
+        await alice.send({"kind": "history/request", "payload": payload})
+        answer = (await alice.expect("history/response"))["payload"]
+        assert answer["channel"] == "@dm"
+        return [m["payload"]["text"] for m in answer["messages"]], answer["has_more"]
+
+    assert await page() == (["d5", "d6", "d7"], True)  # the last page: carol's are not hers
+    assert await page(before_seq=6) == (["d2", "d3", "d4"], True)
+    assert await page(before_seq=3) == (["d0", "d1"], False)
+    assert await page(after_seq=6) == (["d6", "d7"], False)
+    assert await page(after_seq=1, before_seq=6) == (["d1", "d2", "d3"], True)
+    assert await page(after_seq=1, before_seq=5) == (["d1", "d2", "d3"], False)
+    await alice.send({"kind": "history/request", "payload": {"channel": "@dm", "limit": -1}})
+    error = await alice.expect("system/error")
+    assert "limit must be a non-negative integer" in error["payload"]["message"]

@@ -6,11 +6,12 @@ import asyncio
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hubbub.store import MemoryStore, SqliteStore
-from hubbub.store.base import DM_STREAM
+from hubbub.store import MemoryStore, SqliteStore, base
+from hubbub.store.base import DM_STREAM, Store
 
 queries = st.tuples(
     st.sampled_from(["#a", "#b"]),
@@ -20,13 +21,19 @@ queries = st.tuples(
 )
 
 
+dm_pages = st.tuples(st.one_of(st.none(), st.integers(0, 60)), st.integers(0, 30))
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     appends=st.lists(st.sampled_from(["#a", "#b", "dm"]), max_size=60),
     qs=st.lists(queries, max_size=10),
+    dqs=st.lists(dm_pages, max_size=5),
 )
 def test_sqlite_matches_memory(
-    appends: list[str], qs: list[tuple[str, int | None, int | None, int]]
+    appends: list[str],
+    qs: list[tuple[str, int | None, int | None, int]],
+    dqs: list[tuple[int | None, int]],
 ) -> None:
     async def run() -> None:
         with tempfile.TemporaryDirectory() as d:
@@ -52,6 +59,14 @@ def test_sqlite_matches_memory(
                 assert await mem.dm_history("s", who, after_seq=0, limit=100) == (
                     await sql.dm_history("s", who, after_seq=0, limit=100)
                 )
+                for before, limit in dqs:  # backward pages: each store, and the base default
+                    page = await mem.dm_history_before("s", who, before_seq=before, limit=limit)
+                    assert page == await sql.dm_history_before(
+                        "s", who, before_seq=before, limit=limit
+                    )
+                    assert page == await Store.dm_history_before(
+                        sql, "s", who, before_seq=before, limit=limit
+                    )
             assert await mem.last_seqs("s") == await sql.last_seqs("s")
             await sql.close()
 
@@ -104,5 +119,26 @@ def test_capabilities_are_saved_replaced_forgotten_and_reopened(tmp_path: Path) 
         await again.open()
         assert await again.capabilities("s") == expected
         await again.close()
+
+    asyncio.run(run())
+
+
+def test_the_default_backward_dm_page_reads_forward_in_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store without its own backward query still answers it (reading forward, in steps)."""
+    monkeypatch.setattr(base, "_SCAN_PAGE", 3)
+
+    async def run() -> None:
+        sql = SqliteStore(tmp_path / "h.db")
+        await sql.open()
+        for seq in range(1, 21):
+            sql.append_dm("s", seq, ["x", "y" if seq % 2 else "z"], f"dm:{seq}".encode())
+        seqs = [m.seq for m in await Store.dm_history_before(sql, "s", "y", before_seq=16, limit=4)]
+        assert seqs == [9, 11, 13, 15]
+        last = await Store.dm_history_before(sql, "s", "x", before_seq=None, limit=5)
+        assert [m.seq for m in last] == [16, 17, 18, 19, 20]
+        assert await Store.dm_history_before(sql, "s", "x", before_seq=1, limit=5) == []
+        await sql.close()
 
     asyncio.run(run())

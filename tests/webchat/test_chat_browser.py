@@ -17,7 +17,7 @@ from playwright.async_api import Page, expect
 from hubbub.errors import ProposalRejected
 from hubbub.protocol.ids import ulid_time_ms
 from hubbub.sdk import Participant
-from hubbub.server.config import Limits, ParticipantConfig, SpaceConfig, hash_token
+from hubbub.server.config import Limits
 from tests.conftest import RunningGateway, WsClient, start_gateway, stop_gateway
 from tests.dashboard.conftest import start_dash_gateway
 from tests.sdk.conftest import FAST, PROPOSER_CAPS
@@ -225,42 +225,6 @@ async def test_a_phone_sized_screen_in_dark_mode_with_less_motion(
     assert slide == "0s"  # the drawer does not slide for people who asked for less motion
     await dana.screenshot(path=str(tmp_path / "chat-phone.png"))
     assert (tmp_path / "chat-phone.png").stat().st_size > 0
-
-
-async def test_a_message_refused_by_capabilities_shows_the_error(
-    tmp_path: Path, pages: OpenPage
-) -> None:
-    guest = ParticipantConfig(
-        kind="human",
-        capabilities=[{"kind": ["channel/*", "history/request", "system/*"]}],
-        token_hash=hash_token("guest-token"),
-    )
-    cfg = SpaceConfig(space="team", participants={"guest": guest})
-    cfg.validate()
-    gw = await start_gateway(tmp_path, spaces=[cfg], limits=Limits(rate_per_s=0))
-    try:
-        page = await pages(f"{gw.http}/chat")
-        await expect(page.locator("#signin-hint")).to_contain_text("signs people in with a token")
-        await expect(page.locator("#signin-name-form")).to_be_hidden()
-        await expect(page.locator("#signin-token")).to_be_focused()
-        await page.keyboard.type("guest-token")
-        await page.keyboard.press("Enter")
-        await expect(page.locator("#conn")).to_have_attribute("data-state", "live")
-        await expect(page.locator("#me")).to_have_text("guest")
-        await _write(page, "may I speak?")
-        row = _row(page, "may I speak?")
-        await expect(row).to_have_attribute("data-status", "failed")
-        await expect(row.locator(".state")).to_have_text("not sent")
-        await expect(row.locator(".failure")).to_contain_text(
-            "capability_violation: you may not send kind 'chat' with this payload; "
-            "ask an admin for a capability/grant"
-        )
-        await row.locator("button.retry").click()  # same id again: refused again
-        await expect(row).to_have_attribute("data-status", "failed")
-        await row.locator("button.discard").click()
-        await expect(row).to_have_count(0)
-    finally:
-        await stop_gateway(gw)
 
 
 async def test_a_proposal_approved_inline_is_fulfilled(

@@ -52,13 +52,29 @@ async def test_the_page_is_served_with_a_same_origin_policy(gateway: RunningGate
 
 async def test_how_to_sign_in(team: RunningGateway) -> None:
     status, body, _ = await _get(team, "/chat/session", space="default")
-    assert (status, body) == (200, {"space": "default", "id": None, "kind": None, "open": True})
+    lobby = {"space": "default", "id": None, "kind": None, "open": True, "dm_seq": 0}
+    assert (status, body) == (200, lobby)
     status, body, _ = await _get(team, "/chat/session", space="team")
     assert status == 200 and body["open"] is False
     assert "space 'team' signs people in with a token" in body["message"]
     assert "hubbub token create --space space.yaml --id <your name> --kind human" in body["message"]
     status, body, _ = await _get(team, "/chat/session", "eve-token")
-    assert (status, body) == (200, {"space": "team", "id": "eve", "kind": "human", "open": False})
+    eve = {"space": "team", "id": "eve", "kind": "human", "open": False, "dm_seq": 0}
+    assert (status, body) == (200, eve)
+
+
+async def test_the_session_answer_says_where_dms_start(team: RunningGateway) -> None:
+    """``dm_seq``: the page resumes DMs from there and pages back through the older ones."""
+    amy = await team.mew("amy")
+    for text in ("one", "two"):
+        await amy.send({"kind": "chat", "to": ["amy"], "private": True, "payload": {"text": text}})
+        await amy.expect("chat")
+    status, body, _ = await _get(team, "/chat/session", space="default")
+    assert status == 200 and body["dm_seq"] == 2
+    status, body, _ = await _get(team, "/chat/session", "eve-token")
+    assert status == 200 and body["dm_seq"] == 0  # DMs are numbered per space
+    status, body, _ = await _get(team, "/chat/session", space="team")
+    assert "dm_seq" not in body  # nothing about a space one cannot sign in to yet
 
 
 async def test_sign_in_refusals_name_the_fix(team: RunningGateway) -> None:

@@ -7,6 +7,10 @@ participant. ``GET /chat/session`` tells the page how to sign in: with a token
 open (sign in with a name) or signs people in with tokens (``open: false`` and a ``message``
 saying how to get one). Refusals (an unknown token, a ban, another space) are JSON
 ``{error, message}`` naming the fix.
+
+Where the answer lets the page sign in (a token, an open space) it carries ``dm_seq``, the
+space's current DM sequence: the page resumes DMs from there, so that only newer ones arrive
+by themselves, and pages back through the older ones with ``history/request`` on ``@dm``.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ def chat_session(router: Router, token: str | None, wanted: str | None) -> web.R
             return _refuse(403, exc.code.value, exc.message)
         p = router.spaces[sid].config.participants[pid]
         body: dict[str, Any] = {"space": sid, "id": pid, "kind": p.kind, "open": _open(router, sid)}
+        body["dm_seq"] = router.spaces[sid].dm_seq
         return web.json_response(body)
     sid = wanted or default
     space = router.spaces.get(sid)
@@ -75,7 +80,8 @@ def chat_session(router: Router, token: str | None, wanted: str | None) -> web.R
             f"or ask an admin for one (`{MAKE_TOKEN}`)"
         )
         return web.json_response(body)
-    return web.json_response({"space": sid, "id": None, "kind": None, "open": True})
+    body = {"space": sid, "id": None, "kind": None, "open": True, "dm_seq": space.dm_seq}
+    return web.json_response(body)
 
 
 def _open(router: Router, sid: str) -> bool:

@@ -999,9 +999,8 @@ def _on_members(r: Router, sender: Sender, env: Envelope) -> None:
     )
 
 
-def _on_history(r: Router, sender: Sender, env: Envelope) -> None:
-    p = env.payload
-    ch = r._channel_for(sender, p.get("channel"))
+def _history_bounds(r: Router, p: dict[str, Any]) -> tuple[int | None, int | None, int]:
+    """A history request's ``after_seq``, ``before_seq`` and ``limit``, checked and clamped."""
     after, before, limit = p.get("after_seq"), p.get("before_seq"), p.get("limit", 50)
     for key, val in (("after_seq", after), ("before_seq", before), ("limit", limit)):
         if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 0):
@@ -1009,6 +1008,16 @@ def _on_history(r: Router, sender: Sender, env: Envelope) -> None:
     limit = min(int(limit), r.limits.history_page_max)
     after = None if after is None else _clamp_seq(after)
     before = None if before is None else _clamp_seq(before)
+    return after, before, limit
+
+
+def _on_history(r: Router, sender: Sender, env: Envelope) -> None:
+    p = env.payload
+    if p.get("channel") == DM_STREAM:
+        _on_dm_history(r, sender, env)
+        return
+    ch = r._channel_for(sender, p.get("channel"))
+    after, before, limit = _history_bounds(r, p)
 
     async def run() -> None:
         rows = await r.store.history(
@@ -1025,6 +1034,34 @@ def _on_history(r: Router, sender: Sender, env: Envelope) -> None:
                 "messages": [msgspec.Raw(x.data) for x in rows],
                 "has_more": has_more,
             },
+        )
+
+    r._spawn(run(), answer=sender if isinstance(sender, Session) else None)
+
+
+def _on_dm_history(r: Router, sender: Sender, env: Envelope) -> None:
+    """``history/request`` of ``@dm``: a page of the sender's own DMs, by DM ``seq``, as a
+    channel's history is paged (``after_seq``: the first ``limit`` after it; otherwise the last
+    ``limit`` before ``before_seq`` or the end)."""
+    after, before, limit = _history_bounds(r, env.payload)
+    space, pid = sender.space.id, sender.id
+
+    async def run() -> None:
+        if after is not None:
+            rows = await r.store.dm_history(space, pid, after_seq=after, limit=limit + 1)
+            rows = [x for x in rows if before is None or x.seq < before]
+            has_more = len(rows) > limit
+            rows = rows[:limit]
+        else:
+            rows = await r.store.dm_history_before(space, pid, before_seq=before, limit=limit + 1)
+            has_more = len(rows) > limit
+            rows = rows[-limit:] if limit else []
+        messages = [msgspec.Raw(x.data) for x in rows]
+        r._reply(
+            sender,
+            env,
+            "history/response",
+            {"channel": DM_STREAM, "messages": messages, "has_more": has_more},
         )
 
     r._spawn(run(), answer=sender if isinstance(sender, Session) else None)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
 from hubbub.protocol.ids import DM_STREAM
 
 __all__ = ["DM_STREAM", "Durability", "MessageRef", "Store", "StoredMessage"]
+
+_SCAN_PAGE = 1000
+"""Rows read per step where a store pages forward to answer a backward question."""
 
 Durability = Literal["process", "power"]
 """``process``: a commit survives ``kill -9`` of the gateway (SQLite WAL, synchronous=NORMAL);
@@ -103,6 +107,29 @@ class Store(ABC):
         self, space: str, participant: str, *, after_seq: int, limit: int
     ) -> list[StoredMessage]:
         """Direct messages involving ``participant`` with ``seq > after_seq``, ascending."""
+
+    async def dm_history_before(
+        self, space: str, participant: str, *, before_seq: int | None, limit: int
+    ) -> list[StoredMessage]:
+        """The last ``limit`` direct messages involving ``participant`` with ``seq < before_seq``
+        (or the last ``limit`` of all), ascending.
+
+        This default reads forward through :meth:`dm_history`; a store overrides it with one
+        backward query.
+        """
+        if limit <= 0:
+            return []
+        last: deque[StoredMessage] = deque(maxlen=limit)
+        after = 0
+        while True:
+            rows = await self.dm_history(space, participant, after_seq=after, limit=_SCAN_PAGE)
+            for row in rows:
+                if before_seq is not None and row.seq >= before_seq:
+                    return list(last)
+                last.append(row)
+            if len(rows) < _SCAN_PAGE:
+                return list(last)
+            after = rows[-1].seq
 
     @abstractmethod
     async def last_seqs(self, space: str) -> dict[str, int]:

@@ -103,6 +103,19 @@ class MemoryStore(Store):
         ]
         return out[:limit]
 
+    async def dm_history_before(
+        self, space: str, participant: str, *, before_seq: int | None, limit: int
+    ) -> list[StoredMessage]:
+        """Filter the space's DMs by party and seq, keep the last ``limit``."""
+        if limit <= 0:
+            return []
+        out = [
+            m
+            for m, parties in self._dms.get(space, [])
+            if (before_seq is None or m.seq < before_seq) and participant in parties
+        ]
+        return out[-limit:]
+
     async def last_seqs(self, space: str) -> dict[str, int]:
         """Highest seq per channel."""
         out = {ch: msgs[-1].seq for (sp, ch), msgs in self._msgs.items() if sp == space and msgs}

@@ -419,6 +419,27 @@ class SqliteStore(Store):
         ).fetchall()
         return [StoredMessage(int(s), bytes(d)) for s, d in rows]
 
+    async def dm_history_before(
+        self, space: str, participant: str, *, before_seq: int | None, limit: int
+    ) -> list[StoredMessage]:
+        """The last ``limit`` direct messages involving ``participant`` before ``before_seq``."""
+        await self.flush()
+        upper = before_seq if before_seq is not None else 2**62
+        return list(await self._run(self._dm_before_sync, space, participant, upper, limit))
+
+    def _dm_before_sync(
+        self, space: str, participant: str, before: int, limit: int
+    ) -> list[StoredMessage]:
+        db = self._rdb
+        assert db is not None, "store is not open"
+        rows = db.execute(
+            "SELECT d.seq, d.data FROM dm_parties p JOIN dms d ON d.space=p.space AND d.seq=p.seq"
+            " WHERE p.space=? AND p.participant=? AND p.seq<? ORDER BY p.seq DESC LIMIT ?",
+            (space, participant, before, max(limit, 0)),
+        ).fetchall()
+        rows.reverse()
+        return [StoredMessage(int(s), bytes(d)) for s, d in rows]
+
     async def last_seqs(self, space: str) -> dict[str, int]:
         """Highest seq per channel, read at startup to continue numbering."""
         await self.flush()

@@ -1,13 +1,18 @@
 // What a person does: write, retry, approve or reject a proposal, join, leave or create a
 // channel, open a conversation, page back through history. Each becomes a MEW envelope on the
-// session; whatever the gateway refuses comes back as its error, shown where it happened.
+// session (the views offer only what the person's capabilities allow: allowed.js); whatever
+// the gateway still refuses comes back as its error, shown where it happened.
 
 import { $ } from "../common/dom.js";
 import { approveEnvelope, rejectEnvelope } from "../common/proposals.js";
-import { actionSent, addPending, conversation, forget, markRead, setRoster, setStatus, viewing } from "./model.js";
+import { DM } from "../common/session.js";
+import { may } from "./allowed.js";
+import { actionSent, addPending, conversation, forget, markRead, setRoster, setStatus, startDms, viewing } from "./model.js";
 import { bus, chat, peersOf } from "./state.js";
 
 const OLDER_PAGE = 50;
+/** Pages of DMs asked for at most, one after the other, to find older messages of one DM. */
+const DM_PAGES_PER_ASK = 5;
 /** Requests whose refusal is shown as a toast: id -> what was asked ("join #x"). */
 const asked = new Map();
 
@@ -33,6 +38,10 @@ export function refused(error, env) {
   const id = (env && env.correlation_id && env.correlation_id[0]) || null;
   const what = id ? asked.get(id) : null;
   if (id) asked.delete(id);
+  if (id && chat.dm && chat.dm.loading === id) {
+    chat.dm.loading = null; // a refused page of DMs: the person may ask again
+    chat.dm.want = null;
+  }
   const text = `${error.error || "error"}: ${error.message || "the gateway refused"}`;
   toast(what ? `Could not ${what} — ${text}` : text);
 }
@@ -92,14 +101,19 @@ export function reject(entry, reason) {
   actionSent(entry, "rejecting");
 }
 
+/** A channel name as typed ("ideas" or "#ideas") as the gateway names it ("#ideas"). */
+export function channelName(name) {
+  return name.startsWith("#") ? name : "#" + name;
+}
+
 export function joinChannel(name) {
-  const channel = name.startsWith("#") ? name : "#" + name;
+  const channel = channelName(name);
   const id = request("channel/join", { channel }, `join ${channel}`);
   if (id) chat.wantOpen = channel;
 }
 
 export function createChannel(name) {
-  const channel = name.startsWith("#") ? name : "#" + name;
+  const channel = channelName(name);
   const id = request("channel/create", { channel }, `create ${channel}`);
   if (id) chat.wantOpen = channel;
 }
@@ -112,9 +126,34 @@ export function listChannels() {
   if (chat.session && chat.session.live) chat.session.request("channel/list", {});
 }
 
-/** Ask for the page of messages before the oldest one shown. */
-export function loadOlder(conv) {
-  if (conv.kind !== "channel" || !conv.joined || conv.loadingOlder || !conv.hasOlder) return;
+/** The DMs up to `seq` are mine to page through: ask for the last page of them. */
+export function loadDms(seq) {
+  startDms(seq);
+  if (chat.dm.hasOlder) requestDms({ conv: null, pages: 1, first: true });
+}
+
+function requestDms(want) {
+  const dm = chat.dm;
+  const payload = { channel: DM, before_seq: dm.before, limit: OLDER_PAGE };
+  if (!may("history/request", payload)) {
+    dm.hasOlder = false; // not for this person: not asked on every page load only to be refused
+    return;
+  }
+  dm.loading = request("history/request", payload, "load direct messages");
+  dm.want = dm.loading ? want : null;
+}
+
+/** Ask for the page of messages before the oldest one shown (`pages`: of DMs, how many at
+ * most until one has messages of this conversation). */
+export function loadOlder(conv, pages = DM_PAGES_PER_ASK) {
+  if (conv.kind === "dm") {
+    const dm = chat.dm;
+    if (!dm || dm.loading || !dm.hasOlder) return;
+    requestDms({ conv: conv.key, pages, first: false });
+    bus.emit("conv", conv.key);
+    return;
+  }
+  if (!conv.joined || conv.loadingOlder || !conv.hasOlder) return;
   const seqs = conv.order.filter((i) => i.era === conv.era && i.seq !== null && i.seq > 0).map((i) => i.seq);
   const payload = { channel: conv.key, limit: OLDER_PAGE };
   if (seqs.length) payload.before_seq = Math.min(...seqs);
@@ -129,6 +168,7 @@ export function openConversation(key) {
   bus.emit("current", conv);
   if (viewing(conv)) markRead(conv);
   bus.emit("conv-list");
+  if (conv.kind === "dm" && !conv.items.size) loadOlder(conv); // its messages may be further back
 }
 
 /** Everyone the space knows, offline ones and pending callbacks included (GET /participants). */

@@ -4,7 +4,7 @@
 
 import { $ } from "../common/dom.js";
 import { Session } from "../common/session.js";
-import { openConversation, refreshRoster, refused } from "./actions.js";
+import { loadDms, openConversation, refreshRoster, refused } from "./actions.js";
 import { initActivity } from "./activity.js";
 import { initComposer } from "./composer.js";
 import {
@@ -19,7 +19,7 @@ import {
   onWelcome,
   setStatus,
 } from "./model.js";
-import { forgetSignin, initSignin, initialSignin, showSignin } from "./signin.js";
+import { dmSeq, forgetSignin, initSignin, initialSignin, showSignin } from "./signin.js";
 import { initSidebar, tickCountdowns } from "./sidebar.js";
 import { SERVER, bus, chat, loadPerson } from "./state.js";
 import { initTimeline } from "./timeline.js";
@@ -88,7 +88,9 @@ function connect(signin) {
         ? { participantId: signin.id, space: signin.space, token: signin.token }
         : { participantId: signin.name, space: signin.space, kind: "human" },
     channels: Array.isArray(channels) && channels.length ? channels : ["#general"],
-    dmFrom: 0, // every DM of this person: the DM conversations are rebuilt on each page load
+    // DMs newer than now arrive by themselves; the page asks for the last page of the older
+    // ones, and for more as the person scrolls up (as for a channel)
+    dmStart: () => dmSeq(signin),
   });
   chat.session = session;
   session.on("state", onState);
@@ -114,6 +116,7 @@ function connect(signin) {
     }
   });
   session.on("history", onHistory);
+  session.on("dmstart", loadDms);
   session.on("envelope", (env) => {
     onEnvelope(env);
     const p = env.payload || {};

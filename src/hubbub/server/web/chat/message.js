@@ -4,7 +4,9 @@
 
 import { el } from "../common/dom.js";
 import { hhmm, json, plural } from "../common/format.js";
+import { approveEnvelope } from "../common/proposals.js";
 import { approve, discard, reject, retry } from "./actions.js";
+import { denied, may, maySome } from "./allowed.js";
 import { renderMarkdown } from "./markdown.js";
 import { answeringOn, mentionsMe, yielders } from "./model.js";
 import { SERVER, chat } from "./state.js";
@@ -176,16 +178,25 @@ function proposalRow(entry) {
     approved: `approved by ${entry.by}; waiting for ${p.to.join(", ")}…`,
     rejecting: "rejecting…",
   }[entry.status];
-  if (entry.status === "pending" && p.participant !== chat.me) row.append(proposalButtons(entry));
+  if (entry.status === "pending" && p.participant !== chat.me) row.append(proposalButtons(entry, what));
   if (state) row.append(el("div", { class: "outcome" }, state));
   if (entry.outcome) row.append(el("div", { class: "outcome " + (entry.outcome.ok ? "ok" : "bad") }, entry.outcome.text));
   if (entry.error) row.append(el("div", { class: "error-text", role: "alert" }, entry.error));
   return row;
 }
 
-function proposalButtons(entry) {
+/** Approve and Reject, as far as my capabilities allow them (a note says why one is missing). */
+function proposalButtons(entry, what) {
+  const fulfil = approveEnvelope(entry.proposal);
+  const mayApprove = may(fulfil.kind, fulfil.payload);
+  const mayReject = maySome("mcp/reject");
   const box = el("div", { class: "buttons" });
-  if (entry.rejecting) {
+  const missing = [];
+  if (!mayApprove) missing.push(`approve: ${denied(fulfil.kind, "for " + what)}`);
+  if (!mayReject) missing.push(`reject: ${denied("mcp/reject")}`);
+  const note = missing.length ? el("div", { class: "hint denied" }, `You cannot ${missing.join("; ")}.`) : null;
+  if (!mayApprove && !mayReject) return note;
+  if (entry.rejecting && mayReject) {
     const input = el("input", {
       class: "reason",
       placeholder: "reason (Enter rejects, Esc cancels)",
@@ -220,22 +231,26 @@ function proposalButtons(entry) {
     queueMicrotask(() => input.isConnected && input.focus());
     return box;
   }
-  box.append(
-    el("button", { type: "button", class: "small approve", onclick: () => approve(entry) }, "Approve"),
-    " ",
-    el(
-      "button",
-      {
-        type: "button",
-        class: "small danger reject",
-        onclick: () => {
-          entry.rejecting = true;
-          rerender(box, entry, ".reason");
-        },
-      },
-      "Reject",
-    ),
-  );
+  const parts = [
+    mayApprove ? el("button", { type: "button", class: "small approve", onclick: () => approve(entry) }, "Approve") : null,
+    mayApprove && mayReject ? " " : null,
+    mayReject
+      ? el(
+          "button",
+          {
+            type: "button",
+            class: "small danger reject",
+            onclick: () => {
+              entry.rejecting = true;
+              rerender(box, entry, ".reason");
+            },
+          },
+          "Reject",
+        )
+      : null,
+    note,
+  ];
+  box.append(...parts.filter((part) => part !== null));
   return box;
 }
 

@@ -5,6 +5,8 @@
 
 import { json } from "../common/format.js";
 import { proposalFrom, resultText } from "../common/proposals.js";
+import { DM } from "../common/session.js";
+import { setCapabilities } from "./allowed.js";
 import { SERVER, bus, chat, dmKey, loadPerson, serverNow, storePerson } from "./state.js";
 
 export const CB_FIRE = "@@cb-fire@@";
@@ -47,6 +49,16 @@ function convKeyOf(env) {
   if (env.from) others.add(env.from);
   others.delete(chat.me);
   return dmKey(others.size ? [...others] : [chat.me]);
+}
+
+/** The activity not yet folded of an older page, per conversation (a DM page spans several). */
+function olderOpen(ctx, conv) {
+  let open = ctx.opens.get(conv.key);
+  if (!open) {
+    open = new Map();
+    ctx.opens.set(conv.key, open);
+  }
+  return open;
 }
 
 function compare(a, b) {
@@ -155,7 +167,7 @@ function addChat(env, ctx) {
     cbOrigin: cb ? p.cb_origin : null,
     replyTo: Array.isArray(env.correlation_id) ? env.correlation_id : [],
   });
-  const open = ctx.older ? ctx.open : conv.open;
+  const open = ctx.older ? olderOpen(ctx, conv) : conv.open;
   const act = open.get(env.from);
   if (act && item.type === "chat") {
     open.delete(env.from);
@@ -238,7 +250,7 @@ export function setStatus(id, status, error) {
 
 /** Put `entry` in the activity of `env.from` in `conv` (folded under its next message). */
 function addEntry(conv, env, entry, ctx) {
-  const open = ctx.older ? ctx.open : conv.open;
+  const open = ctx.older ? olderOpen(ctx, conv) : conv.open;
   let act = open.get(env.from);
   const fresh = !act;
   if (fresh) {
@@ -496,6 +508,7 @@ export function onWelcome(env) {
   chat.me = (p.you && p.you.id) || chat.me;
   chat.kind = (p.you && p.you.kind) || chat.kind;
   chat.space = p.space || chat.space;
+  if (p.you) setCapabilities(p.you.capabilities);
   for (const c of p.channels || []) if (c && c.name) chat.channelsKnown.set(c.name, c);
   for (const person of chat.people.values()) if (person.online) person.stale = true;
   for (const e of p.participants || []) setPerson(e, true);
@@ -537,6 +550,10 @@ export function onLeft(channel) {
 }
 
 export function onHistory(info) {
+  if (info.channel === DM) {
+    onDmPage(info);
+    return;
+  }
   const conv = chat.convs.get(info.channel);
   if (!conv) return;
   if (info.forward) {
@@ -546,9 +563,59 @@ export function onHistory(info) {
   if (conv.loadingOlder !== info.id) return;
   conv.loadingOlder = null;
   conv.hasOlder = info.hasMore;
-  const ctx = { live: false, older: true, open: new Map() };
+  const ctx = { live: false, older: true, opens: new Map() };
   for (const m of info.messages) ingest(m, ctx);
   bus.emit("older", conv);
+}
+
+/** The DMs up to `seq` are paged back through from here (the session's "dmstart"). */
+export function startDms(seq) {
+  chat.dm = { before: seq + 1, hasOlder: seq > 0, loading: null, want: null };
+}
+
+/**
+ * A page of my DMs (all conversations: the DM stream is one per person), older than every
+ * one shown. The first page is the last one (unread counts come from it); a person asking for
+ * older messages of one conversation gets pages until one of them has some (`want.pages`).
+ */
+function onDmPage(info) {
+  const dm = chat.dm;
+  if (!dm || dm.loading !== info.id) return;
+  const want = dm.want || { conv: null, pages: 0, first: false };
+  dm.loading = null;
+  dm.want = null;
+  const seqs = info.messages.map((m) => m.seq).filter((s) => typeof s === "number");
+  dm.hasOlder = info.hasMore && seqs.length > 0;
+  if (seqs.length) dm.before = Math.min(dm.before, ...seqs);
+  const ctx = { live: false, older: true, opens: new Map() };
+  const touched = new Set();
+  for (const m of info.messages) {
+    touched.add(convKeyOf(m));
+    ingest(m, ctx);
+  }
+  for (const key of touched) {
+    const conv = chat.convs.get(key);
+    if (!conv) continue;
+    if (want.first) recountUnread(conv);
+    bus.emit("older", conv);
+  }
+  bus.emit("conv-list");
+  if (want.conv) {
+    bus.emit("conv", want.conv);
+    if (!touched.has(want.conv) && dm.hasOlder && want.pages > 1) bus.emit("dm-more", want.conv, want.pages - 1);
+  }
+}
+
+/** Whether older messages of `conv` can be asked for. */
+export function olderAvailable(conv) {
+  if (conv.kind === "channel") return conv.hasOlder && conv.joined;
+  return !!chat.dm && chat.dm.hasOlder;
+}
+
+/** Whether older messages of `conv` are on their way. */
+export function loadingOlder(conv) {
+  if (conv.kind === "channel") return !!conv.loadingOlder;
+  return !!chat.dm && !!chat.dm.loading && !!chat.dm.want && chat.dm.want.conv === conv.key;
 }
 
 /** The gateway's history was replaced: keep what was shown, above a line, and start again. */
@@ -640,6 +707,7 @@ function applyPresence(p) {
   };
   for (const e of entries) {
     if (!e || typeof e.id !== "string") continue;
+    if (e.id === chat.me) setCapabilities(e.capabilities); // a grant or revoke changed them
     if (p.channel) {
       // membership of one channel
       if (p.event === "join" || p.event === "leave") member(p.channel, e.id, p.event === "join");

@@ -4,7 +4,8 @@
 
 import { $, el } from "../common/dom.js";
 import { span } from "../common/format.js";
-import { createChannel, joinChannel, listChannels, openConversation } from "./actions.js";
+import { channelName, createChannel, joinChannel, listChannels, openConversation } from "./actions.js";
+import { denied, may, maySome } from "./allowed.js";
 import { bus, chat, convTitle, dmKey, serverNow } from "./state.js";
 
 const RANK = { online: 0, busy: 1, listening: 1, away: 2, sleeping: 3, offline: 4 };
@@ -46,15 +47,50 @@ function renderConversations() {
   $("dm-empty").hidden = dms.length > 0;
   const joined = new Set(channels.map((c) => c.key));
   const others = [...chat.channelsKnown.keys()].filter((n) => !joined.has(n)).sort();
-  $("other-channels").replaceChildren(
-    ...others.map((name) =>
-      el("li", {}, el("span", { class: "label" }, name), " ", el("button", { type: "button", class: "small join", dataset: { channel: name }, onclick: () => joinChannel(name) }, "Join")),
-    ),
-  );
+  $("other-channels").replaceChildren(...others.map(otherChannel));
   let total = 0;
   for (const c of chat.convs.values()) total += c.unread;
   document.title = total ? `(${total}) hubbub chat` : "hubbub chat";
   $("nav-toggle").dataset.unread = total ? String(total) : "";
+}
+
+/** A channel I am not in: Join, or why I may not. */
+function otherChannel(name) {
+  const action = may("channel/join", { channel: name })
+    ? el("button", { type: "button", class: "small join", dataset: { channel: name }, onclick: () => joinChannel(name) }, "Join")
+    : el(
+        "span",
+        { class: "denied", dataset: { channel: name }, title: denied("channel/join", "for " + name) },
+        "you may not join",
+        el("span", { class: "sr-only" }, `: ${denied("channel/join", "for " + name)}`),
+      );
+  return el("li", {}, el("span", { class: "label" }, name), " ", action);
+}
+
+/** The create form, as the capabilities allow: not shown without channel/create; the Create
+ * button disabled for a name they do not allow (each saying why). */
+function renderCreate() {
+  const typed = $("create-input").value.trim();
+  const name = typed ? channelName(typed) : null;
+  const some = maySome("channel/create");
+  const why = !some
+    ? `You cannot create channels: ${denied("channel/create")}.`
+    : name && !may("channel/create", { channel: name })
+      ? `You cannot create ${name}: ${denied("channel/create", "for " + name)}.`
+      : "";
+  $("create-form").hidden = !some;
+  const note = $("create-denied");
+  note.hidden = !why;
+  note.textContent = why;
+  const button = $("create-btn");
+  button.disabled = !!why;
+  if (why) {
+    button.title = why;
+    button.setAttribute("aria-describedby", "create-denied");
+  } else {
+    button.removeAttribute("title");
+    button.removeAttribute("aria-describedby");
+  }
 }
 
 function presenceText(p) {
@@ -118,6 +154,11 @@ export function initSidebar() {
   bus.on("conv-list", renderConversations);
   bus.on("current", renderConversations);
   bus.on("people", renderPeople);
+  bus.on("caps", () => {
+    renderConversations();
+    renderCreate();
+  });
+  $("create-input").addEventListener("input", renderCreate);
   $("nav-toggle").addEventListener("click", () => {
     const open = document.body.classList.toggle("nav-open");
     $("nav-toggle").setAttribute("aria-expanded", String(open));
@@ -138,8 +179,9 @@ export function initSidebar() {
   $("create-form").addEventListener("submit", (e) => {
     e.preventDefault();
     const name = $("create-input").value.trim();
-    if (!name) return;
+    if (!name || $("create-btn").disabled) return;
     createChannel(name);
     $("create-input").value = "";
+    renderCreate();
   });
 }

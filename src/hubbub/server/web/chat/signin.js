@@ -20,6 +20,13 @@ async function ask(space, token) {
   return { ok: resp.ok, status: resp.status, body };
 }
 
+/** The space's current DM seq (`/chat/session`'s `dm_seq`), where this sign-in's DMs start
+ * arriving by themselves; null when the gateway does not say. Rejects if it cannot be reached. */
+export async function dmSeq(signin) {
+  const answer = await ask(signin.token ? null : signin.space, signin.token || null);
+  return answer.ok && typeof answer.body.dm_seq === "number" ? answer.body.dm_seq : null;
+}
+
 function problem(text) {
   const box = $("signin-error");
   box.hidden = !text;

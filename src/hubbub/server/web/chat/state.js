@@ -19,6 +19,7 @@ export const chat = {
   me: null,
   kind: null,
   space: null,
+  caps: null, // what I may send (Capabilities, see allowed.js); null until the welcome
   convs: new Map(), // key ("#general", "@bob", "@bob,carol") -> conversation
   current: null,
   wantOpen: null, // a channel to open once joined (the person asked to join or create it)
@@ -30,6 +31,7 @@ export const chat = {
   actions: new Map(), // id of my approve / reject -> the proposal entry
   floor: new Map(), // msg_id -> {channel, msgId, claimants: Set, holder, expiresAt, done}
   answering: new Map(), // "conv|pid" -> {conv, pid, trigger, thought, since, via}
+  dm: null, // paging back through my DMs: {before, hasOlder, loading, want} (model.startDms)
   callbacks: 0,
   skew: 0, // the gateway's clock minus Date.now()
   era: 0, // bumped when the gateway's history is replaced (history_reset)

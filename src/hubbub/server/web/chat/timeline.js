@@ -5,8 +5,9 @@
 import { $ } from "../common/dom.js";
 import { plural } from "../common/format.js";
 import { leaveChannel, loadOlder } from "./actions.js";
+import { denied, may, maySome } from "./allowed.js";
 import { renderItem } from "./message.js";
-import { markRead, viewing } from "./model.js";
+import { loadingOlder, markRead, olderAvailable, viewing } from "./model.js";
 import { SERVER, bus, chat, convTitle, dmKey } from "./state.js";
 
 const NEAR_TOP_PX = 120;
@@ -38,17 +39,33 @@ function renderHeader(conv) {
         : "you left this channel"
       : "only you and they see this";
   $("conv-info").textContent = info;
-  $("leave-btn").hidden = !(conv.kind === "channel" && conv.joined);
-  $("older-btn").hidden = !(conv.hasOlder && conv.joined);
-  $("older-btn").textContent = conv.loadingOlder ? "Loading older messages…" : "Load older messages";
+  const joined = conv.kind === "channel" && conv.joined;
+  const mayLeave = may("channel/leave", { channel: conv.key });
+  $("leave-btn").hidden = !(joined && mayLeave);
+  explain($("conv-denied"), joined && !mayLeave ? `You cannot leave ${conv.key}: ${denied("channel/leave", "for " + conv.key)}.` : "");
+  $("older-btn").hidden = !olderAvailable(conv);
+  $("older-btn").textContent = loadingOlder(conv) ? "Loading older messages…" : "Load older messages";
   const readOnly = conv.kind === "channel" ? !conv.joined : conv.key === dmKey([SERVER]);
-  $("composer-input").disabled = readOnly;
-  $("send-btn").disabled = readOnly;
-  $("composer-input").placeholder = !readOnly
-    ? `Message ${title}`
-    : conv.kind === "channel"
+  const mayWrite = maySome("chat");
+  const input = $("composer-input");
+  input.disabled = readOnly || !mayWrite;
+  $("send-btn").disabled = readOnly || !mayWrite;
+  const why = !readOnly && !mayWrite ? `You cannot write: ${denied("chat")}.` : "";
+  explain($("composer-denied"), why);
+  input.setAttribute("aria-describedby", why ? "composer-denied composer-keys" : "composer-keys");
+  input.placeholder = readOnly
+    ? conv.kind === "channel"
       ? `Join ${conv.key} to write here`
-      : "Your callbacks arrive here when they fire (write @@cb:10m@@ reminder in any message)";
+      : "Your callbacks arrive here when they fire (write @@cb:10m@@ reminder in any message)"
+    : mayWrite
+      ? `Message ${title}`
+      : `You cannot write here (${denied("chat")})`;
+}
+
+/** Show `why` in the note `box` (hidden when there is nothing to explain). */
+function explain(box, why) {
+  box.hidden = !why;
+  box.textContent = why;
 }
 
 function renderAll(conv) {
@@ -111,6 +128,18 @@ export function initTimeline() {
     renderHeader(conv);
     renderAll(conv);
     t.scrollTop = t.scrollHeight - fromBottom; // the person keeps reading where they were
+  });
+  bus.on("dm-more", (key, pages) => {
+    const conv = chat.convs.get(key);
+    if (conv) loadOlder(conv, pages);
+  });
+  bus.on("caps", () => {
+    const conv = current();
+    if (!conv) return;
+    renderHeader(conv);
+    for (const item of conv.order) {
+      if (item.entries && item.entries.some((e) => e.type === "proposal")) replaced(conv, item);
+    }
   });
   bus.on("conv", (key) => {
     const conv = current();

@@ -5,6 +5,9 @@
 // - reconnecting after a drop with `resume` (the last seq seen per channel, and of DMs) and
 //   the welcome's `epoch`, so that nothing is missed and nothing arrives twice; a resume that
 //   the gateway cannot honour comes back as `history_reset`, which the page is told about;
+// - DMs from a known start (`dmStart`): the first connection resumes DMs from the seq it
+//   answers, so that only what comes after arrives by itself; "dmstart" (seq) then tells the
+//   page that the DMs up to that seq are for it to page back through (history/request @dm);
 // - an outbox: a message posted stays "pending" until the gateway's echo of it (same id, now
 //   with a seq) — the ack — or a system/error naming it (then "failed", retried with the same
 //   id on request: the gateway answers a resend with the original ack, never a second copy).
@@ -14,7 +17,8 @@
 // closed; "welcome" (env); "joined" (channel, {members, history, reset, resumed, env});
 // "left" (channel, env); "history" ({channel, messages, forward, hasMore, id, env});
 // "envelope" (env) for every other envelope; "ack" (id, echo, sent), "failed" (id, error, env),
-// "kept" (id, env) for the outbox; "error" (error, env) for other system/errors; "epoch" (new).
+// "kept" (id, env) for the outbox; "error" (error, env) for other system/errors; "epoch" (new);
+// "dmstart" (seq) after the welcome of a connection that started DMs afresh.
 
 import { Emitter } from "./emitter.js";
 
@@ -45,12 +49,16 @@ export class Session extends Emitter {
    * @param channels the channels to join on connect
    * @param dmFrom the DM seq to resume from on the first connect (0: every DM of this
    *   participant; null: those the gateway has not sent to it yet)
+   * @param dmStart async () => the DM seq to resume from when there is none yet (the current
+   *   end of the DMs: older ones are paged by the page), or null; called before connecting
    */
-  constructor({ hello, channels = ["#general"], dmFrom = null, reconnect = true, idPrefix = "web" }) {
+  constructor({ hello, channels = ["#general"], dmFrom = null, dmStart = null, reconnect = true, idPrefix = "web" }) {
     super();
     this.hello = hello;
     this.channels = [...channels];
     this.dmResume = dmFrom;
+    this.dmStart = dmStart;
+    this.dmFresh = null; // the DM seq this connection starts from afresh (told after the welcome)
     this.reconnect = reconnect;
     this.idPrefix = idPrefix;
     this.ws = null;
@@ -91,6 +99,23 @@ export class Session extends Emitter {
 
   _open() {
     this._setState(this.attempt ? "reconnecting" : "connecting", {});
+    if (this.dmStart && this.dmResume === null) {
+      this.dmStart().then(
+        (seq) => {
+          if (this.stopped) return;
+          if (typeof seq === "number") this.dmResume = this.dmFresh = seq;
+          this._connect();
+        },
+        () => {
+          if (!this.stopped) this._retry({ code: 0, reason: "the gateway cannot be reached" });
+        },
+      );
+      return;
+    }
+    this._connect();
+  }
+
+  _connect() {
     const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
     this.ws = ws;
     this.live = false;
@@ -130,9 +155,14 @@ export class Session extends Emitter {
       this._setState("closed", { code: e.code, reason: e.reason || (final && final.reason) || "", final: !!final });
       return;
     }
+    this._retry({ code: e.code, reason: e.reason });
+  }
+
+  /** Connect again after a pause that grows with each failed attempt. */
+  _retry(detail) {
     const base = BACKOFF_MS[Math.min(this.attempt, BACKOFF_MS.length - 1)];
     this.attempt += 1;
-    this._setState("reconnecting", { code: e.code, reason: e.reason });
+    this._setState("reconnecting", detail);
     this.timer = setTimeout(() => {
       this.timer = null;
       if (!this.stopped) this._open();
@@ -257,7 +287,9 @@ export class Session extends Emitter {
       // another history: the gateway answers every resume with history_reset
       this.marks.clear();
       this.above.clear();
-      this.dmResume = null;
+      // DMs start again from the new history's end (older ones are paged), or from the start
+      this.dmResume = this.dmStart && typeof p.dm_seq === "number" ? p.dm_seq : null;
+      this.dmFresh = this.dmResume;
       this.emit("epoch", p.epoch);
     }
     this.epoch = p.epoch || this.epoch;
@@ -266,6 +298,11 @@ export class Session extends Emitter {
     this.live = true;
     this._setState("live", {});
     this.emit("welcome", env);
+    if (this.dmFresh !== null) {
+      const seq = this.dmFresh;
+      this.dmFresh = null;
+      this.emit("dmstart", seq);
+    }
     const pending = [...this.outbox.values()].filter((e) => e.status === "pending");
     if (pending.length) this._post(pending);
   }

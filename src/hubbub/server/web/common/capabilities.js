@@ -1,0 +1,155 @@
+// What a participant may send, answered in the page as the gateway answers it: a port of the
+// part of the one capability matcher (src/hubbub/protocol/capabilities.py, rules in
+// docs/capabilities.md) that deciding which controls to offer needs — kind patterns and
+// payload patterns, globs (`*` within a `/` segment, `**` across, `?` one character), `!`
+// negation, lists as one-of, nested objects, typed scalars. tests/webchat/test_capabilities_parity.py
+// runs one table of cases through both matchers and requires the same answers.
+//
+// Answers are three-valued: true (allowed), false (refused), or null (undecided). A `/regex/`
+// pattern is never evaluated here — the gateway's regex engine (Python `re` syntax, 5 ms limit)
+// is not the browser's — so an answer that depends on one is null, and the page offers the
+// action and lets the gateway decide (its refusal is shown where it happened).
+
+/** How a string pattern is read, in this order: `!negation`, `/regex/`, glob, literal. */
+export function patternType(pattern) {
+  if (pattern.startsWith("!")) return "negation";
+  if (pattern.length >= 2 && pattern[0] === "/" && pattern[pattern.length - 1] === "/") return "regex";
+  if (pattern.includes("*") || pattern.includes("?")) return "glob";
+  return "literal";
+}
+
+const WILDCARDS = { "**": ".*", "*": "[^/]*", "?": "[^/]" };
+const globs = new Map(); // glob -> compiled RegExp (a page sees few distinct patterns)
+
+/** A glob as a whole-value RegExp (by code point, `.` crossing newlines, as Python's). */
+function globRegExp(glob) {
+  let re = globs.get(glob);
+  if (re) return re;
+  const chars = Array.from(glob);
+  let body = "";
+  for (let i = 0; i < chars.length; ) {
+    if (chars[i] === "*" && chars[i + 1] === "*") {
+      body += WILDCARDS["**"];
+      i += 2;
+      while (chars[i] === "*") i += 1; // a run of stars is one `**`
+      continue;
+    }
+    body += WILDCARDS[chars[i]] || chars[i].replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&");
+    i += 1;
+  }
+  re = new RegExp(`^(?:${body})$`, "su");
+  globs.set(glob, re);
+  return re;
+}
+
+function not(answer) {
+  return answer === null ? null : !answer;
+}
+
+/** Kleene "or": true if any is, else null if any is undecided, else false. */
+function any(answers) {
+  let undecided = false;
+  for (const answer of answers) {
+    if (answer === true) return true;
+    if (answer === null) undecided = true;
+  }
+  return undecided ? null : false;
+}
+
+/** Kleene "and": false if any is, else null if any is undecided, else true. */
+function all(answers) {
+  let undecided = false;
+  for (const answer of answers) {
+    if (answer === false) return false;
+    if (answer === null) undecided = true;
+  }
+  return undecided ? null : true;
+}
+
+/** Whether string pattern `pattern` matches the string `value`. */
+export function stringMatches(pattern, value) {
+  switch (patternType(pattern)) {
+    case "negation":
+      return not(stringMatches(pattern.slice(1), value));
+    case "regex":
+      return null;
+    case "glob":
+      return globRegExp(pattern).test(value);
+    default:
+      return value === pattern;
+  }
+}
+
+function isObject(value) {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/** Whether payload pattern value `pattern` matches the JSON value `value`. */
+function valueMatches(pattern, value) {
+  if (typeof pattern === "string") {
+    if (patternType(pattern) === "literal") return value === pattern;
+    return typeof value === "string" ? stringMatches(pattern, value) : false;
+  }
+  if (typeof pattern === "boolean" || typeof pattern === "number") return value === pattern;
+  if (pattern === null) return value === null;
+  if (Array.isArray(pattern)) return any(pattern.map((item) => valueMatches(item, value)));
+  if (isObject(pattern)) return objectMatches(pattern, value);
+  return null; // not a pattern the gateway accepts: not ours to decide
+}
+
+/** Every key of `pattern` is present in the object `value` and its value matches. */
+function objectMatches(pattern, value) {
+  if (!isObject(value)) return false;
+  return all(
+    Object.keys(pattern).map((key) =>
+      Object.prototype.hasOwnProperty.call(value, key) ? valueMatches(pattern[key], value[key]) : false,
+    ),
+  );
+}
+
+function kindMatches(kindPattern, kind) {
+  if (typeof kindPattern === "string" && kindPattern) return stringMatches(kindPattern, kind);
+  if (Array.isArray(kindPattern) && kindPattern.length && kindPattern.every((k) => typeof k === "string" && k)) {
+    return any(kindPattern.map((k) => stringMatches(k, kind)));
+  }
+  return null;
+}
+
+/** Whether the payload pattern of `cap` constrains nothing (absent, null or `{}`). */
+function unconstrained(payloadPattern) {
+  return payloadPattern === undefined || payloadPattern === null || (isObject(payloadPattern) && !Object.keys(payloadPattern).length);
+}
+
+/** Whether one capability `{kind, payload?}` allows an envelope of `kind` with `payload`. */
+export function matches(cap, kind, payload) {
+  if (!isObject(cap) || typeof kind !== "string") return typeof kind === "string" ? null : false;
+  const kindAnswer = kindMatches(cap.kind, kind);
+  if (kindAnswer === false || unconstrained(cap.payload)) return kindAnswer;
+  if (!isObject(cap.payload)) return null;
+  return all([kindAnswer, objectMatches(cap.payload, isObject(payload) ? payload : {})]);
+}
+
+/** A participant's capabilities (the welcome's `you.capabilities`, a presence summary's). */
+export class Capabilities {
+  constructor(list) {
+    this.list = Array.isArray(list) ? list : [];
+  }
+
+  /** Whether an envelope of `kind` with `payload` is allowed: true, false, or null (undecided). */
+  allows(kind, payload) {
+    if (typeof kind !== "string") return false;
+    return any(this.list.map((cap) => matches(cap, kind, payload)));
+  }
+
+  /** Whether some envelope of `kind` may be allowed (a capability's kind pattern matches it;
+   * its payload pattern then decides per envelope). */
+  allowsSome(kind) {
+    if (typeof kind !== "string") return false;
+    return any(this.list.map((cap) => (isObject(cap) ? kindMatches(cap.kind, kind) : null)));
+  }
+}
+
+/** Whether `envelope` ({kind, payload?}) is allowed by the capability list `list`. */
+export function canSend(list, envelope) {
+  return new Capabilities(list).allows(envelope && envelope.kind, envelope && envelope.payload);
+}
