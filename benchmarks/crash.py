@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import contextlib
 import json
 import os
@@ -320,6 +321,7 @@ async def run(kills: int, seed: int, nodes: int = 0) -> dict[str, Any]:
 
             redis = RedisServer(data / "redis")
             redis.start()
+            atexit.register(redis.stop)  # also when the run fails half way
             gws = []
             for i in range(nodes):
                 (data / f"node{i}").mkdir()

@@ -86,6 +86,8 @@ async def answers(store: Store, queries: list[tuple[str, int | None, int | None,
     for pid in PIDS:
         for after, limit in ((0, 100), (3, 2), (-1, 0)):
             out.append(await store.dm_history(SPACE, pid, after_seq=after, limit=limit))
+        for before, limit in ((None, 100), (None, 2), (4, 2), (1, 5), (0, 5), (9, 0)):
+            out.append(await store.dm_history_before(SPACE, pid, before_seq=before, limit=limit))
     out.append(await store.last_seqs(SPACE))
     out.append(await store.channels(SPACE))
     out.append(sorted(await store.callbacks(SPACE)))

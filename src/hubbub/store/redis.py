@@ -494,6 +494,18 @@ class RedisStore(Store):
         key = self._key(space, "dm:" + participant)
         return _messages(await _reply(self._redis.xrange(key, low, "+", count=limit)))
 
+    async def dm_history_before(
+        self, space: str, participant: str, *, before_seq: int | None, limit: int
+    ) -> list[StoredMessage]:
+        """The last ``limit`` direct messages involving ``participant`` before ``before_seq``
+        (one XREVRANGE), ascending."""
+        await self.flush()
+        if limit <= 0 or (before_seq is not None and before_seq < 1):
+            return []
+        high = "+" if before_seq is None else f"{before_seq - 1}-0"
+        key = self._key(space, "dm:" + participant)
+        return _messages(reversed(await _reply(self._redis.xrevrange(key, high, "-", count=limit))))
+
     async def last_seqs(self, space: str) -> dict[str, int]:
         """The highest ``seq`` per channel of a space (and :data:`DM_STREAM` for DMs)."""
         await self.flush()
