@@ -44,7 +44,11 @@ class RemoteConnection(Connection):
         """Queue one frame for this client on its node's link."""
         if self.closed:
             return False
-        self.link.out(frame, self.sid)
+        link = self.link
+        if frame is link.last:  # the common case, a fan-out: no call, one append
+            link.last_sids.append(self.sid)
+        else:
+            link.out(frame, self.sid)
         return True
 
     def flush(self) -> None:
@@ -72,25 +76,26 @@ class LeaderLink:
         self._opening: dict[int, list[Any]] = {}
         """Frames of clients whose attach is still running (routed once it is done)."""
         self._batch: list[list[Any]] = []
-        self._last: bytes | None = None
-        self._last_sids: list[int] = []
+        self.last: bytes | None = None
+        """The frame queued last, and the clients it goes to (a fan-out appends to them)."""
+        self.last_sids: list[int] = []
         self._scheduled = False
 
     # ------------------------------------------------------------------ to the edge
 
     def out(self, frame: bytes, sid: int) -> None:
         """Queue ``frame`` for client ``sid``; a frame fanned out to many is sent once."""
-        if frame is self._last:
-            self._last_sids.append(sid)
+        if frame is self.last:
+            self.last_sids.append(sid)
             return
-        self._last = frame
-        self._last_sids = [sid]
-        self._batch.append([wire.OUT, frame, self._last_sids])
+        self.last = frame
+        self.last_sids = [sid]
+        self._batch.append([wire.OUT, frame, self.last_sids])
         self._schedule()
 
     def close(self, sid: int, code: int, reason: str) -> None:
         """Queue closing client ``sid``."""
-        self._last = None
+        self.last = None
         self._batch.append([wire.CLOSE, sid, code, reason])
         self._schedule()
 
@@ -101,7 +106,7 @@ class LeaderLink:
 
     def _flush(self) -> None:
         self._scheduled = False
-        self._last = None
+        self.last = None
         batch, self._batch = self._batch, []
         if batch:
             self.conn.send(ws_binary_frame(wire.encode_batch(batch)))
