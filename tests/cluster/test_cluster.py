@@ -329,8 +329,26 @@ async def test_workers_share_one_port_and_a_dead_worker_is_replaced(
             await asyncio.sleep(0.3)
         else:
             raise AssertionError("the dead worker was not replaced")
+        assert node.proc is not None
+        pids.discard(workers[0]["pid"])  # killed above
+        node.proc.kill()  # the parent dies hard: its workers go with it
+        node.proc.wait()
+        deadline = time.monotonic() + 10
+        while pids and time.monotonic() < deadline:
+            pids = {p for p in pids if _alive(p)}
+            await asyncio.sleep(0.1)
+        assert not pids, f"workers outlived their parent: {pids}"
     finally:
         await stop_cluster([node])
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie waiting for a reaper does not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
 
 
 async def test_http_api_dashboard_and_its_event_stream_work_through_a_follower(

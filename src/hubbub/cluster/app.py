@@ -118,6 +118,11 @@ def build_node_app(node: Node, limits: Limits) -> web.Application:
         await node.stop()
 
     app.cleanup_ctx.append(lifecycle)
+
+    async def on_shutdown(app: web.Application) -> None:
+        node.close_clients()  # else each open WebSocket holds the shutdown for its timeout
+
+    app.on_shutdown.append(on_shutdown)
     return app
 
 

@@ -46,7 +46,7 @@ class Uplink:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        self._close_clients()
+        self.close_clients()
 
     @property
     def alive(self) -> bool:
@@ -109,7 +109,7 @@ class Uplink:
         finally:
             self.closed = True
             self.up.clear()
-            self._close_clients()
+            self.close_clients()
 
     async def _write(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         while True:
@@ -138,7 +138,8 @@ class Uplink:
                     conn.close(int(msg[2]), str(msg[3]))
         return True
 
-    def _close_clients(self) -> None:
+    def close_clients(self, code: int = CLOSE_SERVICE_RESTART, reason: str = LEADER_LOST) -> None:
+        """Close every client carried by this link (by default: reconnect and resume)."""
         clients, self.clients = self.clients, {}
         for conn in clients.values():
-            conn.close(CLOSE_SERVICE_RESTART, LEADER_LOST)
+            conn.close(code, reason)

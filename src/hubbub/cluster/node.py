@@ -25,6 +25,7 @@ from hubbub.cluster.seat import Seat
 from hubbub.protocol.hello import Hello
 from hubbub.server.auth import Authenticator
 from hubbub.server.config import SpaceConfig
+from hubbub.server.connection import CLOSE_GOING_AWAY
 from hubbub.server.metrics import Metrics
 from hubbub.server.router import Router
 from hubbub.store.base import Store
@@ -174,6 +175,15 @@ class Node:
                 "acknowledged messages; set `appendonly yes` (docs/cluster.md)",
                 _redacted(self.settings.redis_url),
             )
+
+    def close_clients(self) -> None:
+        """Close every client connection of this node with 1001 (shutting down)."""
+        self.stopping = True
+        for seat in self.seats.values():
+            if seat.router is not None:
+                seat.router.close_all()
+            if seat.uplink is not None:
+                seat.uplink.close_clients(CLOSE_GOING_AWAY, "server shutting down")
 
     async def stop(self) -> None:
         """Leave the cluster: hand every lead over at once, close every client."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import logging
 import signal
 import subprocess
@@ -41,11 +43,27 @@ def worker_argv(argv: list[str], index: int, link_port: int) -> list[str]:
     return out
 
 
+def _die_with_parent() -> None:
+    """In a worker, before it runs: end it when the parent dies, even by SIGKILL (Linux)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass  # not Linux: a SIGKILLed parent leaves its workers (a clean stop ends them)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _start(argv: list[str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(argv, preexec_fn=_die_with_parent)
+
+
 def run_workers(n: int, link_port: int) -> int:
     """Start ``n`` workers and keep them running until SIGINT/SIGTERM; the exit status."""
     base = [sys.executable, "-m", "hubbub", *sys.argv[1:]]
     argvs = [worker_argv(base, i, link_port) for i in range(n)]
-    procs: list[subprocess.Popen[bytes]] = [subprocess.Popen(a) for a in argvs]
+    procs: list[subprocess.Popen[bytes]] = [_start(a) for a in argvs]
     stopping = False
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -65,8 +83,8 @@ def run_workers(n: int, link_port: int) -> int:
             if code is not None and not stopping:
                 log.warning("worker %d (pid %d) exited with %s; restarting it", i, p.pid, code)
                 time.sleep(RESTART_PAUSE_S)
-                procs[i] = subprocess.Popen(argvs[i])
-    deadline = time.monotonic() + 10
+                procs[i] = _start(argvs[i])
+    deadline = time.monotonic() + 8  # inside the 10 s a supervisor gives a stop
     for p in procs:
         try:
             p.wait(max(deadline - time.monotonic(), 0.1))
