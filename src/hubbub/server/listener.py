@@ -178,10 +178,7 @@ class _Guarded(asyncio.Protocol):
             self._inner.connection_made(transport)
             return
         site.metrics.connections_refused[self._verdict.value] += 1
-        transport.write(site.refusals[self._verdict])
-        if transport.can_write_eof():
-            transport.write_eof()  # the client reads the answer, then closes: no reset
-        self._timer = loop.call_later(REFUSAL_LINGER_S, transport.abort)
+        _answer_and_linger(transport, site.refusals[self._verdict])
 
     def data_received(self, data: bytes) -> None:
         if self._inner is None:
@@ -226,8 +223,16 @@ class _Guarded(asyncio.Protocol):
         if transport is None or transport.is_closing():
             return
         self._site.metrics.connections_refused["header_timeout"] += 1
-        transport.write(self._site.timeout_answer)
-        transport.close()
+        _answer_and_linger(transport, self._site.timeout_answer)
+
+
+def _answer_and_linger(transport: asyncio.Transport, answer: bytes) -> None:
+    """Write ``answer`` and end our side; the client reads it, then closes (closing at once
+    with its request unread would reset the connection and lose the answer)."""
+    transport.write(answer)
+    if transport.can_write_eof():
+        transport.write_eof()
+    asyncio.get_running_loop().call_later(REFUSAL_LINGER_S, transport.abort)
 
 
 class GuardedSite(web.BaseSite):
