@@ -19,23 +19,13 @@ from hubbub.server.listener import GuardedSite
 from hubbub.server.router import Router
 
 
-@dataclass
-class RunningGateway:
-    """A gateway listening on 127.0.0.1 for one test."""
+class Door:
+    """Something clients connect to at ``url``: the join helpers of every test gateway."""
 
-    router: Router
-    runner: web.AppRunner
-    port: int
-    data_dir: Path
-    clients: list[WsClient] = field(default_factory=list)
-
-    @property
-    def url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}/ws"
-
-    @property
-    def http(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    url: str
+    clients: list[WsClient]
+    join_timeout = 5.0
+    """How long a join may take (a cluster node carries it to the space's leader)."""
 
     async def connect(self) -> WsClient:
         ws = await websockets.connect(self.url, max_size=None, compression=None)
@@ -47,9 +37,9 @@ class RunningGateway:
         """Connect and join on the MEW dialect; return once welcome and joins arrived."""
         c = await self.connect()
         await c.send({"type": "join", "participantId": pid, "space": "default", **extra})
-        c.welcome = await c.expect("system/welcome")
+        c.welcome = await c.expect("system/welcome", self.join_timeout)
         for _ in extra.get("channels", ["#general"]):
-            await c.expect("channel/joined")
+            await c.expect("channel/joined", self.join_timeout)
         return c
 
     async def agentchat(self, name: str, *, join: bool = True, **extra: Any) -> WsClient:
@@ -62,10 +52,32 @@ class RunningGateway:
         if not join:
             hello.setdefault("channels", [])
         await c.send(hello)
-        c.welcome = await c.expect_type("WELCOME")
+        c.welcome = await c.expect_type("WELCOME", self.join_timeout)
         if join:
-            await c.next_where(lambda f: f.get("type") == "JOINED" and f["channel"] == "#general")
+            await c.next_where(
+                lambda f: f.get("type") == "JOINED" and f["channel"] == "#general",
+                self.join_timeout,
+            )
         return c
+
+
+@dataclass
+class RunningGateway(Door):
+    """A gateway listening on 127.0.0.1 for one test."""
+
+    router: Router
+    runner: web.AppRunner
+    port: int
+    data_dir: Path
+    clients: list[WsClient] = field(default_factory=list)
+
+    @property  # type: ignore[override]
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws"
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
 
 class WsClient:

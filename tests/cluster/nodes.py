@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import websockets
 
-from tests.conftest import WsClient
+from tests.conftest import Door, WsClient
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,8 +30,10 @@ def free_port() -> int:
 
 
 @dataclass
-class ClusterNode:
+class ClusterNode(Door):
     """One node process; restartable on the same port."""
+
+    join_timeout = 10.0
 
     name: str
     redis_url: str
@@ -42,7 +43,7 @@ class ClusterNode:
     proc: subprocess.Popen[bytes] | None = None
     clients: list[WsClient] = field(default_factory=list)
 
-    @property
+    @property  # type: ignore[override]
     def url(self) -> str:
         return f"ws://127.0.0.1:{self.port}/ws"
 
@@ -99,29 +100,6 @@ class ClusterNode:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
                 self.kill9()
-
-    async def connect(self) -> WsClient:
-        ws = await websockets.connect(self.url, max_size=None, compression=None)
-        client = WsClient(ws)
-        self.clients.append(client)
-        return client
-
-    async def mew(self, pid: str, **extra: Any) -> WsClient:
-        """Join on the MEW dialect; return once welcome and joins arrived."""
-        c = await self.connect()
-        await c.send({"type": "join", "participantId": pid, "space": "default", **extra})
-        c.welcome = await c.expect("system/welcome", timeout=10)
-        for _ in extra.get("channels", ["#general"]):
-            await c.expect("channel/joined", timeout=10)
-        return c
-
-    async def agentchat(self, name: str) -> WsClient:
-        """IDENTIFY on the agentchat dialect; return once #general is joined."""
-        c = await self.connect()
-        await c.send({"type": "IDENTIFY", "name": name})
-        c.welcome = await c.expect_type("WELCOME", timeout=10)
-        await c.next_where(lambda f: f.get("type") == "JOINED" and f["channel"] == "#general")
-        return c
 
 
 async def start_cluster(redis_url: str, workdir: Path, n: int = 3) -> list[ClusterNode]:

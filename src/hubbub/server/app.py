@@ -136,31 +136,20 @@ async def handshake(
             return None
         if not transport.is_closing():
             transport.write(error_frames(_AGENTCHAT, refusal))
-    if not isinstance(frame, dict):
-        await _refuse(
-            ws,
-            transport,
-            _MEW,
-            ProtocolError(
-                ErrorCode.HANDSHAKE_REQUIRED,
-                'first frame must be a JSON object: {"type":"join",...} (MEW) or '
-                '{"type":"IDENTIFY",...} (agentchat)' + why,
-            ),
+    if isinstance(frame, dict):
+        if is_mew_hello(frame):
+            return _MEW, frame
+        if is_agentchat_hello(frame):
+            return _AGENTCHAT, frame
+        what = (
+            'first frame must be {"type":"join",...} (MEW) or {"type":"IDENTIFY",...} (agentchat)'
         )
-        return None
-    if is_mew_hello(frame):
-        return _MEW, frame
-    if is_agentchat_hello(frame):
-        return _AGENTCHAT, frame
-    await _refuse(
-        ws,
-        transport,
-        _MEW,
-        ProtocolError(
-            ErrorCode.HANDSHAKE_REQUIRED,
-            'first frame must be {"type":"join",...} (MEW) or {"type":"IDENTIFY",...} (agentchat)',
-        ),
-    )
+    else:
+        what = (
+            'first frame must be a JSON object: {"type":"join",...} (MEW) or '
+            '{"type":"IDENTIFY",...} (agentchat)' + why
+        )
+    await _refuse(ws, transport, _MEW, ProtocolError(ErrorCode.HANDSHAKE_REQUIRED, what))
     return None
 
 
