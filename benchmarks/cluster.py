@@ -33,12 +33,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import atexit
 import contextlib
 import json
 import os
 import platform
-import signal
 import statistics
 import sys
 import tempfile
@@ -46,7 +44,6 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import aiohttp
@@ -60,9 +57,10 @@ from _fanout.servers import (
     REPO,
     ServerGroup,
     ServerProc,
+    log,
     raise_nofile_limit,
     redis_cpu_seconds,
-    stop_all,
+    run_benchmark,
 )
 
 sys.path.insert(0, str(REPO))
@@ -74,10 +72,6 @@ CPU_RATIO_TARGET = 1.3
 REDIS_US_TARGET = 30.0
 LATENCY_P99_MS = 5.0
 UVLOOP_ADOPT_GAIN = 0.20
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 # -- processes -----------------------------------------------------------------------------
@@ -696,24 +690,9 @@ def parse_args(argv: list[str] | None) -> tuple[Plan, str | None]:
     return plan, a.json
 
 
-def _interrupt(_signum: int, _frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     plan, json_path = parse_args(argv)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _interrupt)
-    atexit.register(stop_all)
-    try:
-        results = asyncio.run(run(plan))
-    except KeyboardInterrupt:
-        log("interrupted")
-        return 130
-    if json_path:
-        Path(json_path).write_text(json.dumps(results, indent=2, default=str) + "\n")
-        log(f"wrote {json_path}")
-    return 0
+    return run_benchmark(run, plan, json_path)
 
 
 if __name__ == "__main__":

@@ -37,25 +37,25 @@ shows the headroom (the same deliveries at a fraction of the CPU) but slowed the
 from __future__ import annotations
 
 import argparse
-import asyncio
-import atexit
-import json
 import os
 import platform
-import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import metadata
-from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from _fanout import report  # the script's directory is on sys.path
 from _fanout.dialects import DIALECTS
 from _fanout.scenarios import Config, Measured, idle_run, latency_run, throughput_run
-from _fanout.servers import ServerProc, hubbub_runnable, raise_nofile_limit, stop_all
+from _fanout.servers import (
+    ServerProc,
+    hubbub_runnable,
+    log,
+    raise_nofile_limit,
+    run_benchmark,
+)
 
 TECHNIQUES = ("write", "send_str")
 
@@ -73,10 +73,6 @@ class Plan:
     latency: bool
     retry_busy: bool
     quick: bool
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 async def with_server(
@@ -301,26 +297,9 @@ def parse_args(argv: list[str] | None) -> tuple[Plan, str | None]:
     return plan, a.json
 
 
-def _interrupt(_signum: int, _frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     plan, json_path = parse_args(argv)
-    # Ctrl-C and SIGTERM unwind normally so every server subprocess is stopped (also when
-    # started from a shell that ignores SIGINT in background jobs).
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _interrupt)
-    atexit.register(stop_all)
-    try:
-        results = asyncio.run(run(plan))
-    except KeyboardInterrupt:
-        log("interrupted")
-        return 130
-    if json_path:
-        Path(json_path).write_text(json.dumps(results, indent=2, default=str) + "\n")
-        log(f"wrote {json_path}")
-    return 0
+    return run_benchmark(run, plan, json_path)
 
 
 if __name__ == "__main__":

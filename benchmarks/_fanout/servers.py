@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
+import json
 import os
 import resource
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 import psutil
 
@@ -306,3 +309,33 @@ def stop_all() -> None:
     """Stop every server still running (registered with ``atexit`` by the benchmark)."""
     for server in list(ServerProc.running):
         server.stop(grace=1.0)
+
+
+def log(msg: str) -> None:
+    """A progress line on stderr (the results go to stdout)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def run_benchmark(
+    run: Callable[[Any], Coroutine[Any, Any, Any]], plan: Any, json_path: str | None
+) -> int:
+    """Run a benchmark's plan and write its results as JSON; the exit status.
+
+    Ctrl-C and SIGTERM unwind normally so every server subprocess is stopped (also when
+    started from a shell that ignores SIGINT in background jobs)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
+    atexit.register(stop_all)
+    try:
+        results = asyncio.run(run(plan))
+    except KeyboardInterrupt:
+        log("interrupted")
+        return 130
+    if json_path:
+        Path(json_path).write_text(json.dumps(results, indent=2, default=str) + "\n")
+        log(f"wrote {json_path}")
+    return 0
