@@ -55,15 +55,17 @@ class Figures:
 
     rss: int | None
     traced: int
+    """Python's allocations since tracing began, the diagnostic's own snapshots excluded."""
     sqlite: int | None
     malloc_in_use: int | None
     malloc_free: int | None
 
     @classmethod
-    def now(cls) -> Figures:
-        """The figures of this process at this moment."""
+    def now(cls, snapshot: tracemalloc.Snapshot) -> Figures:
+        """The figures of this process at the moment of ``snapshot``."""
         in_use, free = _mallinfo()
-        return cls(_rss(), tracemalloc.get_traced_memory()[0], _sqlite_used(), in_use, free)
+        traced = sum(stat.size for stat in snapshot.statistics("filename"))
+        return cls(_rss(), traced, sqlite_bytes(), in_use, free)
 
 
 class MemoryReport:
@@ -76,7 +78,7 @@ class MemoryReport:
         self.top = top
         self.count = 0
         self._snapshot = self._take()
-        self._figures = Figures.now()
+        self._figures = Figures.now(self._snapshot)
         self._at = time.monotonic()
 
     def _take(self) -> tracemalloc.Snapshot:
@@ -90,7 +92,8 @@ class MemoryReport:
 
     def report(self) -> str:
         """Memory now, its change since the previous report, and the lines that grew most."""
-        snapshot, figures, at = self._take(), Figures.now(), time.monotonic()
+        snapshot = self._take()
+        figures, at = Figures.now(snapshot), time.monotonic()
         key = "traceback" if self.frames > 1 else "lineno"
         stats = snapshot.compare_to(self._snapshot, key)
         self.count += 1
@@ -193,7 +196,7 @@ def _mallinfo() -> tuple[int | None, int | None]:
     return int(info.uordblks + info.hblkhd), int(info.fordblks)
 
 
-def _sqlite_used() -> int | None:
+def sqlite_bytes() -> int | None:
     """Bytes SQLite has allocated (page caches, statements) across its connections."""
     fn = getattr(_SQLITE, "sqlite3_memory_used", None)
     if fn is None:
