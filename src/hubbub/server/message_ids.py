@@ -110,7 +110,9 @@ class MessageIds:
         if place_number is None:
             place_number = self._places[place] = len(self._place_names)
             self._place_names.append(place)
-        who = self._senders.get(sender) or self._new_sender(sender)
+        who = self._senders.get(sender)
+        if who is None:
+            who = self._new_sender(sender)
         rec = (
             ((seq << _PLACE_BITS | place_number) << self._sender_bits | who.number) << _TS_BITS
         ) | ts_ms
