@@ -12,6 +12,12 @@ send → receive. Each minute prints the server's RSS, open file descriptors, ev
 (``hubbub_event_loop_tasks`` from ``/metrics``) and the delivery latency p50/p99 of that
 minute, and checks that every message reached every client (lost = expected − received).
 
+``--memory-report FILE`` runs the gateway with ``HUBBUB_TRACEMALLOC=1``, signals it
+(``SIGUSR1``) after each minute and saves its memory reports (RSS, Python, SQLite and malloc
+figures, and the source lines that grew) to FILE; tracing inflates the RSS column, so judge
+growth on a run without it. ``--server-env KEY=VALUE`` passes more environment to the gateway
+(e.g. ``MALLOC_ARENA_MAX=2``).
+
 Targets (issue "Every promise holds", over 30 minutes): RSS growth after the first minute
 ≤ 5 %, last minute's p99 ≤ 1.5 × the first minute's, nothing lost. The verdict is printed; the
 exit status is 1 when a target is missed.
@@ -22,6 +28,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
+import signal
 import statistics
 import sys
 import time
@@ -60,8 +68,18 @@ async def loop_tasks(port: int) -> int:
     return -1
 
 
-async def soak(minutes: int, n_clients: int, rate: float) -> dict[str, Any]:
+async def soak(
+    minutes: int,
+    n_clients: int,
+    rate: float,
+    server_env: dict[str, str],
+    memory_report: Path | None = None,
+) -> dict[str, Any]:
     server = ServerProc.hubbub()
+    assert server.env is not None
+    server.env |= server_env
+    if memory_report is not None:
+        server.env["HUBBUB_TRACEMALLOC"] = "1"
     await server.start()
     tally = Tally()
     try:
@@ -103,6 +121,8 @@ async def soak(minutes: int, n_clients: int, rate: float) -> dict[str, Any]:
                 "expected": sent * (n_clients + 1),
             }
             rows.append(row)
+            if memory_report is not None:
+                server.ps.send_signal(signal.SIGUSR1)
             print(
                 f"  {minute:3d}  {row['rss_mib']:8.1f}  {row['fds']:4d}  {row['tasks']:6d}"
                 f"  {row['p50_ms']:7.2f}  {row['p99_ms']:7.2f}"
@@ -111,6 +131,8 @@ async def soak(minutes: int, n_clients: int, rate: float) -> dict[str, Any]:
             )
         await close_clients([*clients, sender_client])
     finally:
+        if memory_report is not None:
+            await asyncio.to_thread(shutil.copyfile, server.log_path, memory_report)
         server.stop()
     first, last = rows[0], rows[-1]
     growth = (last["rss_mib"] - first["rss_mib"]) / first["rss_mib"] * 100
@@ -132,9 +154,30 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=500)
     parser.add_argument("--rate", type=float, default=50.0)
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--memory-report",
+        type=Path,
+        metavar="FILE",
+        help="trace the gateway's allocations and save a report per minute to FILE",
+    )
+    parser.add_argument(
+        "--server-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra environment for the gateway (repeat for several)",
+    )
     args = parser.parse_args()
+    server_env = {}
+    for item in args.server_env:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            parser.error(f"--server-env {item!r}: write it as KEY=VALUE, e.g. MALLOC_ARENA_MAX=2")
+        server_env[key] = value
     raise_nofile_limit()
-    result = asyncio.run(soak(args.minutes, args.clients, args.rate))
+    result = asyncio.run(
+        soak(args.minutes, args.clients, args.rate, server_env, args.memory_report)
+    )
     ok_rss = result["rss_growth_pct"] <= 5.0
     ok_p99 = result["p99_last_over_first"] <= 1.5
     ok_lost = result["lost"] == 0 and result["malformed"] == 0

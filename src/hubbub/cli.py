@@ -188,9 +188,11 @@ def serve(
         raise SystemExit(run_workers(workers, link_port))
     from hubbub.server.app import make_router
     from hubbub.server.config import open_space
+    from hubbub.server.memory_report import install_from_env as install_memory_report
 
     setup_logging(log_level)
     try:
+        install_memory_report()  # HUBBUB_TRACEMALLOC: opt-in, SIGUSR1 logs where memory grew
         limits = limits_from_env(Limits())
         if rate_limit is not None:
             limits.rate_per_s = rate_limit

@@ -20,6 +20,10 @@ log = logging.getLogger("hubbub.store")
 
 _CHECKPOINT_EVERY = 200
 """Inline commits between two WAL checkpoints (each on the worker thread)."""
+_CACHE_KIB = 512
+"""Page cache of each connection. The writer appends at the right edge of each table, so a
+few hundred KiB hold its working set; SQLite's default (2 MB each) only made a long-running
+gateway's memory climb for minutes while it filled (the soak: +0.8 MiB in minutes 1-2)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -112,12 +116,14 @@ class SqliteStore(Store):
     def _open_sync(self) -> None:
         db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA cache_size=-{_CACHE_KIB}")
         db.execute(f"PRAGMA synchronous={_SYNCHRONOUS[self.durability]}")
         if self.durability == "process":
             # the WAL is checkpointed (with its fsyncs) on the worker thread, never by a commit
             db.execute("PRAGMA wal_autocheckpoint=0")
         db.executescript(_SCHEMA)
         self._rdb = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._rdb.execute(f"PRAGMA cache_size=-{_CACHE_KIB}")
         row = db.execute("SELECT value FROM meta WHERE key='epoch'").fetchone()
         if row is None:
             epoch = uuid.uuid4().hex
