@@ -12,8 +12,9 @@ from aiohttp import WSMsgType, web
 from hubbub.cluster import wire
 from hubbub.protocol.dialect import Dialect
 from hubbub.protocol.errors import ProtocolError
-from hubbub.server.app import dialect_named, error_frames, open_session
+from hubbub.server.app import error_frames, open_session
 from hubbub.server.connection import CLOSE_POLICY, Connection, ws_binary_frame
+from hubbub.server.delivery import DIALECTS
 from hubbub.server.router import Router
 from hubbub.server.space import Session
 
@@ -134,13 +135,13 @@ class LeaderLink:
                     self._opening[sid].append(None)  # gone while attaching
 
     async def _open(self, sid: int, dialect_name: str, hello: bytes, peer: str) -> None:
-        dialect = dialect_named(dialect_name)
+        dialect = DIALECTS.get(dialect_name, DIALECTS["mew"])
         conn = RemoteConnection(self, sid, dialect, peer)
         try:
             frame = msgspec.json.decode(hello)
         except msgspec.DecodeError:
             frame = None
-        if not isinstance(frame, dict):
+        if not isinstance(frame, dict) or dialect_name not in DIALECTS:
             self._opening.pop(sid, None)
             conn.close(CLOSE_POLICY, "malformed hello")
             return
@@ -177,7 +178,7 @@ async def serve_link(request: web.Request, router: Router, node: str) -> web.Web
     await ws.prepare(request)
     transport = request.transport
     assert transport is not None
-    conn = Connection(transport, dialect_named("mew"), LINK_BUFFER_BYTES, lambda c: None, node)
+    conn = Connection(transport, DIALECTS["mew"], LINK_BUFFER_BYTES, lambda c: None, node)
     link = LeaderLink(router, node, conn)
     log.info("node %s linked", node)
     router.metrics.cluster_links += 1

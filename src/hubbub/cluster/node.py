@@ -23,6 +23,7 @@ from prometheus_client.registry import Collector
 
 from hubbub.cluster.seat import Seat
 from hubbub.protocol.hello import Hello
+from hubbub.server.access import request_token
 from hubbub.server.auth import Authenticator
 from hubbub.server.config import SpaceConfig
 from hubbub.server.connection import CLOSE_GOING_AWAY
@@ -282,8 +283,7 @@ class Node:
     def seat_of_request(self, request: web.Request) -> Seat:
         """The seat of the space an HTTP request addresses (its token's, ``?space=``, or
         the default)."""
-        auth = request.headers.get("Authorization", "")
-        token = auth[7:].strip() if auth[:7].lower() == "bearer " else request.query.get("token")
+        token = request_token(request)
         owner = self.auth.lookup_token(token) if token else None
         sid = owner[0] if owner else self.auth.addressed_space(request.query.get("space"))
         return self.seats.get(sid) or next(iter(self.seats.values()))

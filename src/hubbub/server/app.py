@@ -153,11 +153,6 @@ async def handshake(
     return None
 
 
-def dialect_named(name: str) -> Dialect:
-    """The codec of a dialect by its name (``mew`` or ``agentchat``)."""
-    return _AGENTCHAT if name == _AGENTCHAT.name else _MEW
-
-
 async def open_session(
     router: Router, dialect: Dialect, frame: dict[str, object], conn: Connection
 ) -> tuple[Session | None, ProtocolError | None]:
