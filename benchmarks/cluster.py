@@ -665,6 +665,12 @@ def parse_args(argv: list[str] | None) -> tuple[Plan, str | None]:
     p.add_argument("--window", type=float, help="seconds measured per throughput run")
     p.add_argument("--lease-ms", type=int, default=3000, help="cluster lease (failover)")
     p.add_argument("--failover-clients", type=int, default=100)
+    p.add_argument(
+        "--rcvlowat",
+        type=int,
+        default=0,
+        help="SO_RCVLOWAT of the counting receivers (fewer, larger reads: cheaper load)",
+    )
     a = p.parse_args(argv)
     cfg = Config()
     if a.quick:
@@ -674,6 +680,7 @@ def parse_args(argv: list[str] | None) -> tuple[Plan, str | None]:
         cfg.runs = a.runs
     if a.window:
         cfg.window_s = a.window
+    cfg.rcvlowat = a.rcvlowat
     parts = [x for x in a.only.split(",") if x]
     unknown = set(parts) - set(PARTS)
     if unknown:

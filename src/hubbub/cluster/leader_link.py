@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from typing import Any, cast
 
 import msgspec
@@ -27,7 +28,7 @@ LINK_BUFFER_BYTES = 256 * 1024 * 1024
 class RemoteConnection(Connection):
     """A client connected to another node: what the router writes goes over the link."""
 
-    __slots__ = ("link", "sid")
+    __slots__ = ("group", "link", "member", "sid")
 
     def __init__(self, link: LeaderLink, sid: int, dialect: Dialect, peer: str) -> None:
         # no transport of its own: every method that touches one is overridden
@@ -40,6 +41,8 @@ class RemoteConnection(Connection):
         self._out = []
         self.link = link
         self.sid = sid
+        self.group = link  # a channel's fan-out reaches all of a link's members in one call
+        self.member = sid
 
     def send(self, frame: bytes) -> bool:
         """Queue one frame for this client on its node's link."""
@@ -91,6 +94,16 @@ class LeaderLink:
             return
         self.last = frame
         self.last_sids = [sid]
+        self._batch.append([wire.OUT, frame, self.last_sids])
+        self._schedule()
+
+    def send_many(self, frame: bytes, members: Iterable[int]) -> None:
+        """Queue ``frame`` for clients ``members`` (a channel's fan-out: one call per link)."""
+        if frame is self.last:
+            self.last_sids.extend(members)
+            return
+        self.last = frame
+        self.last_sids = list(members)
         self._batch.append([wire.OUT, frame, self.last_sids])
         self._schedule()
 

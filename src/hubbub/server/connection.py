@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from hubbub.protocol.dialect import Dialect
 
@@ -50,6 +51,13 @@ def ws_close_frame(code: int, reason: str) -> bytes:
     return bytes((0x88, len(body))) + body
 
 
+class FanoutGroup(Protocol):
+    """Takes one frame for many of its connections in one call (a cluster node's link)."""
+
+    def send_many(self, frame: bytes, members: Iterable[int]) -> None:
+        """Queue ``frame`` for the connections numbered ``members``."""
+
+
 _CORKED: list[Connection] = []
 """Connections with frames waiting for the end of this event-loop turn."""
 _UNCORK_ON: list[asyncio.AbstractEventLoop | None] = [None]
@@ -84,6 +92,11 @@ class Connection:
     """
 
     __slots__ = ("_on_overflow", "_out", "buffer_limit", "closed", "dialect", "peer", "transport")
+
+    group: FanoutGroup | None = None
+    """Set when a fan-out may reach this connection through its group (as member ``member``)
+    in one call for all the group's connections in a channel, instead of one :meth:`send`."""
+    member: int = 0
 
     def __init__(
         self,

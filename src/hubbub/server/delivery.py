@@ -112,20 +112,26 @@ class Delivery:
     def fanout(self, ch: Channel, env: Envelope, data: bytes | None = None) -> None:
         """Write one envelope to every awake member: encoded once per dialect, same bytes to
         all (``data``: its MEW encoding, when the caller has it)."""
-        mew = ch.by_dialect["mew"]
+        mew, mew_groups = ch.by_dialect["mew"], ch.groups["mew"]
         n = 0
-        if mew:
+        if mew or mew_groups:
             frame = ws_text_frame(data if data is not None else encode(env))
             for conn in mew.values():
                 conn.send(frame)
             n += len(mew)
-        ac = ch.by_dialect["agentchat"]
-        if ac:
+            for group, members in mew_groups.items():
+                group.send_many(frame, members.values())
+                n += len(members)
+        ac, ac_groups = ch.by_dialect["agentchat"], ch.groups["agentchat"]
+        if ac or ac_groups:
             buf = ws_text_frames(DIALECTS["agentchat"].encode(env))
             if buf:
                 for conn in ac.values():
                     conn.send(buf)
                 n += len(ac)
+                for group, members in ac_groups.items():
+                    group.send_many(buf, members.values())
+                    n += len(members)
         self.metrics.messages_out += n
 
     def fanout_all(self, ch: Channel, envs: Sequence[Envelope]) -> None:
@@ -135,18 +141,22 @@ class Delivery:
             return
         n = 0
         for dname, conns in ch.by_dialect.items():
-            if not conns:
+            groups = ch.groups[dname]
+            if not conns and not groups:
                 continue
             if dname == "mew":
                 buf = b"".join(ws_text_frame(encode(e)) for e in envs)
             else:
-                dialect = next(iter(conns.values())).dialect
+                dialect = DIALECTS[dname]
                 buf = ws_text_frames([p for e in envs for p in dialect.encode(e)])
             if not buf:
                 continue
             for conn in list(conns.values()):
                 conn.send(buf)
             n += len(conns)
+            for group, members in list(groups.items()):
+                group.send_many(buf, list(members.values()))
+                n += len(members)
         self.metrics.messages_out += n * len(envs)
 
     # ------------------------------------------------------------------ presence

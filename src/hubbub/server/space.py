@@ -12,7 +12,7 @@ from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.envelope import encode
 from hubbub.protocol.ids import Clock
 from hubbub.server.config import SpaceConfig
-from hubbub.server.connection import Connection
+from hubbub.server.connection import Connection, FanoutGroup
 from hubbub.server.message_ids import MessageIds
 from hubbub.server.proposals import ProposalLedger
 
@@ -207,11 +207,14 @@ class Channel:
     ``sleepers``, so the fan-out skips it at no cost and the sleep engine decides. A member
     whose join is still reading history is in ``members`` (it may send at once) and in
     ``joining``, and enters the fan-out lists when its ``channel/joined`` goes out.
+    Connections with a fan-out group (a cluster node's clients on the leader) are listed by
+    group in ``groups`` instead of ``by_dialect``: a fan-out reaches each group in one call.
     """
 
     __slots__ = (
         "assigned",
         "by_dialect",
+        "groups",
         "joining",
         "members",
         "name",
@@ -227,6 +230,7 @@ class Channel:
         self.joining: set[str] = set()
         self.members: dict[str, Session] = {}
         self.by_dialect: dict[str, dict[str, Connection]] = {"mew": {}, "agentchat": {}}
+        self.groups: dict[str, dict[FanoutGroup, dict[str, int]]] = {"mew": {}, "agentchat": {}}
         self.sleepers: dict[str, Session] = {}
         self.recent: deque[tuple[int, bytes]] = deque(maxlen=cache_size)
 
@@ -243,7 +247,7 @@ class Channel:
         self.members[s.id] = s
         self.joining.discard(s.id)
         if s.wake_at is None:
-            self.by_dialect[s.conn.dialect.name][s.id] = s.conn
+            self._listen(s)
         else:
             self.sleepers[s.id] = s
         s.channels.add(self.name)
@@ -254,7 +258,7 @@ class Channel:
             return False
         del self.members[s.id]
         self.joining.discard(s.id)
-        self.by_dialect[s.conn.dialect.name].pop(s.id, None)
+        self._unlisten(s)
         self.sleepers.pop(s.id, None)
         s.channels.discard(self.name)
         return True
@@ -264,11 +268,31 @@ class Channel:
         if self.members.get(s.id) is not s or s.id in self.joining:
             return
         if asleep:
-            self.by_dialect[s.conn.dialect.name].pop(s.id, None)
+            self._unlisten(s)
             self.sleepers[s.id] = s
         else:
             self.sleepers.pop(s.id, None)
-            self.by_dialect[s.conn.dialect.name][s.id] = s.conn
+            self._listen(s)
+
+    def _listen(self, s: Session) -> None:
+        """Put ``s`` on the fan-out lists (by group when its connection has one)."""
+        conn = s.conn
+        name = conn.dialect.name
+        self._unlisten(s)
+        if conn.group is None:
+            self.by_dialect[name][s.id] = conn
+        else:
+            self.groups[name].setdefault(conn.group, {})[s.id] = conn.member
+
+    def _unlisten(self, s: Session) -> None:
+        """Take participant ``s.id`` off the fan-out lists of its dialect."""
+        name = s.conn.dialect.name
+        self.by_dialect[name].pop(s.id, None)
+        groups = self.groups[name]
+        if groups:
+            for group, members in list(groups.items()):
+                if members.pop(s.id, None) is not None and not members:
+                    del groups[group]
 
     def cached_after(self, after_seq: int) -> list[tuple[int, bytes]] | None:
         """Messages with ``seq > after_seq`` from the cache, or None if the cache lacks some."""
