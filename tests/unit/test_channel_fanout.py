@@ -160,3 +160,35 @@ def test_a_group_fanout_keeps_order_with_single_sends() -> None:
         for sid in cast(list[int], sids):
             per_client[sid].append(cast(bytes, frame))
     assert per_client == {1: [b"A", b"only-1", b"B"], 2: [b"A", b"B", b"B"]}
+
+
+def test_a_node_writes_each_client_its_frames_in_order_with_one_send_per_run() -> None:
+    """The edge joins a run of frames for the same clients into one send, order kept."""
+    from hubbub.cluster.edge import Uplink
+    from hubbub.cluster.wire import encode_batch
+
+    class Sink:
+        def __init__(self) -> None:
+            self.sends: list[bytes] = []
+
+        def send(self, frame: bytes) -> bool:
+            self.sends.append(frame)
+            return True
+
+    uplink = Uplink("n", "127.0.0.1:1", "secret", Metrics())
+    sinks = {sid: Sink() for sid in (1, 2, 3)}
+    uplink.clients.update(cast(dict[int, Connection], sinks))
+    batch = [
+        ["out", b"A", [1, 2]],
+        ["out", b"B", [1, 2]],
+        ["out", b"C", [1]],
+        ["out", b"D", [1, 2]],
+        ["out", b"E", [1, 2, 9]],  # 9: a client that already left
+        ["out", b"F", [3]],
+    ]
+    assert uplink._deliver(encode_batch(cast(list[list[object]], batch)))
+    assert [s.sends for s in sinks.values()] == [
+        [b"AB", b"C", b"D", b"E"],
+        [b"AB", b"D", b"E"],
+        [b"F"],
+    ]

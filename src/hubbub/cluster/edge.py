@@ -125,13 +125,21 @@ class Uplink:
             log.warning("the leader sent a malformed link frame; dropping the link")
             return False
         clients = self.clients
-        for msg in batch:
+        i, n = 0, len(batch)
+        while i < n:
+            msg = batch[i]
+            i += 1
             if msg[0] == wire.OUT:
-                frame = msg[1]
-                for sid in msg[2]:
+                sids, frames = msg[2], [msg[1]]
+                # a channel's messages of one commit go to the same clients: one send each
+                while i < n and batch[i][0] == wire.OUT and batch[i][2] == sids:
+                    frames.append(batch[i][1])
+                    i += 1
+                data = frames[0] if len(frames) == 1 else b"".join(frames)
+                for sid in sids:
                     conn = clients.get(sid)
                     if conn is not None:
-                        conn.send(frame)
+                        conn.send(data)
             elif msg[0] == wire.CLOSE:
                 conn = clients.get(int(msg[1]))
                 if conn is not None:
