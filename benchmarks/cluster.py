@@ -16,7 +16,9 @@ everysec``, temporary directory) and its own gateway processes; the load generat
    over the same window. Single and cluster runs are interleaved. ``redis-idle``: Redis's CPU
    for an idle 2-node cluster (leases, heartbeats), the background in every Redis number.
 2. ``workers``: deliveries/s at K = 1000 of one ``--cluster`` node process vs ``--workers 2``
-   (SO_REUSEPORT spreads the receivers), the load generator's CPU beside it.
+   (SO_REUSEPORT spreads the receivers), the load generator's CPU beside it; under the flood
+   as above, and under the same flood read with ``SO_RCVLOWAT`` 8192 (fewer, larger reads: on
+   2 cores the load generator otherwise takes the core a second worker would use).
 3. ``latency``: send→receive p50/p99 at 500 msgs/s, K = 100, senders on node A, receivers on
    node B.
 4. ``failover``: 100 clients spread over 3 nodes; ``kill -9`` of the leader; time from the kill
@@ -34,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import platform
@@ -253,13 +256,21 @@ async def part_cpu(plan: Plan) -> list[CpuRun]:
     return runs
 
 
+WORKER_LOADS = (("flood", 0), ("flood, receivers with SO_RCVLOWAT 8192", 8192))
+"""The load shapes of the workers part: the flood as elsewhere, and the same flood read in
+fewer, larger chunks (the load generator then needs less of the 2 cores the server shares)."""
+
+
 async def part_workers(plan: Plan) -> list[CpuRun]:
     runs: list[CpuRun] = []
-    for n in range(plan.cfg.runs):
-        for workers in (1, 2):
-            run = await cluster_run(plan.workers_k, n, plan.cfg, nodes=1, workers=workers)
-            log(f"  K={plan.workers_k} run {n + 1} {run.config}: {cpu_line(run)}")
-            runs.append(run)
+    for load, rcvlowat in WORKER_LOADS:
+        cfg = dataclasses.replace(plan.cfg, rcvlowat=rcvlowat)
+        for n in range(plan.cfg.runs):
+            for workers in (1, 2):
+                run = await cluster_run(plan.workers_k, n, cfg, nodes=1, workers=workers)
+                run.config = f"{run.config} | {load}"
+                log(f"  K={plan.workers_k} run {n + 1} {run.config}: {cpu_line(run)}")
+                runs.append(run)
     return runs
 
 
@@ -539,18 +550,23 @@ def render(results: dict[str, Any], runs: dict[str, list[CpuRun]], plan: Plan) -
         k = plan.workers_k
         out.append(f"2. --workers 2 vs one node process, K = {k} (medians)")
         summary = {}
-        for config in ("cluster 1 nodes", "cluster --workers 2"):
-            rs = _by(runs["workers"], config, k)
-            dl = _median([r.result.deliveries_per_s for r in rs])
-            summary[config] = dl
-            out.append(
-                f"   {config:<20} {dl:>10,.0f} deliveries/s; server "
-                f"{_median([r.result.server_cpu for r in rs]):.2f} / loadgen "
-                f"{_median([r.result.gen_cpu for r in rs]):.2f} / Redis "
-                f"{_median([r.result.aux_cpu.get('redis', 0.0) for r in rs]):.2f} cores"
-            )
-        gain = summary["cluster --workers 2"] / summary["cluster 1 nodes"] - 1
-        out.append(f"   two workers vs one: {gain:+.0%}")
+        for load, _ in WORKER_LOADS:
+            out.append(f"   load: {load}")
+            dls = {}
+            for config in ("cluster 1 nodes", "cluster --workers 2"):
+                rs = _by(runs["workers"], f"{config} | {load}", k)
+                dls[config] = dl = _median([r.result.deliveries_per_s for r in rs])
+                gen = _median([r.result.gen_cpu for r in rs])
+                bound = "  (the load generator is the bound)" if gen >= 0.95 else ""
+                out.append(
+                    f"     {config:<20} {dl:>10,.0f} deliveries/s; server "
+                    f"{_median([r.result.server_cpu for r in rs]):.2f} / loadgen {gen:.2f} / "
+                    f"Redis {_median([r.result.aux_cpu.get('redis', 0.0) for r in rs]):.2f} "
+                    f"cores{bound}"
+                )
+            gain = dls["cluster --workers 2"] / dls["cluster 1 nodes"] - 1
+            out.append(f"     two workers vs one: {gain:+.0%}")
+            summary[load] = {**dls, "gain": gain}
         results["workers_summary"] = summary
     if "latency" in results:
         out.append(f"3. Latency at {plan.cfg.latency_rate:.0f} msgs/s, K = {plan.cfg.latency_k}")
@@ -665,12 +681,6 @@ def parse_args(argv: list[str] | None) -> tuple[Plan, str | None]:
     p.add_argument("--window", type=float, help="seconds measured per throughput run")
     p.add_argument("--lease-ms", type=int, default=3000, help="cluster lease (failover)")
     p.add_argument("--failover-clients", type=int, default=100)
-    p.add_argument(
-        "--rcvlowat",
-        type=int,
-        default=0,
-        help="SO_RCVLOWAT of the counting receivers (fewer, larger reads: cheaper load)",
-    )
     a = p.parse_args(argv)
     cfg = Config()
     if a.quick:
@@ -680,7 +690,6 @@ def parse_args(argv: list[str] | None) -> tuple[Plan, str | None]:
         cfg.runs = a.runs
     if a.window:
         cfg.window_s = a.window
-    cfg.rcvlowat = a.rcvlowat
     parts = [x for x in a.only.split(",") if x]
     unknown = set(parts) - set(PARTS)
     if unknown:
