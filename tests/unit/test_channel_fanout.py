@@ -58,6 +58,17 @@ class Recorded(Connection):
         return True
 
 
+class Sink:
+    """Stands for a connection: keeps what is sent to it."""
+
+    def __init__(self) -> None:
+        self.frames: list[bytes] = []
+
+    def send(self, frame: bytes) -> bool:
+        self.frames.append(frame)
+        return True
+
+
 actions = st.lists(
     st.tuples(
         st.sampled_from(["join", "leave", "sleep", "wake", "move"]),
@@ -126,14 +137,6 @@ def test_a_group_fanout_keeps_order_with_single_sends() -> None:
     from hubbub.cluster.leader_link import LeaderLink, RemoteConnection
     from hubbub.cluster.wire import decode_batch
 
-    class Sink:
-        def __init__(self) -> None:
-            self.frames: list[bytes] = []
-
-        def send(self, frame: bytes) -> bool:
-            self.frames.append(frame)
-            return True
-
     class FakeRouter:
         def on_overflow(self, conn: Connection) -> None:
             pass
@@ -167,14 +170,6 @@ def test_a_node_writes_each_client_its_frames_in_order_with_one_send_per_run() -
     from hubbub.cluster.edge import Uplink
     from hubbub.cluster.wire import encode_batch
 
-    class Sink:
-        def __init__(self) -> None:
-            self.sends: list[bytes] = []
-
-        def send(self, frame: bytes) -> bool:
-            self.sends.append(frame)
-            return True
-
     uplink = Uplink("n", "127.0.0.1:1", "secret", Metrics())
     sinks = {sid: Sink() for sid in (1, 2, 3)}
     uplink.clients.update(cast(dict[int, Connection], sinks))
@@ -187,7 +182,7 @@ def test_a_node_writes_each_client_its_frames_in_order_with_one_send_per_run() -
         ["out", b"F", [3]],
     ]
     assert uplink._deliver(encode_batch(cast(list[list[object]], batch)))
-    assert [s.sends for s in sinks.values()] == [
+    assert [s.frames for s in sinks.values()] == [
         [b"AB", b"C", b"D", b"E"],
         [b"AB", b"D", b"E"],
         [b"F"],
