@@ -39,7 +39,6 @@ import contextlib
 import json
 import os
 import random
-import signal
 import socket
 import subprocess
 import sys
@@ -51,8 +50,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.processes, tests.cluster
 
 import aiohttp
+from tests import processes
 
 from hubbub.errors import HubbubError
 from hubbub.sdk import Client
@@ -112,17 +113,10 @@ class Gateway:
         raise RuntimeError(f"gateway did not answer /health within 20 s; see {self.log}")
 
     def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait()
+        processes.kill9(self.proc)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        processes.stop(self.proc)
 
 
 @dataclass
@@ -316,7 +310,6 @@ async def run(kills: int, seed: int, nodes: int = 0) -> dict[str, Any]:
         write_space(config)
         redis = None
         if nodes:
-            sys.path.insert(0, str(ROOT))
             from tests.cluster.redis_server import RedisServer
 
             redis = RedisServer(data / "redis")

@@ -20,9 +20,9 @@ from hubbub.server.router import Router
 
 
 class Door:
-    """Something clients connect to at ``url``: the join helpers of every test gateway."""
+    """A gateway on 127.0.0.1 at ``port``: the join helpers of every test gateway."""
 
-    url: str
+    port: int
     clients: list[WsClient]
     join_timeout = 5.0
     """How long a join may take (a cluster node carries it to the space's leader)."""
@@ -32,6 +32,14 @@ class Door:
         client = WsClient(ws)
         self.clients.append(client)
         return client
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws"
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     async def mew(self, pid: str, **extra: Any) -> WsClient:
         """Connect and join on the MEW dialect; return once welcome and joins arrived."""
@@ -70,14 +78,6 @@ class RunningGateway(Door):
     port: int
     data_dir: Path
     clients: list[WsClient] = field(default_factory=list)
-
-    @property  # type: ignore[override]
-    def url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}/ws"
-
-    @property
-    def http(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
 
 class WsClient:

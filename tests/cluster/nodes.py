@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from typing import Any
 
 import aiohttp
 
+from tests import processes
 from tests.conftest import Door, WsClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,14 +42,6 @@ class ClusterNode(Door):
     extra: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
     clients: list[WsClient] = field(default_factory=list)
-
-    @property  # type: ignore[override]
-    def url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}/ws"
-
-    @property
-    def http(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     @property
     def log(self) -> Path:
@@ -89,17 +81,10 @@ class ClusterNode(Door):
         )
 
     def kill9(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait()
+        processes.kill9(self.proc)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.kill9()
+        processes.stop(self.proc)
 
 
 async def start_cluster(redis_url: str, workdir: Path, n: int = 3) -> list[ClusterNode]:

@@ -9,6 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests import processes
+
 DEFAULT_ARGS: tuple[str, ...] = (
     "--save",
     "",
@@ -112,9 +114,7 @@ class RedisServer:
 
     def kill9(self) -> None:
         """Kill the server with SIGKILL (no shutdown, no last write) and wait for it to die."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        processes.kill9(self.process)
 
     def restart(self) -> None:
         """Start the server again on the same port and directory (after kill9 or stop)."""
@@ -123,9 +123,4 @@ class RedisServer:
 
     def stop(self) -> None:
         """End the server (SIGTERM, then SIGKILL if it lingers)."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill9()
+        processes.stop(self.process)
