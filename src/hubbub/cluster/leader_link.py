@@ -28,7 +28,7 @@ LINK_BUFFER_BYTES = 256 * 1024 * 1024
 class RemoteConnection(Connection):
     """A client connected to another node: what the router writes goes over the link."""
 
-    __slots__ = ("group", "link", "member", "sid")
+    __slots__ = ("link", "sid")
 
     def __init__(self, link: LeaderLink, sid: int, dialect: Dialect, peer: str) -> None:
         # no transport of its own: every method that touches one is overridden
@@ -41,8 +41,16 @@ class RemoteConnection(Connection):
         self._out = []
         self.link = link
         self.sid = sid
-        self.group = link  # a channel's fan-out reaches all of a link's members in one call
-        self.member = sid
+
+    @property
+    def group(self) -> LeaderLink:
+        """Its node's link: a channel's fan-out reaches all of the link's clients in one call."""
+        return self.link
+
+    @property
+    def member(self) -> int:
+        """Its id on the link."""
+        return self.sid
 
     def send(self, frame: bytes) -> bool:
         """Queue one frame for this client on its node's link."""

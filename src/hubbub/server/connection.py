@@ -93,11 +93,6 @@ class Connection:
 
     __slots__ = ("_on_overflow", "_out", "buffer_limit", "closed", "dialect", "peer", "transport")
 
-    group: FanoutGroup | None = None
-    """Set when a fan-out may reach this connection through its group (as member ``member``)
-    in one call for all the group's connections in a channel, instead of one :meth:`send`."""
-    member: int = 0
-
     def __init__(
         self,
         transport: asyncio.Transport,
@@ -113,6 +108,17 @@ class Connection:
         self._on_overflow = on_overflow
         self.peer = peer
         self._out: list[bytes] = []
+
+    @property
+    def group(self) -> FanoutGroup | None:
+        """The group through which a fan-out may reach this connection (as :attr:`member`), in
+        one call for all the group's connections in a channel; None: one :meth:`send` each."""
+        return None
+
+    @property
+    def member(self) -> int:
+        """This connection's number in its :attr:`group`."""
+        return 0
 
     def send(self, frame: bytes) -> bool:
         """Queue one complete frame for this loop turn's write; False when the connection is

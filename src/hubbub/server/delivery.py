@@ -31,6 +31,19 @@ DIALECTS: dict[str, Dialect] = {"mew": MewDialect(), "agentchat": AgentchatDiale
 """The codec of each dialect, by name."""
 
 
+def _send_to_listeners(ch: Channel, dialect: str, buf: bytes) -> int:
+    """Queue ``buf`` for every awake member of ``ch`` on ``dialect`` (one call per group of
+    connections); how many members that is. Sending only queues, so the lists stay put."""
+    conns, groups = ch.by_dialect[dialect], ch.groups[dialect]
+    for conn in conns.values():
+        conn.send(buf)
+    n = len(conns)
+    for group, members in groups.items():
+        group.send_many(buf, members.values())
+        n += len(members)
+    return n
+
+
 class Delivery:
     """Writes envelopes to this process's sessions: one, a channel's members, presence."""
 
@@ -112,26 +125,14 @@ class Delivery:
     def fanout(self, ch: Channel, env: Envelope, data: bytes | None = None) -> None:
         """Write one envelope to every awake member: encoded once per dialect, same bytes to
         all (``data``: its MEW encoding, when the caller has it)."""
-        mew, mew_groups = ch.by_dialect["mew"], ch.groups["mew"]
         n = 0
-        if mew or mew_groups:
+        if ch.by_dialect["mew"] or ch.groups["mew"]:
             frame = ws_text_frame(data if data is not None else encode(env))
-            for conn in mew.values():
-                conn.send(frame)
-            n += len(mew)
-            for group, members in mew_groups.items():
-                group.send_many(frame, members.values())
-                n += len(members)
-        ac, ac_groups = ch.by_dialect["agentchat"], ch.groups["agentchat"]
-        if ac or ac_groups:
+            n += _send_to_listeners(ch, "mew", frame)
+        if ch.by_dialect["agentchat"] or ch.groups["agentchat"]:
             buf = ws_text_frames(DIALECTS["agentchat"].encode(env))
             if buf:
-                for conn in ac.values():
-                    conn.send(buf)
-                n += len(ac)
-                for group, members in ac_groups.items():
-                    group.send_many(buf, members.values())
-                    n += len(members)
+                n += _send_to_listeners(ch, "agentchat", buf)
         self.metrics.messages_out += n
 
     def fanout_all(self, ch: Channel, envs: Sequence[Envelope]) -> None:
@@ -141,22 +142,15 @@ class Delivery:
             return
         n = 0
         for dname, conns in ch.by_dialect.items():
-            groups = ch.groups[dname]
-            if not conns and not groups:
+            if not conns and not ch.groups[dname]:
                 continue
             if dname == "mew":
                 buf = b"".join(ws_text_frame(encode(e)) for e in envs)
             else:
                 dialect = DIALECTS[dname]
                 buf = ws_text_frames([p for e in envs for p in dialect.encode(e)])
-            if not buf:
-                continue
-            for conn in list(conns.values()):
-                conn.send(buf)
-            n += len(conns)
-            for group, members in list(groups.items()):
-                group.send_many(buf, list(members.values()))
-                n += len(members)
+            if buf:
+                n += _send_to_listeners(ch, dname, buf)
         self.metrics.messages_out += n * len(envs)
 
     # ------------------------------------------------------------------ presence
