@@ -185,7 +185,12 @@ async def _proposal(feed: Feed, alice: Participant, coder: Agent) -> None:
 
 
 async def _callback_and_sleep(
-    feed: Feed, alice: Participant, chef: Agent, travel: Agent, moment: Moment | None
+    feed: Feed,
+    alice: Participant,
+    replies: list[str],
+    chef: Agent,
+    travel: Agent,
+    moment: Moment | None,
 ) -> None:
     """d. chef schedules a callback; travel sleeps, gets DMs buffered, wakes with them."""
     say("\n== d. a callback, and sleep with buffered DMs ==")
@@ -202,6 +207,8 @@ async def _callback_and_sleep(
         await moment()
     await _until(lambda: bool(feed.seen("callback-fired", participant="chef")), 30, "callback")
     await _until(lambda: bool(feed.seen("wake", participant="travel")), 30, "travel's wake-up")
+    # both buffered DMs answered (a busy() check can fall between the wake and the first turn)
+    await _until(lambda: sum(" travel → alice: " in r for r in replies) >= 2, 30, "travel")
     await _until(lambda: not travel.busy() and not chef.busy(), 30, "the answers")
     await asyncio.sleep(0.5)
 
@@ -278,7 +285,7 @@ async def _cast_and_scene(
         await _contest(feed, host, agents)
         await _tool_call(alice, replies, maths)
         await _proposal(feed, alice, coder)
-        await _callback_and_sleep(feed, alice, chef, travel, moment)
+        await _callback_and_sleep(feed, alice, replies, chef, travel, moment)
         say("\n== scene over ==")
         if serve:
             say(f"still serving: approve coder's proposal at {dashboard}; Ctrl-C to stop")
