@@ -30,7 +30,7 @@ from hubbub.server.connection import CLOSE_GOING_AWAY
 from hubbub.server.metrics import Metrics
 from hubbub.server.router import Router
 from hubbub.store.base import Store
-from hubbub.store.redis import redis_client
+from hubbub.store.redis import redacted_url, redis_client
 
 log = logging.getLogger("hubbub.cluster")
 
@@ -159,7 +159,7 @@ class Node:
             except (aioredis.ConnectionError, aioredis.TimeoutError, OSError) as exc:
                 if time.monotonic() > deadline:
                     raise RuntimeError(
-                        f"cannot reach Redis at {_redacted(self.settings.redis_url)}: {exc}; "
+                        f"cannot reach Redis at {redacted_url(self.settings.redis_url)}: {exc}; "
                         "start redis-server there or fix --cluster"
                     ) from None
                 await asyncio.sleep(0.5)
@@ -174,7 +174,7 @@ class Node:
             log.warning(
                 "Redis at %s runs without AOF (appendonly no): a crash of Redis can take back "
                 "acknowledged messages; set `appendonly yes` (docs/cluster.md)",
-                _redacted(self.settings.redis_url),
+                redacted_url(self.settings.redis_url),
             )
 
     def close_clients(self) -> None:
@@ -310,19 +310,11 @@ class Node:
             "leaders": leaders,
             "nodes": nodes,
             "redis": {
-                "url": _redacted(self.settings.redis_url),
+                "url": redacted_url(self.settings.redis_url),
                 "reachable": self.redis_ok,
                 "latency_ms": round(self.redis_ms, 3),
             },
         }
-
-
-def _redacted(url: str) -> str:
-    """A Redis URL without its password."""
-    if "@" not in url:
-        return url
-    scheme, rest = url.split("://", 1) if "://" in url else ("redis", url)
-    return f"{scheme}://***@{rest.split('@', 1)[1]}"
 
 
 class _NodeCollector(Collector):
