@@ -259,9 +259,12 @@ def serve(
 
     async def serve_until_signalled() -> None:
         from hubbub.server.app import serve_forever
+        from hubbub.store.base import StoreError
 
         try:
             await serve_forever(router, bind, port)
+        except StoreError as exc:
+            raise click.ClickException(str(exc)) from None
         except OSError as exc:
             if exc.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
                 raise

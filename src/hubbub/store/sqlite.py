@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from hubbub.store.base import DM_STREAM, Durability, MessageRef, Store, StoredMessage
+from hubbub.store.base import DM_STREAM, Durability, MessageRef, Store, StoredMessage, StoreError
 from hubbub.store.retry import retry_pauses
 
 log = logging.getLogger("hubbub.store")
@@ -69,6 +69,40 @@ CREATE TABLE IF NOT EXISTS meta (
 """
 
 _SYNCHRONOUS: dict[str, str] = {"process": "NORMAL", "power": "FULL"}
+
+
+def explain(path: Path, exc: Exception) -> Exception:
+    """``exc`` as a :class:`StoreError` naming the problem with ``path`` and the fix, when it
+    is one a user must act on (a damaged file, a full disk, no permission); else ``exc``."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(exc, sqlite3.Error) or code is None:
+        return exc
+    files = f"{path} (and its -wal and -shm files)"
+    primary = code & 0xFF
+    if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        why = (
+            f"the history file {path} is damaged ({exc}): move {files} aside to start with "
+            f"an empty history, or salvage what is readable with `mkdir recovered && sqlite3 "
+            f"{path} .recover | sqlite3 recovered/hubbub.db` and start with --data-dir recovered"
+        )
+    elif primary == sqlite3.SQLITE_FULL:
+        why = (
+            f"the disk holding {path} is full ({exc}): free space there (or move the "
+            "history elsewhere with --data-dir); nothing new is stored until then"
+        )
+    elif primary in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM):
+        why = (
+            f"cannot write the history file {path} ({exc}): make {files} and its directory "
+            "writable by this user, or choose another --data-dir"
+        )
+    elif primary == sqlite3.SQLITE_IOERR:
+        why = (
+            f"reading or writing the history file {path} failed ({exc}): check the disk "
+            "(dmesg, free space) or choose another --data-dir"
+        )
+    else:
+        return exc
+    return StoreError(why)
 
 
 class SqliteStore(Store):
@@ -151,7 +185,10 @@ class SqliteStore(Store):
         self._pool.shutdown(wait=True)
 
     async def _run(self, fn: Any, *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        except sqlite3.Error as exc:
+            raise explain(self.path, exc) from exc
 
     def append(
         self, space: str, channel: str, seq: int, data: bytes, ref: MessageRef | None = None
