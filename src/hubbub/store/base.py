@@ -47,6 +47,9 @@ class Store(ABC):
     available: bool = True
     """False while commits fail (its server unreachable): the gateway then refuses new
     messages with ``unavailable`` instead of queueing what it cannot acknowledge."""
+    problem: str | None = None
+    """Why commits fail right now (the disk is full, the file is damaged), for ``/health``;
+    None while they succeed."""
 
     @abstractmethod
     async def open(self) -> None:

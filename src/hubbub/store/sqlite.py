@@ -69,6 +69,8 @@ CREATE TABLE IF NOT EXISTS meta (
 """
 
 _SYNCHRONOUS: dict[str, str] = {"process": "NORMAL", "power": "FULL"}
+CLOSE_WAIT_S = 10
+"""How long a stopping gateway waits for failing commits (a full disk) before it stops."""
 
 
 def explain(path: Path, exc: Exception) -> Exception:
@@ -97,8 +99,8 @@ def explain(path: Path, exc: Exception) -> Exception:
         )
     elif primary == sqlite3.SQLITE_IOERR:
         why = (
-            f"reading or writing the history file {path} failed ({exc}): check the disk "
-            "(dmesg, free space) or choose another --data-dir"
+            f"reading or writing the history file {path} failed ({exc}): the disk may be "
+            "full or failing; free space there, check it (dmesg), or choose another --data-dir"
         )
     else:
         return exc
@@ -172,10 +174,11 @@ class SqliteStore(Store):
         return self._epoch
 
     async def close(self) -> None:
-        """Commit what is queued, close the file and stop the worker thread."""
-        await self.flush()
+        """Commit what is queued (waiting at most ``CLOSE_WAIT_S`` while commits fail), close
+        the file and stop the worker thread."""
+        stored = await self._flush_before_close()
         if self._db is not None:
-            if self.durability == "process":
+            if self.durability == "process" and stored:
                 await self._run(self._checkpoint_sync)
             await self._run(self._db.close)
             self._db = None
@@ -183,6 +186,24 @@ class SqliteStore(Store):
             await self._run(self._rdb.close)
             self._rdb = None
         self._pool.shutdown(wait=True)
+
+    async def _flush_before_close(self) -> bool:
+        """Wait for what is queued; False if commits kept failing for ``CLOSE_WAIT_S``."""
+        try:
+            await asyncio.wait_for(self.flush(), CLOSE_WAIT_S)
+            return True
+        except TimeoutError:
+            log.warning(
+                "stopping without the last writes: they could not be stored within %d s "
+                "(%s); none of them was acknowledged",
+                CLOSE_WAIT_S,
+                self.problem,
+            )
+            task = self._commit_task
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+            return False
 
     async def _run(self, fn: Any, *args: Any) -> Any:
         try:
@@ -310,16 +331,16 @@ class SqliteStore(Store):
                     await self._after_inline_commit()
                 else:
                     await self._run(self._commit_sync, *batch)
-                self.available = True
+                self.available, self.problem = True, None
                 return
             except Exception as exc:
                 self.failed_commits += 1
-                self.available = False
+                self.available, self.problem = False, str(explain(self.path, exc))
                 pause = next(pauses)
                 log.error(
-                    "commit failed (%s); retrying in %.2fs, nothing is acknowledged "
+                    "commit failed: %s; retrying in %.2fs, nothing is acknowledged "
                     "until it succeeds",
-                    exc,
+                    self.problem,
                     pause,
                 )
                 await asyncio.sleep(pause)
@@ -397,7 +418,8 @@ class SqliteStore(Store):
                 db.execute(sql, params)
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # SQLite has already rolled back after a full disk or I/O error
+                db.execute("ROLLBACK")
             raise
         self.commits += 1
 
