@@ -25,8 +25,9 @@ from hubbub.cluster.seat import Seat
 from hubbub.protocol.hello import Hello
 from hubbub.server.access import request_token
 from hubbub.server.auth import Authenticator
-from hubbub.server.config import SpaceConfig
+from hubbub.server.config import Limits, SpaceConfig
 from hubbub.server.connection import CLOSE_GOING_AWAY
+from hubbub.server.listener import ConnectionGate, connection_caps, link_caps, open_file_limit
 from hubbub.server.metrics import Metrics
 from hubbub.server.router import Router
 from hubbub.store.base import Store
@@ -100,6 +101,7 @@ class Node:
         self.stopping = False
         self._task: asyncio.Task[None] | None = None
         self._http: aiohttp.ClientSession | None = None
+        self._link_gate: ConnectionGate | None = None
 
     # ------------------------------------------------------------------ what a seat needs
 
@@ -110,6 +112,13 @@ class Node:
     def build_app(self, router: Router) -> web.Application:
         """The gateway application serving ``router``."""
         return self._build_app(router)
+
+    def link_gate(self, limits: Limits) -> ConnectionGate:
+        """The gate every link port of this node shares (its caps: :func:`link_caps`)."""
+        if self._link_gate is None:
+            public = connection_caps(limits, open_file_limit())
+            self._link_gate = ConnectionGate(link_caps(public))
+        return self._link_gate
 
     def has_fair_share(self) -> bool:
         """Whether this node leads at least its share of the spaces among the live nodes."""
