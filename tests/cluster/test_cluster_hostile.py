@@ -125,3 +125,44 @@ async def test_a_flood_of_unfinished_heads_on_the_link_port_leaves_the_node_serv
         for sock in flood:
             sock.close()
         await stop_cluster([node])
+
+
+async def _get_as(node: ClusterNode, path: str, host: str) -> int:
+    """The status of a GET of ``path`` on ``node`` addressed (``Host``) to ``host``."""
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"{node.http}{path}", headers={"Host": f"{host}:{node.port}"}) as resp,
+    ):
+        return resp.status
+
+
+async def test_nodes_answer_only_their_hosts_and_forward_what_they_answered(
+    redis_server: Any, tmp_path: Path
+) -> None:
+    """node1 answers ``chat.test`` (``--allowed-hosts``) and forwards the request to node0,
+    the leader, which was not told that name: the request passes, screened by node1."""
+    leader = ClusterNode("node0", redis_server.url, tmp_path)
+    follower = ClusterNode(
+        "node1", redis_server.url, tmp_path, extra=["--allowed-hosts", "chat.test"]
+    )
+    try:
+        leader.spawn()
+        await leader.wait_ready()
+        follower.spawn()
+        await follower.wait_ready()
+        path = "/channels/general/messages?after_seq=0"  # forwarded to the leader
+        assert await _get_as(follower, path, "chat.test") == 200
+        assert await _get_as(follower, path, "localhost") == 200
+        assert await _get_as(leader, path, "chat.test") == 421
+        for node in (leader, follower):
+            assert await _get_as(node, path, "rebind.attacker.example") == 421
+            assert await _get_as(node, "/health", "rebind.attacker.example") == 421
+        ws_url = f"ws://127.0.0.1:{follower.port}/ws"  # a WebSocket through the follower
+        async with (
+            aiohttp.ClientSession() as http,
+            http.ws_connect(ws_url, headers={"Host": "chat.test"}) as ws,
+        ):
+            await ws.send_json({"type": "join", "participantId": "alice"})
+            assert (await ws.receive_json(timeout=10))["kind"] == "system/welcome"
+    finally:
+        await stop_cluster([leader, follower])

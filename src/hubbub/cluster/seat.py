@@ -22,6 +22,7 @@ from hubbub.server.connection import CLOSE_SERVICE_RESTART
 from hubbub.server.listener import ConnectionGate, GuardedSite
 from hubbub.server.metrics import Metrics
 from hubbub.server.router import Router
+from hubbub.server.web_guard import FORWARDED_BY_NODE
 from hubbub.store.base import Store
 from hubbub.store.redis import RedisStore
 
@@ -191,6 +192,7 @@ class Seat:
                 {"error": "auth_failed", "message": "this port is for the cluster's nodes only"},
                 status=403,
             )
+        request[FORWARDED_BY_NODE] = True  # screened by the node that forwarded it
         response: web.StreamResponse = await handler(request)
         return response
 

@@ -291,7 +291,7 @@ def build_app(router: Router) -> web.Application:
     """The aiohttp application serving the gateway on one port."""
     app = web.Application(
         client_max_size=router.limits.max_frame_bytes + 4096,
-        middlewares=[browser_guard(router.limits.allowed_origins)],
+        middlewares=[browser_guard(router.limits.allowed_origins, router.limits.allowed_hosts)],
     )
     app[ROUTER_KEY] = router
     app.router.add_get("/ws", websocket_endpoint)
