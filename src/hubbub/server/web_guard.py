@@ -75,6 +75,8 @@ FORWARDED_BY_NODE = web.RequestKey("forwarded_by_node", bool)
 """Set on a request that a cluster node forwarded (its secret checked): it passed that node's
 ``Host`` check already, against the name the browser used."""
 ANY_HOST = "*"
+_LABEL = re.compile(r"[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?")
+"""One label of a host name (letters, digits, ``-``; ``_`` as some internal names have)."""
 
 
 def host_setting(text: str) -> str | None:
@@ -87,9 +89,6 @@ def host_setting(text: str) -> str | None:
     if not name or not all(_LABEL.fullmatch(label) for label in name.split(".")):
         return None
     return entry
-
-
-_LABEL = re.compile(r"[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?")
 
 
 def _host_name(header: str) -> str:
