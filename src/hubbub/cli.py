@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import ipaddress
 import logging
 import os
 import resource
@@ -36,6 +37,15 @@ def _raise_fd_limit() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def _is_name(host: str) -> bool:
+    """Whether ``--host`` is a host name (not an address such as 0.0.0.0 or ::1)."""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return False
+    except ValueError:
+        return True
 
 
 class _Commands(click.Group):
@@ -104,6 +114,15 @@ def main() -> None:
     "and POST (repeat for several).",
 )
 @click.option(
+    "--allowed-hosts",
+    "allowed_hosts",
+    multiple=True,
+    metavar="HOSTS",
+    help="Names besides localhost and IP addresses that requests may be addressed to "
+    "(comma-separated or repeated; .example.com: it and its subdomains; *: any). "
+    "Others get 421, which stops DNS rebinding.",
+)
+@click.option(
     "--max-connections",
     type=click.IntRange(0),
     default=None,
@@ -164,6 +183,7 @@ def serve(
     max_frame_bytes: int | None,
     history_on_join: int | None,
     allow_origins: tuple[str, ...],
+    allowed_hosts: tuple[str, ...],
     max_connections: int | None,
     max_connections_per_ip: int | None,
     cluster_url: str | None,
@@ -204,6 +224,10 @@ def serve(
             limits.history_on_join = history_on_join
         if allow_origins:
             limits.allowed_origins = list(allow_origins)
+        if allowed_hosts:
+            limits.allowed_hosts = [h for arg in allowed_hosts for h in arg.split(",") if h]
+        if host is not None and _is_name(host):
+            limits.allowed_hosts.append(host)  # the name the gateway is bound to answers
         if max_connections is not None:
             limits.max_connections = max_connections
         if max_connections_per_ip is not None:
@@ -259,9 +283,12 @@ def serve(
 
     async def serve_until_signalled() -> None:
         from hubbub.server.app import serve_forever
+        from hubbub.store.base import StoreError
 
         try:
             await serve_forever(router, bind, port)
+        except StoreError as exc:
+            raise click.ClickException(str(exc)) from None
         except OSError as exc:
             if exc.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
                 raise

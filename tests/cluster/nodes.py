@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -40,6 +41,9 @@ class ClusterNode(Door):
     workdir: Path
     port: int = field(default_factory=free_port)
     extra: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    nofile: int | None = None
+    """The node's open-file limit (soft and hard), when a test needs a low one."""
     proc: subprocess.Popen[bytes] | None = None
     clients: list[WsClient] = field(default_factory=list)
 
@@ -48,12 +52,20 @@ class ClusterNode(Door):
         return self.workdir / f"{self.name}.log"
 
     def spawn(self) -> None:
-        env = os.environ | {"PYTHONPATH": str(ROOT / "src")}
+        env = os.environ | {"PYTHONPATH": str(ROOT / "src")} | self.env
         cmd = [sys.executable, "-m", "hubbub", "serve", "--port", str(self.port)]
         cmd += ["--cluster", self.redis_url, "--node", self.name, "--rate-limit", "0"]
         cmd += ["--lease-ms", "1500", *self.extra]
+        nofile = self.nofile
+
+        def limit_files() -> None:
+            if nofile is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
         with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=out, cwd=self.workdir)
+            self.proc = subprocess.Popen(
+                cmd, env=env, stdout=out, stderr=out, cwd=self.workdir, preexec_fn=limit_files
+            )
 
     async def health(self) -> dict[str, Any]:
         async with (

@@ -36,11 +36,14 @@ class RedisServer:
     """One ``redis-server`` process on 127.0.0.1 with its data in ``directory``.
 
     ``args`` replaces :data:`DEFAULT_ARGS` (the persistence settings); port, bind address and
-    directory are always set by the helper. ``kill9()`` kills it without warning, ``restart()``
-    starts it again on the same port and directory (so it reloads its AOF), ``stop()`` ends it.
+    directory are always set by the helper; ``password`` makes the server require it.
+    ``kill9()`` kills it without warning, ``restart()`` starts it again on the same port and
+    directory (so it reloads its AOF), ``stop()`` ends it.
     """
 
-    def __init__(self, directory: Path, args: tuple[str, ...] = DEFAULT_ARGS) -> None:
+    def __init__(
+        self, directory: Path, args: tuple[str, ...] = DEFAULT_ARGS, password: str | None = None
+    ) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError(
@@ -50,7 +53,8 @@ class RedisServer:
             )
         self.binary = binary
         self.directory = directory
-        self.args = args
+        self.args = args + (("--requirepass", password) if password else ())
+        self.password = password
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = directory / "redis.log"
@@ -102,6 +106,10 @@ class RedisServer:
         """Tell whether the server answers PING with PONG (not LOADING, not refused)."""
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                if self.password:
+                    s.sendall(f"AUTH {self.password}\r\n".encode())
+                    if not s.recv(64).startswith(b"+OK"):
+                        return False
                 s.sendall(b"PING\r\n")
                 return s.recv(64).startswith(b"+PONG")
         except OSError:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import aiohttp
 import websockets
 import yaml
 from click.testing import CliRunner
@@ -141,6 +142,41 @@ async def test_serve_accepts_browsers_only_from_its_own_and_the_allowed_origins(
             assert exc.response.status_code == 403
         else:
             raise AssertionError("a foreign origin was let in")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    finally:
+        proc.kill()
+
+
+def test_serve_refuses_a_bad_allowed_host_with_the_flag_named() -> None:
+    result = CliRunner().invoke(main, ["serve", "--allowed-hosts", "ok.example,http://x.example"])
+    assert result.exit_code != 0
+    assert "--allowed-hosts" in result.output and "'http://x.example'" in result.output
+
+
+async def test_serve_answers_the_hosts_it_is_told(tmp_path: Path) -> None:
+    port = _free_port()
+    argv = ["serve", "--port", str(port), "--data-dir", str(tmp_path), "--host", "localhost"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hubbub", *argv, "--allowed-hosts", "a.test,.b.test"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ | {"HUBBUB_ALLOWED_HOSTS": "ignored.test"},  # the flag wins
+    )
+    try:
+        await _wait_ready(proc, port)
+        async with aiohttp.ClientSession() as http:
+            for host, status in (
+                ("a.test", 200),
+                ("x.b.test", 200),
+                ("localhost", 200),
+                ("127.0.0.1", 200),
+                ("ignored.test", 421),
+                ("rebind.attacker.example", 421),
+            ):
+                headers = {"Host": f"{host}:{port}"}
+                async with http.get(f"http://127.0.0.1:{port}/health", headers=headers) as resp:
+                    assert resp.status == status, host
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
     finally:

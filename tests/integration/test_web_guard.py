@@ -156,3 +156,84 @@ async def test_every_html_response_refuses_framing_and_sniffing(gateway: Running
                 assert resp.headers["X-Frame-Options"] == "DENY", path
                 assert "frame-ancestors 'none'" in resp.headers["Content-Security-Policy"], path
                 assert resp.headers["X-Content-Type-Options"] == "nosniff", path
+
+
+REBIND = "rebind.attacker.example"
+"""A name the attacker points at 127.0.0.1 after the victim's browser loaded its page."""
+
+
+async def _as_host(
+    gw: RunningGateway, method: str, path: str, host: str, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, Any]]:
+    """A request addressed (``Host``) to ``host`` on the gateway's port, as a page served
+    under that name would send it; the body, when JSON."""
+    sent = {"Host": f"{host}:{gw.port}", "Origin": f"http://{host}:{gw.port}"}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.request(method, f"{gw.http}{path}", headers=sent | (headers or {})) as resp,
+    ):
+        return resp.status, await resp.json(content_type=None) if resp.status != 200 else {}
+
+
+async def test_dns_rebinding_is_refused_on_websocket_and_http(gateway: RunningGateway) -> None:
+    """A page on a name that resolves to 127.0.0.1 sends ``Host`` and ``Origin`` both on
+    that name: it is the gateway's own origin as far as the Origin check can tell."""
+    alice = await gateway.mew("alice")
+    await alice.send(CHAT)
+    await alice.expect("chat")
+    rebind = f"http://{REBIND}:{gateway.port}"
+    async with aiohttp.ClientSession() as http:
+        with pytest.raises(aiohttp.WSServerHandshakeError) as info:
+            await http.ws_connect(
+                gateway.url, headers={"Host": f"{REBIND}:{gateway.port}"}, origin=rebind
+            )
+        assert info.value.status == 421
+    for method, path, extra in (
+        ("GET", "/channels/general/messages?after_seq=0", {}),
+        ("GET", "/participants", {}),
+        ("GET", "/dashboard", {"Accept": "text/html"}),
+        ("POST", "/admin/participants/alice/ban", {"X-Hubbub-Request": "1"}),
+        ("POST", "/participants/mallory/messages", {"Content-Type": "application/json"}),
+    ):
+        status, body = await _as_host(gateway, method, path, REBIND, extra)
+        assert status == 421, (method, path, status)
+        assert body["error"] == "forbidden_host" and REBIND in body["message"]
+        assert "--allowed-hosts" in body["message"]
+    assert not gateway.router.bans.is_banned("default", "alice")
+    assert "mallory" not in gateway.router.spaces["default"].known
+
+
+async def test_loopback_names_and_addresses_are_answered(gateway: RunningGateway) -> None:
+    for host in ("localhost", "127.0.0.1", "LocalHost", "app.localhost", "[::1]", "10.1.2.3"):
+        status, _ = await _as_host(gateway, "GET", "/participants", host)
+        assert status == 200, host
+
+
+async def test_configured_hosts_are_answered(tmp_path: Path) -> None:
+    limits = Limits(allowed_hosts=["Chat.Example.com", ".corp.example"])
+    gw = await start_gateway(tmp_path, limits=limits)
+    try:
+        for host in ("chat.example.com", "corp.example", "team.corp.example", "localhost"):
+            status, _ = await _as_host(gw, "GET", "/participants", host)
+            assert status == 200, host
+        for host in ("example.com", "evilcorp.example", REBIND):
+            status, _ = await _as_host(gw, "GET", "/participants", host)
+            assert status == 421, host
+    finally:
+        await stop_gateway(gw)
+
+
+async def test_any_host_when_the_list_holds_a_star(tmp_path: Path) -> None:
+    gw = await start_gateway(tmp_path, limits=Limits(allowed_hosts=["*"]))
+    try:
+        status, _ = await _as_host(gw, "GET", "/participants", REBIND)
+        assert status == 200
+    finally:
+        await stop_gateway(gw)
+
+
+def test_a_malformed_allowed_host_is_refused_with_the_fix() -> None:
+    for bad in ("http://chat.example.com", "chat.example.com:8080", "a/b", "", "*.example.com"):
+        with pytest.raises(ConfigError, match="allowed_hosts") as info:
+            Limits(allowed_hosts=[bad]).validate()
+        assert ".example.com" in str(info.value)

@@ -102,7 +102,7 @@ def build_node_app(node: Node, limits: Limits) -> web.Application:
     """The application every node serves on the public port."""
     app = web.Application(
         client_max_size=limits.max_frame_bytes + 4096,
-        middlewares=[browser_guard(limits.allowed_origins)],
+        middlewares=[browser_guard(limits.allowed_origins, limits.allowed_hosts)],
     )
     app[NODE_KEY] = node
     app[LIMITS_KEY] = limits

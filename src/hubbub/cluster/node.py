@@ -25,12 +25,13 @@ from hubbub.cluster.seat import Seat
 from hubbub.protocol.hello import Hello
 from hubbub.server.access import request_token
 from hubbub.server.auth import Authenticator
-from hubbub.server.config import SpaceConfig
+from hubbub.server.config import Limits, SpaceConfig
 from hubbub.server.connection import CLOSE_GOING_AWAY
+from hubbub.server.listener import ConnectionGate, connection_caps, link_caps, open_file_limit
 from hubbub.server.metrics import Metrics
 from hubbub.server.router import Router
 from hubbub.store.base import Store
-from hubbub.store.redis import redis_client
+from hubbub.store.redis import redacted_url, redis_client
 
 log = logging.getLogger("hubbub.cluster")
 
@@ -100,6 +101,7 @@ class Node:
         self.stopping = False
         self._task: asyncio.Task[None] | None = None
         self._http: aiohttp.ClientSession | None = None
+        self._link_gate: ConnectionGate | None = None
 
     # ------------------------------------------------------------------ what a seat needs
 
@@ -110,6 +112,13 @@ class Node:
     def build_app(self, router: Router) -> web.Application:
         """The gateway application serving ``router``."""
         return self._build_app(router)
+
+    def link_gate(self, limits: Limits) -> ConnectionGate:
+        """The gate every link port of this node shares (its caps: :func:`link_caps`)."""
+        if self._link_gate is None:
+            public = connection_caps(limits, open_file_limit())
+            self._link_gate = ConnectionGate(link_caps(public))
+        return self._link_gate
 
     def has_fair_share(self) -> bool:
         """Whether this node leads at least its share of the spaces among the live nodes."""
@@ -159,7 +168,7 @@ class Node:
             except (aioredis.ConnectionError, aioredis.TimeoutError, OSError) as exc:
                 if time.monotonic() > deadline:
                     raise RuntimeError(
-                        f"cannot reach Redis at {_redacted(self.settings.redis_url)}: {exc}; "
+                        f"cannot reach Redis at {redacted_url(self.settings.redis_url)}: {exc}; "
                         "start redis-server there or fix --cluster"
                     ) from None
                 await asyncio.sleep(0.5)
@@ -174,7 +183,7 @@ class Node:
             log.warning(
                 "Redis at %s runs without AOF (appendonly no): a crash of Redis can take back "
                 "acknowledged messages; set `appendonly yes` (docs/cluster.md)",
-                _redacted(self.settings.redis_url),
+                redacted_url(self.settings.redis_url),
             )
 
     def close_clients(self) -> None:
@@ -310,19 +319,11 @@ class Node:
             "leaders": leaders,
             "nodes": nodes,
             "redis": {
-                "url": _redacted(self.settings.redis_url),
+                "url": redacted_url(self.settings.redis_url),
                 "reachable": self.redis_ok,
                 "latency_ms": round(self.redis_ms, 3),
             },
         }
-
-
-def _redacted(url: str) -> str:
-    """A Redis URL without its password."""
-    if "@" not in url:
-        return url
-    scheme, rest = url.split("://", 1) if "://" in url else ("redis", url)
-    return f"{scheme}://***@{rest.split('@', 1)[1]}"
 
 
 class _NodeCollector(Collector):

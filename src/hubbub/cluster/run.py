@@ -13,6 +13,7 @@ from hubbub.server.config import EngineSettings, Limits, SpaceConfig
 from hubbub.server.metrics import Metrics
 from hubbub.server.router import Router
 from hubbub.store.base import Store
+from hubbub.store.redis import redacted_url
 
 log = logging.getLogger("hubbub")
 
@@ -49,7 +50,7 @@ def serve_cluster(
         settings.node,
         host,
         port,
-        redis_url,
+        redacted_url(redis_url),
     )
     log.info("dashboard: http://%s:%d/dashboard", host, port)
     log.info("chat: http://%s:%d/chat", host, port)

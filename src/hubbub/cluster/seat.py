@@ -17,9 +17,12 @@ from hubbub.cluster import wire
 from hubbub.cluster.edge import Uplink
 from hubbub.cluster.leader_link import serve_link
 from hubbub.cluster.lease import LeaderInfo, Lease, lease_key
+from hubbub.server.config import Limits
 from hubbub.server.connection import CLOSE_SERVICE_RESTART
+from hubbub.server.listener import ConnectionGate, GuardedSite
 from hubbub.server.metrics import Metrics
 from hubbub.server.router import Router
+from hubbub.server.web_guard import FORWARDED_BY_NODE
 from hubbub.store.base import Store
 from hubbub.store.redis import RedisStore
 
@@ -45,6 +48,9 @@ class SeatHost(Protocol):
 
     def has_fair_share(self) -> bool:
         """Whether this node leads at least its share of the spaces among the live nodes."""
+
+    def link_gate(self, limits: Limits) -> ConnectionGate:
+        """The gate every link port of this node shares (its caps: :func:`link_caps`)."""
 
 
 class Seat:
@@ -141,7 +147,13 @@ class Seat:
         app.router.add_get(wire.LINK_PATH, self._link)
         runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=2.0)
         await runner.setup()
-        await web.SockSite(runner, self._sock).start()
+        host, port = self._sock.getsockname()[:2]
+        limits = router.limits
+        gate = self.node.link_gate(limits)  # the public port's guard, with the links' caps
+        site = GuardedSite(
+            runner, host, port, limits, self.node.metrics, sock=self._sock, gate=gate
+        )
+        await site.start()
         self._runner = runner
         self.router = router
         self.leader = lease.info
@@ -180,6 +192,7 @@ class Seat:
                 {"error": "auth_failed", "message": "this port is for the cluster's nodes only"},
                 status=403,
             )
+        request[FORWARDED_BY_NODE] = True  # screened by the node that forwarded it
         response: web.StreamResponse = await handler(request)
         return response
 

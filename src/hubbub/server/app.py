@@ -268,23 +268,30 @@ async def run_session(accepted: Accepted, router: Router) -> None:
 
 
 async def health(request: web.Request) -> web.Response:
-    """``GET /health``: liveness and a few counts."""
+    """``GET /health``: liveness, a few counts, and ``degraded`` with the reason while
+    nothing can be stored."""
     router = request.app[ROUTER_KEY]
-    return web.json_response(
-        {
-            "status": "ok",
-            "version": __version__,
-            "spaces": sorted(router.spaces),
-            "connections": sum(len(s.online) for s in router.spaces.values()),
+    store = router.store
+    body: dict[str, object] = {
+        "status": "ok" if store.available else "degraded",
+        "version": __version__,
+        "spaces": sorted(router.spaces),
+        "connections": sum(len(s.online) for s in router.spaces.values()),
+        "store": {"available": store.available},
+    }
+    if not store.available:
+        body["store"] = {
+            "available": False,
+            "error": store.problem or "the store cannot commit; see the gateway's log",
         }
-    )
+    return web.json_response(body)
 
 
 def build_app(router: Router) -> web.Application:
     """The aiohttp application serving the gateway on one port."""
     app = web.Application(
         client_max_size=router.limits.max_frame_bytes + 4096,
-        middlewares=[browser_guard(router.limits.allowed_origins)],
+        middlewares=[browser_guard(router.limits.allowed_origins, router.limits.allowed_hosts)],
     )
     app[ROUTER_KEY] = router
     app.router.add_get("/ws", websocket_endpoint)

@@ -16,7 +16,7 @@ import yaml
 
 from hubbub.protocol.capabilities import CapabilityError, validate_capabilities
 from hubbub.protocol.ids import SPACE_ID_RE, is_channel, is_participant_id
-from hubbub.server.web_guard import canonical_origin
+from hubbub.server.web_guard import canonical_origin, host_setting
 
 _T = TypeVar("_T")
 ParticipantKind = Literal["human", "agent", "service"]
@@ -91,6 +91,9 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     allowed_origins: list[str] = msgspec.field(default_factory=list)
     """Browser origins besides the gateway's own that may open /ws and send state-changing
     requests (``scheme://host[:port]``)."""
+    allowed_hosts: list[str] = msgspec.field(default_factory=list)
+    """Names besides ``localhost`` and IP addresses that requests may be addressed to (their
+    ``Host``): ``chat.example.com``, ``.example.com`` (it and its subdomains), ``*`` (any)."""
 
     def validate(self) -> None:
         """Raise ConfigError for a nonsensical limit."""
@@ -118,6 +121,19 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 f"limits.max_connections ({self.max_connections})"
             )
         self.allowed_origins = [_origin_setting(o) for o in self.allowed_origins]
+        self.allowed_hosts = [_host_setting(h) for h in self.allowed_hosts]
+
+
+def _host_setting(text: str) -> str:
+    """One ``limits.allowed_hosts`` entry in canonical form, or ConfigError saying why not."""
+    host = host_setting(text)
+    if host is None:
+        raise ConfigError(
+            f"--allowed-hosts / limits.allowed_hosts: {text!r} is not a host name; write a "
+            "name without scheme or port (chat.example.com), .example.com for a name and its "
+            "subdomains, or * to answer any name (no DNS-rebinding protection)"
+        )
+    return host
 
 
 def _origin_setting(text: str) -> str:

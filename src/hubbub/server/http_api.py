@@ -30,6 +30,7 @@ _STATUS = {
     ErrorCode.FRAME_TOO_LARGE: 413,
     ErrorCode.BANNED: 403,
     ErrorCode.CHANNEL_LIMIT: 403,
+    ErrorCode.UNAVAILABLE: 503,
 }
 
 

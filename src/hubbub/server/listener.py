@@ -10,11 +10,15 @@ Every accepted connection passes a gate before aiohttp sees it:
 - when even that pool is full it is **dropped**: closed at accept, without an answer.
 
 So a flood of half-open connections never reaches the open-file limit, and the clients
-already served, and ``/health`` from other addresses, keep working. The site runs its own
-accept loop (asyncio's retries a failing ``accept()`` up to the backlog in one tick, logging a
-traceback each time): an accept error such as ``EMFILE`` (an open-file limit too low for the
-configured caps) pauses accepting for ``ACCEPT_RETRY_S`` and is logged at most once per
-second with a count.
+already served, and ``/health`` from other addresses, keep working. A cluster node's link
+ports (one per space it leads, for the other nodes) pass the same gate and timeout, with caps
+of their own: together one ``LINK_SHARE``-th of the public port's (:func:`link_caps`), so a
+flood of either port leaves the other its connections and the process its open files.
+
+The site runs its own accept loop (asyncio's retries a failing ``accept()`` up to the backlog
+in one tick, logging a traceback each time): an accept error such as ``EMFILE`` (an
+open-file limit too low for the configured caps) pauses accepting for ``ACCEPT_RETRY_S`` and
+is logged at most once per second with a count.
 """
 
 from __future__ import annotations
@@ -70,6 +74,18 @@ def connection_caps(limits: Limits, nofile: int) -> Caps:
     total = limits.max_connections or max(MIN_CONNECTIONS, (nofile - RESERVED_FDS) * 3 // 4)
     per_ip = limits.max_connections_per_ip or max(1, total // 2)
     return Caps(total=total, per_ip=min(per_ip, total), refusals=max(MIN_REFUSALS, total // 4))
+
+
+LINK_SHARE = 8
+"""A node's link ports together serve at most this fraction of the public port's caps."""
+MIN_LINK_REFUSALS = 16
+
+
+def link_caps(public: Caps) -> Caps:
+    """The caps of a node's link ports together, beside the public port's ``public``: the
+    other nodes hold one link per space and a pool of forwarded requests each."""
+    total = max(MIN_CONNECTIONS, public.total // LINK_SHARE)
+    return Caps(total=total, per_ip=max(1, total // 2), refusals=max(MIN_LINK_REFUSALS, total // 4))
 
 
 class Verdict(enum.Enum):
@@ -236,7 +252,12 @@ def _answer_and_linger(transport: asyncio.Transport, answer: bytes) -> None:
 
 
 class GuardedSite(web.BaseSite):
-    """A TCP site whose connections pass the gate and the request-head timeout (see above)."""
+    """A TCP site whose connections pass the gate and the request-head timeout (see above).
+
+    It binds ``host:port``, or serves ``sock``, a socket bound and listening already (a
+    cluster node's link port; closed when the site stops). ``gate`` shares one gate among
+    several sites (a node's link ports); by default the site has its own, with the caps of
+    ``limits``."""
 
     def __init__(
         self,
@@ -248,6 +269,8 @@ class GuardedSite(web.BaseSite):
         *,
         backlog: int = 4096,
         reuse_port: bool = False,
+        sock: socket.socket | None = None,
+        gate: ConnectionGate | None = None,
     ) -> None:
         super().__init__(runner, backlog=backlog)
         self.reuse_port = reuse_port
@@ -257,22 +280,30 @@ class GuardedSite(web.BaseSite):
         self.limits = limits
         self.metrics = metrics
         self.nofile = open_file_limit()
-        self.gate = ConnectionGate(connection_caps(limits, self.nofile))
+        self._sock = sock
+        self.gate = gate or ConnectionGate(connection_caps(limits, self.nofile))
         caps = self.gate.caps
+        if gate is None:
+            per_ip_fix = "--max-connections-per-ip or HUBBUB_MAX_CONNECTIONS_PER_IP"
+            total_fix = "--max-connections or HUBBUB_MAX_CONNECTIONS"
+        else:
+            per_ip_fix = total_fix = (
+                f"--max-connections (the link ports get 1/{LINK_SHARE} of the public port's)"
+            )
         self.refusals = {
             Verdict.REFUSE_IP: _answer(
                 "503 Service Unavailable",
                 "too_many_connections",
                 f"this address already holds {caps.per_ip} connections, the most one address "
-                "may (limits.max_connections_per_ip); close some, or raise the limit with "
-                "--max-connections-per-ip or HUBBUB_MAX_CONNECTIONS_PER_IP",
+                f"may (limits.max_connections_per_ip); close some, or raise the limit with "
+                f"{per_ip_fix}",
             ),
             Verdict.REFUSE_TOTAL: _answer(
                 "503 Service Unavailable",
                 "too_many_connections",
                 f"the gateway is serving its limit of {caps.total} connections "
-                "(limits.max_connections); try again shortly, or raise the limit with "
-                "--max-connections or HUBBUB_MAX_CONNECTIONS",
+                f"(limits.max_connections); try again shortly, or raise the limit with "
+                f"{total_fix}",
             ),
         }
         self.timeout_answer = _answer(
@@ -322,6 +353,11 @@ class GuardedSite(web.BaseSite):
                 caps.refusals,
                 self.nofile,
             )
+        if self._sock is not None:
+            self._sock.setblocking(False)
+            self._listening.append(self._sock)
+            loop.add_reader(self._sock.fileno(), self._accept, self._sock)
+            return
         # asyncio binds (every address of the host, v6-only where needed); this site accepts
         bound = await loop.create_server(
             asyncio.Protocol,

@@ -3,6 +3,14 @@
 A web page the user opens can make the browser connect to the gateway (it is often on
 loopback, in open mode, with nothing to guess). So, as one middleware in front of every route:
 
+- a request is answered only when it is addressed (its ``Host`` header) to a name the
+  gateway answers to: ``localhost`` and ``*.localhost``, any IP address, and the names in
+  ``limits.allowed_hosts`` (``--host`` adds its name; ``.example.com`` is that name and its
+  subdomains; ``*`` is any name). Others get 421 ``forbidden_host``. This stops DNS
+  rebinding: a page on ``rebind.attacker.example``, whose name the attacker then points at
+  127.0.0.1, sends ``Host`` and ``Origin`` both on that name, so the Origin check alone
+  sees the gateway's own origin. Requests that a cluster node forwarded (they carry the
+  cluster's secret, checked before this) were screened by that node and pass;
 - a WebSocket upgrade or a state-changing request (POST, PUT, PATCH, DELETE) that carries an
   ``Origin`` header is served only when that origin is the gateway's own (the scheme, host
   and port the request was addressed to) or is listed in ``limits.allowed_origins``; others
@@ -18,6 +26,8 @@ loopback, in open mode, with nothing to guess). So, as one middleware in front o
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -59,6 +69,65 @@ def canonical_origin(text: str) -> str | None:
     if ":" in host:
         host = f"[{host}]"
     return f"{scheme}://{host}:{port or (443 if scheme == 'https' else 80)}"
+
+
+FORWARDED_BY_NODE = web.RequestKey("forwarded_by_node", bool)
+"""Set on a request that a cluster node forwarded (its secret checked): it passed that node's
+``Host`` check already, against the name the browser used."""
+ANY_HOST = "*"
+_LABEL = re.compile(r"[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?")
+"""One label of a host name (letters, digits, ``-``; ``_`` as some internal names have)."""
+
+
+def host_setting(text: str) -> str | None:
+    """One ``limits.allowed_hosts`` entry in canonical form (lower case, no trailing dot):
+    a name, ``.name`` for it and its subdomains, or ``*``; None if it is none of them."""
+    entry = text.strip().lower().rstrip(".")
+    if entry == ANY_HOST:
+        return entry
+    name = entry[1:] if entry.startswith(".") else entry
+    if not name or not all(_LABEL.fullmatch(label) for label in name.split(".")):
+        return None
+    return entry
+
+
+def _host_name(header: str) -> str:
+    """The name or address a ``Host`` header gives (no port, lower case, no trailing dot)."""
+    host = header.strip().lower()
+    if host.startswith("["):  # an IPv6 literal, [::1]:8080
+        return host[1:].partition("]")[0]
+    return host.rpartition(":")[0].rstrip(".") if ":" in host else host.rstrip(".")
+
+
+def host_allowed(header: str, allowed: frozenset[str]) -> bool:
+    """Whether the gateway answers a request whose ``Host`` header is ``header``."""
+    name = _host_name(header)
+    if ANY_HOST in allowed or name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        ipaddress.ip_address(name)
+        return True  # no name, no rebinding: the page's origin is this address itself
+    except ValueError:
+        pass
+    return name in allowed or any(
+        e.startswith(".") and (name == e[1:] or name.endswith(e)) for e in allowed
+    )
+
+
+def _refuse_host(host: str) -> web.Response:
+    shown = _host_name(host)[:200]
+    return web.json_response(
+        {
+            "error": "forbidden_host",
+            "message": f"refused a request addressed to {shown!r}: the gateway answers only "
+            "localhost, IP addresses, the name given to --host and limits.allowed_hosts "
+            "(which stops DNS rebinding: a web page whose name points at this machine); if "
+            f"you reach the gateway by that name, start it with --allowed-hosts {shown} (or "
+            f"set HUBBUB_ALLOWED_HOSTS={shown})",
+            "host": shown,
+        },
+        status=421,
+    )
 
 
 def own_origin(request: web.Request) -> str | None:
@@ -103,9 +172,12 @@ def _protect(resp: web.StreamResponse) -> None:
 
 
 async def _screen(
-    request: web.Request, handler: Handler, allowed: frozenset[str]
+    request: web.Request, handler: Handler, allowed: frozenset[str], hosts: frozenset[str]
 ) -> web.StreamResponse:
     """Refuse what a foreign page may not do; otherwise run the handler."""
+    host = request.headers.get("Host")
+    if host is not None and not request.get(FORWARDED_BY_NODE) and not host_allowed(host, hosts):
+        return _refuse_host(host)
     changes = request.method in STATE_CHANGING
     sent = request.headers.get("Origin")
     listed_foreign = False
@@ -138,14 +210,16 @@ async def _screen(
     return resp
 
 
-def browser_guard(allowed_origins: Iterable[str]) -> Middleware:
-    """The middleware applying this module's rules (``Limits.validate`` refuses bad origins)."""
+def browser_guard(allowed_origins: Iterable[str], allowed_hosts: Iterable[str]) -> Middleware:
+    """The middleware applying this module's rules (``Limits.validate`` refuses bad origins
+    and hosts)."""
     allowed = frozenset(o for o in map(canonical_origin, allowed_origins) if o is not None)
+    hosts = frozenset(h for h in map(host_setting, allowed_hosts) if h is not None)
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
-            resp = await _screen(request, handler, allowed)
+            resp = await _screen(request, handler, allowed, hosts)
         except web.HTTPException as exc:
             _protect(exc)
             raise

@@ -9,7 +9,7 @@ from typing import Any, Literal, NamedTuple
 
 from hubbub.protocol.ids import DM_STREAM
 
-__all__ = ["DM_STREAM", "Durability", "MessageRef", "Store", "StoredMessage"]
+__all__ = ["DM_STREAM", "Durability", "MessageRef", "Store", "StoreError", "StoredMessage"]
 
 _SCAN_PAGE = 1000
 """Rows read per step where a store pages forward to answer a backward question."""
@@ -17,6 +17,10 @@ _SCAN_PAGE = 1000
 Durability = Literal["process", "power"]
 """``process``: a commit survives ``kill -9`` of the gateway (SQLite WAL, synchronous=NORMAL);
 ``power``: it also survives a power loss (synchronous=FULL, an fsync per commit)."""
+
+
+class StoreError(RuntimeError):
+    """The store cannot read or write its storage; the message names the problem and the fix."""
 
 
 class StoredMessage(NamedTuple):
@@ -43,6 +47,9 @@ class Store(ABC):
     available: bool = True
     """False while commits fail (its server unreachable): the gateway then refuses new
     messages with ``unavailable`` instead of queueing what it cannot acknowledge."""
+    problem: str | None = None
+    """Why commits fail right now (the disk is full, the file is damaged), for ``/health``;
+    None while they succeed."""
 
     @abstractmethod
     async def open(self) -> None:

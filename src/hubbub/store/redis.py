@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, cast
+from urllib.parse import parse_qsl, quote
 
 import msgspec
 import redis.asyncio as aioredis
@@ -24,7 +25,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from hubbub.store.base import DM_STREAM, MessageRef, Store, StoredMessage
 from hubbub.store.retry import retry_pauses
 
-__all__ = ["Fence", "FencedError", "RedisStore", "redis_client"]
+__all__ = ["Fence", "FencedError", "RedisStore", "redacted_url", "redis_client"]
 
 log = logging.getLogger("hubbub.store")
 
@@ -177,6 +178,48 @@ class Fence(Protocol):
 
 class FencedError(RuntimeError):
     """This store's writes were refused because another node holds the lease."""
+
+
+_HIDDEN = "***"
+_HARMLESS_PARAMS = frozenset(
+    {
+        "db",
+        "protocol",
+        "socket_timeout",
+        "socket_connect_timeout",
+        "socket_keepalive",
+        "retry_on_timeout",
+        "health_check_interval",
+        "max_connections",
+        "ssl_cert_reqs",
+        "decode_responses",
+    }
+)
+"""Query parameters of a Redis URL shown as they are; every other value is hidden."""
+
+
+def redacted_url(url: str) -> str:
+    """A Redis URL safe to show: its user, password and unknown query values hidden.
+
+    Covers ``redis://``, ``rediss://`` and ``unix://`` URLs with credentials as userinfo
+    (``user:pw@``, ``:pw@``, even with an unescaped ``@``, ``/`` or ``?`` in the password) or
+    as query parameters (``?password=…&username=…``). Every place that shows a Redis URL (the
+    startup log, errors, ``GET /health``) shows it through this function."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    if "@" in rest:  # the userinfo ends at the last "@", whatever the password holds
+        rest = f"{_HIDDEN}@{rest.rpartition('@')[2]}"
+    where, qmark, query = rest.partition("?")
+    where = where.partition("#")[0]
+    if qmark:
+        pairs = parse_qsl(query.partition("#")[0], keep_blank_values=True)
+        shown = [
+            f"{quote(k, safe='')}={quote(v, safe='') if k in _HARMLESS_PARAMS else _HIDDEN}"
+            for k, v in pairs
+        ]
+        where += "?" + "&".join(shown) if shown else ""
+    return f"{scheme}{sep}{where}"
 
 
 def redis_client(url: str, *, timeout_s: float = 5.0) -> aioredis.Redis:

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from hubbub.store.base import DM_STREAM, Durability, MessageRef, Store, StoredMessage
+from hubbub.store.base import DM_STREAM, Durability, MessageRef, Store, StoredMessage, StoreError
 from hubbub.store.retry import retry_pauses
 
 log = logging.getLogger("hubbub.store")
@@ -69,6 +69,42 @@ CREATE TABLE IF NOT EXISTS meta (
 """
 
 _SYNCHRONOUS: dict[str, str] = {"process": "NORMAL", "power": "FULL"}
+CLOSE_WAIT_S = 10
+"""How long a stopping gateway waits for failing commits (a full disk) before it stops."""
+
+
+def explain(path: Path, exc: Exception) -> Exception:
+    """``exc`` as a :class:`StoreError` naming the problem with ``path`` and the fix, when it
+    is one a user must act on (a damaged file, a full disk, no permission); else ``exc``."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(exc, sqlite3.Error) or code is None:
+        return exc
+    files = f"{path} (and its -wal and -shm files)"
+    primary = code & 0xFF
+    if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        why = (
+            f"the history file {path} is damaged ({exc}): move {files} aside to start with "
+            f"an empty history, or salvage what is readable with `mkdir recovered && sqlite3 "
+            f"{path} .recover | sqlite3 recovered/hubbub.db` and start with --data-dir recovered"
+        )
+    elif primary == sqlite3.SQLITE_FULL:
+        why = (
+            f"the disk holding {path} is full ({exc}): free space there (or move the "
+            "history elsewhere with --data-dir); nothing new is stored until then"
+        )
+    elif primary in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM):
+        why = (
+            f"cannot write the history file {path} ({exc}): make {files} and its directory "
+            "writable by this user, or choose another --data-dir"
+        )
+    elif primary == sqlite3.SQLITE_IOERR:
+        why = (
+            f"reading or writing the history file {path} failed ({exc}): the disk may be "
+            "full or failing; free space there, check it (dmesg), or choose another --data-dir"
+        )
+    else:
+        return exc
+    return StoreError(why)
 
 
 class SqliteStore(Store):
@@ -138,10 +174,11 @@ class SqliteStore(Store):
         return self._epoch
 
     async def close(self) -> None:
-        """Commit what is queued, close the file and stop the worker thread."""
-        await self.flush()
+        """Commit what is queued (waiting at most ``CLOSE_WAIT_S`` while commits fail), close
+        the file and stop the worker thread."""
+        stored = await self._flush_before_close()
         if self._db is not None:
-            if self.durability == "process":
+            if self.durability == "process" and stored:
                 await self._run(self._checkpoint_sync)
             await self._run(self._db.close)
             self._db = None
@@ -150,8 +187,29 @@ class SqliteStore(Store):
             self._rdb = None
         self._pool.shutdown(wait=True)
 
+    async def _flush_before_close(self) -> bool:
+        """Wait for what is queued; False if commits kept failing for ``CLOSE_WAIT_S``."""
+        try:
+            await asyncio.wait_for(self.flush(), CLOSE_WAIT_S)
+            return True
+        except TimeoutError:
+            log.warning(
+                "stopping without the last writes: they could not be stored within %d s "
+                "(%s); none of them was acknowledged",
+                CLOSE_WAIT_S,
+                self.problem,
+            )
+            task = self._commit_task
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+            return False
+
     async def _run(self, fn: Any, *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        except sqlite3.Error as exc:
+            raise explain(self.path, exc) from exc
 
     def append(
         self, space: str, channel: str, seq: int, data: bytes, ref: MessageRef | None = None
@@ -273,16 +331,16 @@ class SqliteStore(Store):
                     await self._after_inline_commit()
                 else:
                     await self._run(self._commit_sync, *batch)
-                self.available = True
+                self.available, self.problem = True, None
                 return
             except Exception as exc:
                 self.failed_commits += 1
-                self.available = False
+                self.available, self.problem = False, str(explain(self.path, exc))
                 pause = next(pauses)
                 log.error(
-                    "commit failed (%s); retrying in %.2fs, nothing is acknowledged "
+                    "commit failed: %s; retrying in %.2fs, nothing is acknowledged "
                     "until it succeeds",
-                    exc,
+                    self.problem,
                     pause,
                 )
                 await asyncio.sleep(pause)
@@ -360,7 +418,8 @@ class SqliteStore(Store):
                 db.execute(sql, params)
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # SQLite has already rolled back after a full disk or I/O error
+                db.execute("ROLLBACK")
             raise
         self.commits += 1
 
