@@ -14,6 +14,7 @@ from hubbub.sdk.floor import (
     Coordination,
     FloorCoordinator,
     FloorSettings,
+    HumanPolicy,
     Reply,
     Stage,
     exemption,
@@ -382,7 +383,7 @@ def test_every_message_lands_in_exactly_one_batch_within_its_window(
     rule=st.sampled_from(["direct", "mention", "classifier"]),
     sender=st.sampled_from(["alice", "bot", SERVER_ID]),
     kind=st.sampled_from(["human", "agent", "service", None]),
-    exempt_humans=st.booleans(),
+    humans=st.sampled_from(["coordinate", "exempt"]),
 )
 def test_exempt_messages_are_exactly_the_documented_ones(
     mode: Coordination,
@@ -390,7 +391,7 @@ def test_exempt_messages_are_exactly_the_documented_ones(
     rule: str,
     sender: str,
     kind: str | None,
-    exempt_humans: bool,
+    humans: HumanPolicy,
 ) -> None:
     reason = exemption(
         mode,
@@ -398,14 +399,14 @@ def test_exempt_messages_are_exactly_the_documented_ones(
         rule=rule,
         sender=sender,
         sender_kind=kind,
-        exempt_humans=exempt_humans,
+        humans=humans,
     )
     expected = (
         mode == "none"
         or channel is None
         or rule in ("direct", "mention")
         or sender == SERVER_ID
-        or (exempt_humans and kind == "human")
+        or (humans == "exempt" and kind == "human")
     )
     assert (reason is not None) == expected
 

@@ -218,7 +218,7 @@ class AgentFloor:
             rule=decision.rule,
             sender=env.from_,
             sender_kind=self.kind_of(env.from_),
-            exempt_humans=self.agent.config.exempt_humans,
+            humans=self.agent.config.humans,
         )
 
     async def route(self, env: Envelope, decision: Decision) -> None:

@@ -45,6 +45,11 @@ from hubbub.sdk.csma import csma_delay_ms
 
 Coordination = Literal["both", "csma", "claims", "none"]
 COORDINATIONS: Final[tuple[Coordination, ...]] = ("both", "csma", "claims", "none")
+HumanPolicy = Literal["coordinate", "exempt"]
+"""How agents answer a person's unaddressed channel message: ``coordinate`` (CSMA and floor
+control pick one agent, as for anyone else) or ``exempt`` (every agent that judges it relevant
+answers at once: the literal reading of document 000's "humans always get the floor")."""
+HUMAN_POLICIES: Final[tuple[HumanPolicy, ...]] = ("coordinate", "exempt")
 Action = Literal["wait", "joined", "skip", "proceed", "claim", "yield", "none"]
 
 _SEEN_KEPT: Final = 4096
@@ -69,11 +74,13 @@ def exemption(
     rule: str,
     sender: str,
     sender_kind: str | None,
-    exempt_humans: bool = True,
+    humans: HumanPolicy = "coordinate",
 ) -> str | None:
     """Why a message the agent will answer is answered at once, without CSMA delay or claim
     (``None``: floor control applies). Exempt: DMs, messages addressed to or mentioning the
-    agent (``rule`` ``direct``/``mention``), humans' messages, ``@server``'s (document 000)."""
+    agent (``rule`` ``direct``/``mention``), ``@server``'s, and with ``humans="exempt"`` a
+    person's (document 000). With ``coordinate`` (the default) a person's unaddressed question
+    goes through floor control like any other, so that one agent answers it."""
     if mode == "none":
         return "coordination is off"
     if channel is None:
@@ -84,7 +91,7 @@ def exemption(
         return "mentions me"
     if sender == SERVER_ID:
         return "from the server"
-    if exempt_humans and sender_kind == "human":
+    if humans == "exempt" and sender_kind == "human":
         return "from a human"
     return None
 
@@ -459,11 +466,13 @@ class FloorCoordinator:
 
 __all__ = [
     "COORDINATIONS",
+    "HUMAN_POLICIES",
     "Action",
     "Batch",
     "Coordination",
     "FloorCoordinator",
     "FloorSettings",
+    "HumanPolicy",
     "Reply",
     "Seen",
     "Stage",
