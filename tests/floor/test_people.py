@@ -13,6 +13,7 @@ model, and the calculator) on a real gateway, asked by a person.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -195,3 +196,39 @@ async def test_the_coders_proposal_survives_messages_it_ignores(
     assert "5555" in str(result)
     answer = await next_from(watch, "coder", ("chat",), 10)
     assert "5555" in answer.payload["text"] and answer.to == ["alice"]
+
+
+async def test_a_burst_from_three_people_gets_every_question_answered_once(
+    participant: MakeParticipant, agent: Callable[..., Awaitable[Agent]]
+) -> None:
+    """Agents with different skills batch the burst differently (settle window); a claim on
+    one message of a batch takes only that one, so no question is lost with its batch."""
+    skills = [("math",), ("cooking",), ("travel", "code"), ("code",), ("math",)]
+    bots = [
+        await agent(f"bot{i}", skills=tags, csma_min_ms=50, csma_max_ms=150, settle_ms=150)
+        for i, tags in enumerate(skills)
+    ]
+    people = [await participant(p, kind="human") for p in ("alice", "bob", "carol")]
+    stream = people[0].client.messages()
+    texts = [
+        "what is 12*7?", "who can help me plan dinner?", "any trains to Lyon?",
+        "can someone look at a python bug?", "what is 3+4?", "a recipe for lunch?",
+        "a hotel in Rome?", "why does my function return None?", "what is 9*9?",
+        "what should I bake?",
+    ]  # fmt: skip
+    await asyncio.gather(
+        *(
+            people[k % 3].client.send(
+                Envelope(kind="chat", channel="#general", payload={"text": text})
+            )
+            for k, text in enumerate(texts)
+        )
+    )
+    seen = await collect(stream, lambda e: e.kind == "chat", quiet=1.5)
+    await settled(*bots, timeout=10)
+    questions = {e.id: e.payload["text"] for e in seen if e.from_ in ("alice", "bob", "carol")}
+    assert sorted(questions.values()) == sorted(texts)
+    answered = [cid for e in seen if e.from_.startswith("bot") for cid in e.correlation_ids()]
+    assert sorted(answered) == sorted(questions), {
+        questions[q]: answered.count(q) for q in questions
+    }
