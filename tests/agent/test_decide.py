@@ -34,8 +34,8 @@ def policy(**config: object) -> ResponsePolicy:
     [
         ("hey @helper, a question", "@helper"),
         ("@helper: please look", "@helper"),
-        ("ask @Helpy about it", "@Helpy"),
-        ("@HELPY?", "@HELPY"),
+        ("ask @helpy about it", "@Helpy"),
+        ("@HELPY?", "@Helpy"),
         ("helper: a bare name is not a mention (the one mention rule needs the @)", None),
         ("ask Helpy about it", None),
         ("the @helpers are busy", None),

@@ -55,7 +55,7 @@ from hubbub.chat.format import notice, tool_result_line
 from hubbub.chat.view import HISTORY_PAGE, ChatView
 from hubbub.errors import GatewayError, HubbubError, NotConnected, RequestFailed
 from hubbub.protocol.envelope import Envelope
-from hubbub.protocol.mentions import mentioned
+from hubbub.protocol.mentions import mentioned_ids
 from hubbub.sdk import Disconnected, Participant, Reconnecting
 from hubbub.sdk.proposals import Proposal
 
@@ -400,7 +400,7 @@ class ChatApp:
             self.say("not in a channel: /join #general first", "error")
             return
         self.scroll = 0
-        to = [pid for pid in mentioned(text, self.view.people) if pid != self.view.me]
+        to = [pid for pid in mentioned_ids(text, self.view.people) if pid != self.view.me]
         chat = Envelope(kind="chat", channel=channel, to=to or None, payload={"text": text})
         await self._send(chat)
 

@@ -1,70 +1,67 @@
-"""The one mention rule: which participants a chat text mentions.
+"""The mention rule: when a message's text mentions a participant, and whom it addresses.
 
-A mention is ``@`` followed by a participant's id or display name, in any case, standing as a
-word of its own: the ``@`` does not follow a letter, digit, ``_``, ``.``, ``-`` or another
-``@`` (so ``x@maths.org`` mentions nobody), and the handle is not followed by a letter, digit,
-``_``, ``-`` or ``.`` plus a letter (``@maths.`` at the end of a sentence mentions maths,
-``@maths.org`` does not). ``@everyone`` or ``@someone-unknown`` mention nobody: only the
-participants passed in count.
+One rule for every client and the gateway (DESIGN §1, "addressing"):
 
-The gateway (sleep buffering treats a mention as a DM), the SDK's response policy (addressed
-means addressed), ``hubbub chat`` (mentioned ids go in ``to``) and the web chat (a JS port held
-equal by a parity test) all use this rule.
+- a mention is ``@`` followed by a participant's id, or by its display name, compared without
+  regard to case (``@Maths`` mentions ``maths``);
+- it stands as a word of its own: the ``@`` does not follow a letter, digit or one of
+  ``_ . - @`` (``bob@maths.org`` mentions nobody), and the name is not continued by a
+  letter, digit, ``_`` or ``-``, nor by ``.`` and a letter or digit (``@maths.`` at the end
+  of a sentence mentions ``maths``; ``@maths.org`` does not);
+- a message *addresses* a participant when its ``to`` lists it or its text mentions it.
+
+The functions are pure and keep no state beyond a bounded cache of compiled patterns.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-_BEFORE = r"(?<![\w.@-])"
+MENTION_ID_RE = re.compile(r"(?<![\w.@-])@([A-Za-z0-9_.-]{1,32})")
+"""An ``@id`` written in a text (group 1: the id as written; a trailing ``.`` is punctuation)."""
+
+_BEFORE = r"(?<![\w.@-])@"
 _AFTER = r"(?![\w-]|\.\w)"
 
 
 @lru_cache(maxsize=4096)
-def _pattern(handle: str) -> re.Pattern[str]:
-    """The compiled mention pattern of one handle (an id or a display name)."""
-    return re.compile(_BEFORE + "@" + re.escape(handle) + _AFTER, re.IGNORECASE)
+def _pattern(name: str) -> re.Pattern[str]:
+    return re.compile(_BEFORE + re.escape(name) + _AFTER, re.IGNORECASE)
 
 
-def mention_of(text: str, handles: Iterable[str]) -> str | None:
-    """The first place in ``text`` that mentions one of ``handles`` (one participant's id and
-    display name), as written (``@Maths``); ``None`` when none does."""
+def mentions(text: str, participant_id: str, display_name: str | None = None) -> bool:
+    """Whether ``text`` mentions the participant by ``@id`` or ``@display name``."""
     if "@" not in text:
-        return None
-    lowered = text.lower()
-    first: re.Match[str] | None = None
-    for handle in handles:
-        if not handle or "@" + handle.lower() not in lowered:
-            continue
-        m = _pattern(handle).search(text)
-        if m is not None and (first is None or m.start() < first.start()):
-            first = m
-    return None if first is None else first.group(0)
+        return False
+    for name in (participant_id, display_name):
+        if name and _pattern(name).search(text) is not None:
+            return True
+    return False
 
 
-def mentioned(
-    text: str, participants: Iterable[str], names: Mapping[str, str] | None = None
-) -> list[str]:
-    """The ids of ``participants`` that ``text`` mentions (by ``@id``, or ``@name`` where
-    ``names`` maps an id to its display name), in the order of their first mention."""
+def mentioned_ids(text: str, known: Iterable[str]) -> list[str]:
+    """The ids among ``known`` that ``text`` mentions, in the order first written, once each
+    (as they are spelled in ``known``)."""
     if "@" not in text:
         return []
-    names = names or {}
-    found: list[tuple[int, str]] = []
-    lowered = text.lower()
-    for pid in dict.fromkeys(participants):
-        best: int | None = None
-        for handle in (pid, names.get(pid, "")):
-            if not handle or "@" + handle.lower() not in lowered:
-                continue
-            m = _pattern(handle).search(text)
-            if m is not None and (best is None or m.start() < best):
-                best = m.start()
-        if best is not None:
-            found.append((best, pid))
-    return [pid for _, pid in sorted(found)]
+    by_lower = {pid.lower(): pid for pid in known}
+    found: dict[str, None] = {}
+    for match in MENTION_ID_RE.finditer(text):
+        written = match.group(1)
+        for candidate in (written, written.rstrip(".")):
+            pid = by_lower.get(candidate.lower())
+            if pid is not None and mentions(text, pid):
+                found[pid] = None
+                break
+    return list(found)
 
 
-__all__ = ["mention_of", "mentioned"]
+def addresses(
+    to: Sequence[str] | None, text: str, participant_id: str, display_name: str | None = None
+) -> bool:
+    """Whether a message with this ``to`` and ``text`` addresses the participant."""
+    if to and participant_id in to:
+        return True
+    return mentions(text, participant_id, display_name)

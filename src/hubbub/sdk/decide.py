@@ -38,8 +38,8 @@ from typing import Any, Final, Literal
 
 from hubbub.llm.base import ChatModel, LLMError, Message
 from hubbub.llm.offline import fill
+from hubbub.protocol import mentions as mention_rule
 from hubbub.protocol.envelope import Envelope
-from hubbub.protocol.mentions import mention_of, mentioned
 from hubbub.sdk.agent_config import AgentConfig
 
 RATE_WINDOW_S: Final = 60.0
@@ -98,14 +98,18 @@ def chat_text(env: Envelope) -> str:
 
 
 def mentions(text: str, agent_id: str, name: str) -> str | None:
-    """What in ``text`` mentions the agent (``@id`` or ``@name``), if anything."""
-    return mention_of(text, (agent_id, name))
+    """How ``text`` mentions the agent (``@id`` or ``@name``, the one mention rule of
+    :mod:`hubbub.protocol.mentions`), if it does."""
+    for handle in dict.fromkeys((agent_id, name)):
+        if handle and mention_rule.mentions(text, handle):
+            return f"@{handle}"
+    return None
 
 
 def addressees(env: Envelope, participants: Collection[str]) -> list[str]:
     """Whom ``env`` is addressed to: its ``to`` and the known ``participants`` its text
     mentions, in that order, without its sender."""
-    found = [*(env.to or ()), *mentioned(chat_text(env), participants)]
+    found = [*(env.to or ()), *mention_rule.mentioned_ids(chat_text(env), participants)]
     return [pid for pid in dict.fromkeys(found) if pid != env.from_]
 
 
