@@ -5,13 +5,19 @@ Usage::
 
     .venv/bin/python benchmarks/pile_on.py [--quick] [--time-scale 0.1] [--agents 5,10,20]
         [--questions 50] [--modes none,csma,claims,both] [--seed 1] [--json out.json]
+    .venv/bin/python benchmarks/pile_on.py --people [--agents 5,20] [--cases to,mention,...]
+        [--real-model]
+
+``--people`` runs the cases people create instead (:mod:`_pile_on.people`): questions from
+people to agents with mixed skills, addressed (``to``, ``@mention``), unaddressed in some
+agent's skills or in nobody's, and a burst of 10 from 3 people at once.
 
 One process: a real gateway (aiohttp, SQLite store, rate limit off) on 127.0.0.1, N real
 ``Agent``\\ s on the offline scripted model, and the human (a ``Participant`` of kind
 ``human``). Every question matches a rule of the agents' script, so each agent's classifier
 says "answer" (0.8). Classification is instant; an answer's inference takes a uniform random
-1-3 s. Agents run with ``exempt_humans: false`` — by default a human's channel message is
-answered at once by everyone (document 000's exemption), which is what ``none`` shows.
+1-3 s. A person's unaddressed question goes through floor control like any other
+(``coordination.humans: coordinate``, the default); ``none`` shows what ``exempt`` did.
 
 Agents run without reasoning events (``reasoning_enabled: false``; ``--reasoning`` turns them
 on): inference then starts right after the claim is sent, the hardest case for wasted time —
@@ -55,70 +61,24 @@ import logging
 import platform
 import random
 import statistics
-import sys
 import tempfile
 import time
-from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
-
-from hubbub.llm.base import Message, StreamEvent, ToolSpec
-from hubbub.llm.offline import CLASSIFY_MARKER, NOVELTY_MARKER, OfflineModel, OfflineScript
+from _pile_on import people
+from _pile_on.common import Inference, TimedModel, log, pct, start_gateway, until_done
+from hubbub.llm.offline import OfflineScript
 from hubbub.protocol.envelope import Envelope
 from hubbub.sdk import Agent, Participant
 from hubbub.sdk.floor import Coordination
-from hubbub.server.app import build_app, make_router
-from hubbub.server.config import Limits
 
 MODES: tuple[Coordination, ...] = ("none", "csma", "claims", "both")
 SCRIPT = OfflineScript.from_mapping(
     {"rules": [{"match": r"\bquestion \d+", "reply": "here is my take on it, {sender}"}]}
 )
 TARGETS = {"exactly_one_pct": 99.0, "wasted_pct": 10.0, "close_p99_ms": 50.0}
-
-
-def log(msg: str) -> None:
-    """Progress on stderr."""
-    print(msg, file=sys.stderr, flush=True)
-
-
-@dataclass
-class Inference:
-    """One answer inference of one agent (perf_counter seconds)."""
-
-    agent: str
-    started: float
-    ended: float = 0.0
-    cancelled: bool = False
-
-
-class TimedModel(OfflineModel):
-    """The offline model with a random 1-3 s (x scale) inference for answers, instrumented."""
-
-    def __init__(self, name: str, scale: float, rng: random.Random, log_: list[Inference]):
-        super().__init__(SCRIPT)
-        self.name, self.scale, self.rng, self.log = name, scale, rng, log_
-
-    async def stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()
-    ) -> AsyncGenerator[StreamEvent, None]:
-        """Classify and judge drafts at once; answer after the simulated inference time."""
-        last = next((m.content for m in reversed(messages) if m.role == "user"), "")
-        if CLASSIFY_MARKER not in last and NOVELTY_MARKER not in last:  # not a judgment
-            record = Inference(self.name, time.perf_counter())
-            self.log.append(record)
-            try:
-                await asyncio.sleep(self.rng.uniform(1.0, 3.0) * self.scale)
-            except asyncio.CancelledError:
-                record.cancelled = True
-                raise
-            finally:
-                record.ended = time.perf_counter()
-        async for event in super().stream(messages, tools):
-            yield event
 
 
 @dataclass
@@ -166,26 +126,6 @@ class Result:
         }
 
 
-def pct(ordered: list[float], q: float) -> float | None:
-    """The q-quantile of sorted samples (nearest rank), ``None`` if there are none."""
-    if not ordered:
-        return None
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-async def start_gateway(data_dir: Path) -> tuple[web.AppRunner, str]:
-    """A real gateway on 127.0.0.1 (open mode, SQLite, no rate limit)."""
-    router = make_router(None, data_dir=data_dir, limits=Limits(rate_per_s=0))
-    runner = web.AppRunner(build_app(router), handle_signals=False, shutdown_timeout=2.0)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    server = site._server
-    assert server is not None
-    port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-    return runner, f"ws://127.0.0.1:{port}/ws"
-
-
 async def run_one(
     n: int, mode: Coordination, questions: int, scale: float, seed: int, reasoning: bool
 ) -> Result:
@@ -203,10 +143,9 @@ async def run_one(
                 agent = Agent(
                     participant_id=name,
                     gateway=url,
-                    model=TimedModel(name, scale, rng, inferences),
+                    model=TimedModel(name, scale, rng, inferences, SCRIPT),
                     rng=rng,
                     coordination=mode,
-                    exempt_humans=False,
                     csma_min_ms=round(2000 * scale),
                     csma_max_ms=round(8000 * scale),
                     rate_limit_per_minute=0,
@@ -304,17 +243,6 @@ async def ask(
         stream.close()
 
 
-async def until_done(agents: list[Agent], msg_id: str, limit: float) -> None:
-    """Wait until every agent decided about ``msg_id`` and none is busy any more."""
-    deadline = time.perf_counter() + limit
-    while time.perf_counter() < deadline:
-        decided = all(any(r.envelope.id == msg_id for r in a.decisions) for a in agents)
-        if decided and not any(a.busy() for a in agents):
-            return
-        await asyncio.sleep(0.01)
-    log(f"    question {msg_id} did not complete within {limit:.0f} s")
-
-
 def table(rows: list[dict[str, Any]], scale: float) -> str:
     """The results as a Markdown table."""
 
@@ -403,13 +331,25 @@ def main() -> None:
         help="agents send reasoning/* events (a round trip before each inference)",
     )
     parser.add_argument("--json", type=Path, default=None, help="write the rows as JSON")
+    parser.add_argument(
+        "--people", action="store_true", help="the people cases (N = 5, 20 unless --agents)"
+    )
+    parser.add_argument("--cases", default=",".join(people.CASES), help="with --people")
+    parser.add_argument(
+        "--real-model",
+        action="store_true",
+        help="with --people: the model OPENAI_*/ANTHROPIC_API_KEY select, not the offline one",
+    )
     args = parser.parse_args()
+    if args.time_scale is not None and args.time_scale <= 0:
+        raise SystemExit("--time-scale must be > 0")
+    if args.people:
+        run_people_cases(args)
+        return
     if args.questions is None:
         args.questions = 10 if args.quick else 50
     if args.time_scale is None:
         args.time_scale = 0.05 if args.quick else 0.1
-    if args.time_scale <= 0:
-        raise SystemExit("--time-scale must be > 0")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     started = time.perf_counter()
     rows = asyncio.run(main_async(args))
@@ -421,6 +361,28 @@ def main() -> None:
     print(f"\n{platform.python_implementation()} {platform.python_version()}, {took:.0f} s")
     if args.json is not None:
         args.json.write_text(json.dumps({"time_scale": args.time_scale, "rows": rows}, indent=2))
+
+
+def run_people_cases(args: argparse.Namespace) -> None:
+    """``--people``: run the people cases, print their table and verdict."""
+    questions = args.questions or (12 if args.quick else 50)
+    scale = args.time_scale or (0.05 if args.quick else 0.1)
+    agents = "5,20" if args.agents == "5,10,20" else args.agents
+    sizes = [int(x) for x in agents.split(",")]
+    cases = [c for c in args.cases.split(",") if c]
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    started = time.perf_counter()
+    rows = asyncio.run(
+        people.run_people(sizes, cases, questions, scale, args.seed, args.real_model)
+    )
+    print(people.table(rows, scale))
+    print()
+    for line in people.verdict(rows):
+        print(line)
+    took = time.perf_counter() - started
+    print(f"\n{platform.python_implementation()} {platform.python_version()}, {took:.0f} s")
+    if args.json is not None:
+        args.json.write_text(json.dumps({"time_scale": scale, "rows": rows}, indent=2))
 
 
 if __name__ == "__main__":

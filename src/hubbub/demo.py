@@ -139,7 +139,7 @@ async def _contest(feed: Feed, host: Participant, agents: list[Agent]) -> None:
 
 async def _one_question(feed: Feed, host: Participant, agents: list[Agent], text: str) -> bool:
     """Ask one contested question; whether it got its answer and someone yielded."""
-    say("  (the question comes from 'host', a service: not exempt from floor control)")
+    say("  (every agent's script answers this question from 'host', so all four want the floor)")
     await host.chat(text)
 
     def posted() -> list[Envelope]:
@@ -294,21 +294,23 @@ async def _cast_and_scene(
 
 @contextlib.asynccontextmanager
 async def gateway(port: int) -> AsyncIterator[tuple[Router, int]]:
-    """An open-mode gateway on 127.0.0.1:``port`` (or a free port), stopped on exit."""
+    """An open-mode gateway on 127.0.0.1:``port`` (or a free port), stopped on exit; its
+    history lives in a temporary directory, removed on exit."""
     with _listen(port) as probe:  # the port the listener takes: 8080 unless really taken
         port = int(probe.getsockname()[1])
-    router = make_router(data_dir=Path(tempfile.mkdtemp(prefix="hubbub-demo-")))
-    runner = web.AppRunner(build_app(router), handle_signals=False)
-    try:
-        await runner.setup()
-        await GuardedSite(runner, LOOPBACK, port, router.limits, router.metrics).start()
-    except BaseException:
-        await runner.cleanup()
-        raise
-    try:
-        yield router, port
-    finally:
-        await runner.cleanup()
+    with tempfile.TemporaryDirectory(prefix="hubbub-demo-", ignore_cleanup_errors=True) as data:
+        router = make_router(data_dir=Path(data))
+        runner = web.AppRunner(build_app(router), handle_signals=False)
+        try:
+            await runner.setup()
+            await GuardedSite(runner, LOOPBACK, port, router.limits, router.metrics).start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        try:
+            yield router, port
+        finally:
+            await runner.cleanup()
 
 
 def _banner(port: int) -> str:

@@ -19,7 +19,9 @@ MakeAgent = Callable[..., Awaitable[Agent]]
 @pytest.fixture
 async def agent(gw: RunningGateway) -> AsyncIterator[MakeAgent]:
     """``await agent("id", **config)``: a started offline-model Agent (or ``cls``, a subclass),
-    stopped at teardown."""
+    stopped at teardown. Its CSMA delay is 0 unless ``config`` sets one: a person's
+    unaddressed question goes through floor control (``coordination.humans: coordinate``),
+    and tests of other things need not wait the 2-8 s of the default delay."""
     made: list[Agent] = []
 
     async def make(
@@ -30,6 +32,8 @@ async def agent(gw: RunningGateway) -> AsyncIterator[MakeAgent]:
             "provider": "offline",
             "discovery_timeout": 2.0,
             "discovery_retry_delay": 0.05,
+            "csma_min_ms": 0,
+            "csma_max_ms": config.get("csma_min_ms", 0),
             **config,
         }
         a = cls(participant_id=pid, **fields)

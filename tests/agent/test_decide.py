@@ -33,10 +33,12 @@ def policy(**config: object) -> ResponsePolicy:
     ("text", "found"),
     [
         ("hey @helper, a question", "@helper"),
-        ("helper: please look", "helper"),
-        ("ask Helpy about it", "Helpy"),
-        ("HELPY?", "HELPY"),
-        ("the helpers are busy", None),
+        ("@helper: please look", "@helper"),
+        ("ask @helpy about it", "@Helpy"),
+        ("@HELPY?", "@Helpy"),
+        ("helper: a bare name is not a mention (the one mention rule needs the @)", None),
+        ("ask Helpy about it", None),
+        ("the @helpers are busy", None),
         ("see helper-bot", None),
         ("mail me at x@helper.com", None),
         ("superhelper", None),
@@ -116,7 +118,7 @@ def test_each_dm_peer_is_its_own_conversation() -> None:
 
 incoming = st.lists(
     st.tuples(
-        st.sampled_from(["mention", "to", "dm", "plain", "dm-plain"]),
+        st.sampled_from(["mention", "to", "dm", "plain", "others"]),
         st.sampled_from(["alice", "bob"]),
         st.sampled_from(["#general", "#other"]),
         st.floats(0, 30),
@@ -142,12 +144,15 @@ def test_the_rate_limit_never_silences_an_addressed_message(
             "to": chat("what now?", sender=sender, channel=channel, to=["helper"]),
             "dm": chat("what now?", sender=sender, channel=None, to=["helper"]),
             "plain": chat("what now?", sender=sender, channel=channel),
-            "dm-plain": chat("what now?", sender=sender, channel=None, to=["zed"]),
+            "others": chat("what now?", sender=sender, channel=channel, to=["zed"]),
         }[how]
         decision = p.quick(env, now)
         if how in ("mention", "to", "dm"):
             assert decision is not None and decision.respond
             p.answered(env, decision.rule, now)
+            continue
+        if how == "others":  # addressed to someone else: never answered, never counted
+            assert decision is not None and decision.rule == "addressed_to_others"
             continue
         key = where(env, "helper")
         recent = [t for t in unprompted.get(key, []) if t > now - 60]
@@ -208,3 +213,59 @@ async def test_classify_applies_the_threshold_and_survives_nonsense() -> None:
     offline = await p.classify(OfflineModel(), chat("what is 3*3?"), ["calc/multiply"])
     assert offline.respond and offline.confidence == 0.9
     assert Message.user("x").role == "user"
+
+
+@pytest.mark.parametrize(
+    ("fields", "rule", "respond"),
+    [
+        ({"text": "@maths what is 6*7?"}, "addressed_to_others", False),
+        ({"text": "what is 6*7?", "to": ["maths"]}, "addressed_to_others", False),
+        ({"text": "@MATHS and @chef, what is 6*7?"}, "addressed_to_others", False),
+        ({"text": "@maths and @helper, what is 6*7?"}, "mention", True),
+        ({"text": "what is 6*7?", "to": ["maths", "helper"]}, "direct", True),
+        ({"text": "@helpy what is 6*7?", "to": ["maths"]}, "mention", True),
+        ({"text": "@everyone what is 6*7?"}, None, None),  # not a participant: unaddressed
+        ({"text": "mail maths@example.org"}, None, None),
+        ({"text": "@alice reminds me of 6*7"}, None, None),  # the sender mentioning itself
+    ],
+)
+def test_addressed_means_addressed(
+    fields: dict[str, object], rule: str | None, respond: bool | None
+) -> None:
+    """A message whose ``to`` or @mentions name participants is theirs: the others ignore it
+    (rule ``addressed_to_others``); a mention of someone unknown addresses nobody."""
+    text = fields.pop("text")
+    env = chat(str(text), **fields)
+    decision = policy().quick(env, 0, ["maths", "chef", "helper", "alice"])
+    if rule is None:
+        assert decision is None  # → the classifier
+    else:
+        assert decision is not None and (decision.rule, decision.respond) == (rule, respond)
+
+
+def test_addressed_to_others_wins_over_the_classifier_even_when_it_would_answer() -> None:
+    p = policy(respond_to_questions=True)
+    decision = p.quick(chat("@maths what is 6*7?"), 0, ["maths", "helper"])
+    assert decision is not None and decision.reason == "addressed to maths"
+    assert decision.describe() == "ignore (addressed_to_others): addressed to maths"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    to=st.lists(st.sampled_from(["helper", "maths", "chef", "zed"]), max_size=3),
+    mentioned=st.lists(st.sampled_from(["helper", "maths", "chef", "nobody"]), max_size=3),
+)
+def test_an_agent_answers_an_addressed_message_exactly_when_it_is_an_addressee(
+    to: list[str], mentioned: list[str]
+) -> None:
+    text = " ".join(f"@{m}" for m in mentioned) + " what now?"
+    env = chat(text, to=to or None)
+    known = ["helper", "maths", "chef", "zed", "alice"]
+    decision = policy().quick(env, 0, known)
+    addressees = {*to, *(m for m in mentioned if m in known)}
+    if "helper" in addressees:
+        assert decision is not None and decision.respond
+    elif addressees:
+        assert decision is not None and decision.rule == "addressed_to_others"
+    else:
+        assert decision is None

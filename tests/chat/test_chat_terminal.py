@@ -126,6 +126,34 @@ async def test_typed_message_reaches_another_client(sdk: Any, start_chat: StartC
     await term.wait_for("alice: hello bob, from the terminal")
 
 
+async def test_a_mention_puts_the_mentioned_id_in_to(sdk: Any, start_chat: StartChat) -> None:
+    bob = await sdk("bob")
+    await sdk("maths")
+    term = await start_chat("alice")
+    await term.wait_for("maths")  # in the People line: its id is known
+    arrived = await chat_from(bob, "alice")
+    term.type("@Maths and @nobody: what is 6*7?\r")
+    message = await asyncio.wait_for(arrived, TIMEOUT)
+    assert message.channel == "#general" and message.to == ["maths"]
+    arrived = await chat_from(bob, "alice")
+    term.type("no mention here\r")
+    assert (await asyncio.wait_for(arrived, TIMEOUT)).to is None
+
+
+async def test_tab_completes_a_mention_with_its_trailing_space(
+    sdk: Any, start_chat: StartChat
+) -> None:
+    bob = await sdk("bob")
+    await sdk("maths")
+    term = await start_chat("alice")
+    await term.wait_for("maths")
+    arrived = await chat_from(bob, "alice")
+    term.type("hi @ma\t")
+    term.type("what is 6*7?\r")
+    message = await asyncio.wait_for(arrived, TIMEOUT)
+    assert message.payload["text"] == "hi @maths what is 6*7?" and message.to == ["maths"]
+
+
 async def test_message_from_another_client_appears(sdk: Any, start_chat: StartChat) -> None:
     bob = await sdk("bob")
     term = await start_chat("alice")
@@ -260,6 +288,23 @@ async def test_approving_a_proposal_runs_the_tool(sdk: Any, start_chat: StartCha
     assert result.content == [mt.TextContent(text="5")]
     term.type("/approve 1\r")
     await term.wait_for("proposal #1 is approved; only a pending one can be approved")
+
+
+async def test_a_proposal_loaded_from_history_is_numbered_and_approved(
+    sdk: Any, start_chat: StartChat
+) -> None:
+    await sdk("calc", participant=True, kind="service", setup=offer_add)
+    agent: Participant = await sdk("agent", participant=True, capabilities=PROPOSER_CAPS)
+    bob = await sdk("bob")
+    proposed = bob.expect("mcp/proposal", lambda e: e.from_ == "agent")
+    call = asyncio.create_task(agent.call_tool("calc", "add", {"a": 4, "b": 5}, timeout=30))
+    await asyncio.wait_for(proposed, TIMEOUT)  # made before alice came: she sees it in history
+    term = await start_chat("alice")
+    await term.wait_for("proposal #1: agent proposes tools/call add on calc")
+    term.type("/approve 1\r")
+    await term.wait_for("✓ calc answered: 9")
+    result = await asyncio.wait_for(call, TIMEOUT)
+    assert result.content == [mt.TextContent(text="9")]
 
 
 async def test_rejecting_a_proposal_tells_the_proposer(sdk: Any, start_chat: StartChat) -> None:

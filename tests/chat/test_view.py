@@ -585,3 +585,32 @@ def test_long_arguments_are_cut() -> None:
     v.handle(proposal(text="x" * 500), NOW)
     listing = v.proposal_listing()[0].plain
     assert listing.endswith("…") and len(listing) < 300
+
+
+def test_proposals_in_history_are_numbered_and_keep_how_they_were_settled() -> None:
+    def proposal(seq: int, sender: str = "coder") -> Envelope:
+        return env(
+            "mcp/proposal", sender, seq=seq, channel="#general", to=["calc"],
+            payload={"method": "tools/call", "params": {"name": "add"}},
+        )  # fmt: skip
+
+    def answer(kind: str, seq: int, about: Envelope) -> Envelope:
+        return env(kind, "bob", seq=seq, channel="#general", correlation_id=[about.id])
+
+    older, settled, waiting, mine = proposal(1), proposal(2), proposal(4), proposal(5, "alice")
+    history = [settled, answer("mcp/request", 3, settled), waiting, mine]
+    history.append(answer("mcp/reject", 6, older))  # its proposal is on an older page
+    v = ChatView("alice")
+    v.handle(welcome("alice", "bob", "coder"), NOW)
+    v.handle(joined(history=[stored(e) for e in history]), NOW)
+    assert [(p.number, p.id, p.status) for p in v.proposals] == [
+        (1, settled.id, "approved"),
+        (2, waiting.id, "pending"),
+    ]
+    assert any("proposal #2: coder proposes" in line for line in plain(v))
+    v.handle(waiting, NOW)  # the same proposal live again (a resend): not a third entry
+    assert len(v.proposals) == 2
+    page = {"channel": "#general", "messages": [stored(older)], "has_more": False}
+    v.handle(env("history/response", "system:gateway", payload=page), NOW)
+    third = v.proposal(3)
+    assert third is not None and (third.id, third.status) == (older.id, "rejected")

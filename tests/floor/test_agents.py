@@ -259,10 +259,10 @@ async def test_a_humans_claim_beats_the_agent(
     assert model.finished == 0 and model.started == model.cancelled
 
 
-async def test_dms_mentions_and_humans_are_answered_at_once_without_a_claim(
+async def test_dms_mentions_and_with_humans_exempt_people_are_answered_at_once_without_a_claim(
     participant: MakeParticipant, agent: MakeAgent
 ) -> None:
-    bot = await agent("bot", model=SlowAnswers(0.05), **SLOW_CSMA)
+    bot = await agent("bot", model=SlowAnswers(0.05), humans="exempt", **SLOW_CSMA)
     asker = await participant("asker", kind="service")
     human = await participant("alice", kind="human")
     watch = human.client.messages()
@@ -287,13 +287,10 @@ async def test_dms_mentions_and_humans_are_answered_at_once_without_a_claim(
     ]
 
 
-async def test_a_humans_channel_question_under_floor_control_when_not_exempt(
+async def test_a_humans_channel_question_is_under_floor_control_by_default(
     participant: MakeParticipant, agent: MakeAgent
 ) -> None:
-    bots = [
-        await agent(f"bot{i}", model=SlowAnswers(0.2), exempt_humans=False, **FAST)
-        for i in range(2)
-    ]
+    bots = [await agent(f"bot{i}", model=SlowAnswers(0.2), **FAST) for i in range(2)]
     human = await participant("alice", kind="human")
     stream = human.client.messages()
     question = await say(human.client, stream, "question 9 for the room")

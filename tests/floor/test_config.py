@@ -15,9 +15,34 @@ def test_defaults_follow_the_documents() -> None:
     assert cfg.coordination == "both" and cfg.csma_timer == "local"
     assert (cfg.csma_min_ms, cfg.csma_max_ms, cfg.settle_ms) == (2000, 8000, 5000)
     assert cfg.jitter_percent == 0.5 and cfg.idle_nudge_s is None
-    assert cfg.skills == () and cfg.exempt_humans
+    assert cfg.skills == () and cfg.humans == "coordinate"
     fs = cfg.floor_settings()
     assert (fs.csma_min_ms, fs.csma_max_ms, fs.settle_ms) == (2000, 8000, 5000)
+
+
+def test_coordination_humans_in_a_file_and_as_an_argument(tmp_path: Path) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text("participant_id: a\ncoordination:\n  mode: csma\n  humans: EXEMPT\n")
+    cfg = AgentConfig.load(path, env={})
+    assert (cfg.coordination, cfg.humans) == ("csma", "exempt")
+    path.write_text("participant_id: a\ncoordination: {humans: coordinate}\n")
+    assert AgentConfig.load(path, env={}).coordination == "both"
+    assert AgentConfig(participant_id="a", humans="exempt").humans == "exempt"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("coordination: {humans: always}", "humans must be one of coordinate, exempt"),
+        ("coordination: {people: exempt}", "coordination: unknown key 'people'"),
+        ("exempt_humans: true", "write coordination.humans: exempt"),
+    ],
+)
+def test_coordination_humans_errors_name_the_fix(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text(f"participant_id: a\n{text}\n")
+    with pytest.raises(AgentConfigError, match=message):
+        AgentConfig.load(path, env={})
 
 
 def test_keys_in_a_file_and_as_arguments(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from hubbub.sdk.floor import (
     Coordination,
     FloorCoordinator,
     FloorSettings,
+    HumanPolicy,
     Reply,
     Stage,
     exemption,
@@ -314,8 +315,49 @@ def test_messages_within_the_settle_window_join_the_waiting_batch() -> None:
     assert due.action == "proceed" and due.batch.messages == ["m1", "m2", "m3"]  # type: ignore[union-attr]
     begin = floor.begin("m1")
     assert begin.action == "claim" and begin.batch.messages == ["m1", "m2", "m3"]  # type: ignore[union-attr]
-    # a claim on any message of the batch is a claim on the batch
-    assert floor.claim_seen("m2", "a", int(clock()) - 1).action == "yield"
+    # claims are per message: an earlier claim on one message of the batch takes only that
+    # one; losing the last one yields the batch
+    release = floor.claim_seen("m2", "a", int(clock()) - 1)
+    assert (release.action, release.message, release.winner) == ("release", "m2", "a")
+    assert release.batch.messages == ["m1", "m3"] and floor.batch_of("m2") is None  # type: ignore[union-attr]
+    assert floor.yield_received("m1", "b").action == "release"
+    assert floor.claim_seen("m3", "human", int(clock()) + 9, human=True).action == "yield"
+    assert not floor.should_send("m1")
+
+
+@PROPERTY
+@given(
+    taken=st.lists(st.sampled_from(["m1", "m2", "m3"]), max_size=4),
+    when=st.sampled_from(["waiting", "ready", "claimed"]),
+    how=st.sampled_from(["claim", "yield"]),
+)
+def test_a_batch_gives_up_only_the_messages_others_took(
+    taken: list[str], when: str, how: str
+) -> None:
+    """Whatever others take, the batch keeps the rest, and is skipped or yielded exactly when
+    nothing is left."""
+    floor, clock = coordinator(csma_min_ms=100, csma_max_ms=100, settle_ms=100)
+    floor.open("m1", "#general", "q1")
+    floor.open("m2", "#general", "q2")
+    floor.open("m3", "#general", "q3")
+    if when != "waiting":
+        clock.advance(100)
+        assert floor.due("m1").action == "proceed"
+    if when == "claimed":
+        assert floor.begin("m1").action == "claim"
+    for msg_id in taken:
+        if how == "claim":
+            floor.claim_seen(msg_id, "rival", int(clock()) - 1000)
+        else:
+            floor.yield_received(msg_id, "rival")
+    batch = floor.batch("m1")
+    assert batch is not None
+    left = [m for m in ("m1", "m2", "m3") if m not in taken]
+    if left:
+        assert batch.messages == left and sorted(batch.released) == sorted(set(taken))
+        assert floor.should_send("m1")
+    else:
+        assert batch.stage in (Stage.SKIPPED, Stage.YIELDED) and not floor.should_send("m1")
 
 
 def test_the_settle_window_adds_no_latency() -> None:
@@ -382,7 +424,7 @@ def test_every_message_lands_in_exactly_one_batch_within_its_window(
     rule=st.sampled_from(["direct", "mention", "classifier"]),
     sender=st.sampled_from(["alice", "bot", SERVER_ID]),
     kind=st.sampled_from(["human", "agent", "service", None]),
-    exempt_humans=st.booleans(),
+    humans=st.sampled_from(["coordinate", "exempt"]),
 )
 def test_exempt_messages_are_exactly_the_documented_ones(
     mode: Coordination,
@@ -390,7 +432,7 @@ def test_exempt_messages_are_exactly_the_documented_ones(
     rule: str,
     sender: str,
     kind: str | None,
-    exempt_humans: bool,
+    humans: HumanPolicy,
 ) -> None:
     reason = exemption(
         mode,
@@ -398,14 +440,14 @@ def test_exempt_messages_are_exactly_the_documented_ones(
         rule=rule,
         sender=sender,
         sender_kind=kind,
-        exempt_humans=exempt_humans,
+        humans=humans,
     )
     expected = (
         mode == "none"
         or channel is None
         or rule in ("direct", "mention")
         or sender == SERVER_ID
-        or (exempt_humans and kind == "human")
+        or (humans == "exempt" and kind == "human")
     )
     assert (reason is not None) == expected
 

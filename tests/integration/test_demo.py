@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import aiohttp
@@ -157,6 +158,16 @@ async def test_a_taken_port_moves_the_demo_to_a_free_one(
             async with http.get(f"http://127.0.0.1:{real}/health") as response:
                 assert response.status == 200
     assert f"(port {port} is not free: Address already in use;" in capsys.readouterr().out
+
+
+async def test_the_demo_removes_its_data_directory_on_exit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    async with gateway(0):
+        (data,) = os.listdir(tmp_path)
+        assert data.startswith("hubbub-demo-") and os.listdir(tmp_path / data)  # the history
+    assert os.listdir(tmp_path) == []
 
 
 @pytest.mark.parametrize(

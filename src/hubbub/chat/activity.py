@@ -1,6 +1,6 @@
 """Who is typing: participants composing an answer, from their ``reasoning/*`` events.
 
-An agent answering a DM, a mention or a person is exempt from floor claims, but it still
+An agent answering a DM or a mention is exempt from floor claims, but it still
 announces its turn with ``reasoning/start`` (then ``reasoning/thought``…, and
 ``reasoning/conclusion`` or ``reasoning/cancel``), sent to the channel of the message it
 answers or, for a DM, as a DM back to its sender. :class:`Typing` turns those events into

@@ -55,7 +55,9 @@ from hubbub.chat.format import notice, tool_result_line
 from hubbub.chat.view import HISTORY_PAGE, ChatView
 from hubbub.errors import GatewayError, HubbubError, NotConnected, RequestFailed
 from hubbub.protocol.envelope import Envelope
+from hubbub.protocol.mentions import mentioned_ids
 from hubbub.sdk import Disconnected, Participant, Reconnecting
+from hubbub.sdk.proposals import Proposal
 
 STYLE: Final = Style.from_dict(
     {
@@ -398,7 +400,9 @@ class ChatApp:
             self.say("not in a channel: /join #general first", "error")
             return
         self.scroll = 0
-        await self._send(Envelope(kind="chat", channel=channel, payload={"text": text}))
+        to = [pid for pid in mentioned_ids(text, self.view.people) if pid != self.view.me]
+        chat = Envelope(kind="chat", channel=channel, to=to or None, payload={"text": text})
+        await self._send(chat)
 
     async def _join(self, channel: str) -> None:
         if channel not in self.view.channels:
@@ -464,7 +468,9 @@ class ChatApp:
         entry.status = "approved"
         self.say(f"approved proposal #{number}; waiting for {target}…", "proposal")
         try:
-            result = await self.participant.approve(entry.id, timeout=APPROVE_TIMEOUT)
+            # a proposal loaded from history is not in the SDK's inbox of live ones
+            proposal = self.participant.proposals.get(entry.id) or Proposal(entry.envelope)
+            result = await self.participant.approve(proposal, timeout=APPROVE_TIMEOUT)
         except RequestFailed as exc:
             self.say(f"✗ proposal #{number}: {exc}", "result.error")
             return
@@ -485,7 +491,8 @@ class ChatApp:
             self.say(f"proposal #{number} is {entry.status}; only a pending one can be rejected")
             return
         try:
-            await self.participant.reject(entry.id, reason)
+            proposal = self.participant.proposals.get(entry.id) or Proposal(entry.envelope)
+            await self.participant.reject(proposal, reason)
         except ValueError as exc:
             self.say(f"proposal #{number}: {exc}", "error")
 

@@ -236,13 +236,15 @@ def _channel_command(name: str, rest: str) -> Command:
 def completions(
     before_cursor: str, channels: list[str], joined: list[str], people: list[str]
 ) -> tuple[list[str], int]:
-    """Candidates for the word being typed, and how many characters of it are typed.
+    """Candidates for the word being typed (each with the space that ends it), and how many
+    characters of it are typed.
 
     Command names after ``/``; channels after ``/join`` (``channels``: all known) and after
-    ``/switch`` or ``/leave`` (``joined``); participant ids (``people``) after ``/dm``.
+    ``/switch`` or ``/leave`` (``joined``); participant ids (``people``) after ``/dm``, and
+    as ``@id`` for a word starting with ``@`` in a message (a mention).
     """
-    if not before_cursor.startswith("/"):
-        return [], 0
+    if not before_cursor.startswith("/") or before_cursor.startswith("//"):
+        return _mention_completions(before_cursor, people)
     word, space, rest = before_cursor[1:].partition(" ")
     if not space:
         names = sorted({n for n in _NAMES if n.startswith(word.lower())})
@@ -251,10 +253,19 @@ def completions(
         return [], 0
     if word in ("dm", "msg"):
         typed = rest.removeprefix("@")
-        return sorted(p for p in people if p.startswith(typed)), len(rest)
+        return sorted(f"{p} " for p in people if p.startswith(typed)), len(rest)
     pool = channels if word == "join" else joined if word in ("switch", "leave", "part") else []
     prefix = normalize_channel(rest) if rest else "#"
-    return sorted(c for c in pool if c.startswith(prefix)), len(rest)
+    return sorted(f"{c} " for c in pool if c.startswith(prefix)), len(rest)
+
+
+def _mention_completions(before_cursor: str, people: list[str]) -> tuple[list[str], int]:
+    """``@id `` candidates for a word starting with ``@`` at the end of a message."""
+    typed = before_cursor.rsplit(None, 1)[-1] if before_cursor.strip() else ""
+    if before_cursor[-1:].isspace() or not typed.startswith("@") or typed.startswith("@@"):
+        return [], 0
+    prefix = typed[1:].lower()
+    return sorted(f"@{p} " for p in people if p.lower().startswith(prefix)), len(typed)
 
 
 def parse(line: str) -> Command | None:

@@ -91,9 +91,17 @@ class ChannelLog:
         return added
 
 
+SETTLING_KINDS: Final[dict[str, str]] = {
+    "mcp/request": "approved",
+    "mcp/reject": "rejected",
+    "mcp/withdraw": "withdrawn",
+}
+"""Kinds that settle the proposal their ``correlation_id`` names, and the status they give."""
+
+
 @dataclass
 class ProposalEntry:
-    """A proposal seen live, numbered for ``/approve N``."""
+    """A proposal seen live or in history, numbered for ``/approve N``."""
 
     number: int
     envelope: Envelope
@@ -140,6 +148,9 @@ class ChatView:
         self.typing = Typing(typing_seconds)
         """Who is composing an answer (``reasoning/*``), in a channel or to me directly."""
         self.proposals: list[ProposalEntry] = []
+        """Proposals of others, live or loaded from history, numbered for ``/approve N``."""
+        self._outcomes: dict[str, str] = {}
+        """Proposal id → how history says it was settled."""
         self.unread: dict[str, int] = {}
         self.known_channels: set[str] = set()
         """Channels of the space (from the welcome and every join)."""
@@ -278,6 +289,10 @@ class ChatView:
     def _history_line(self, env: Envelope) -> Line | None:
         if env.kind in FLOOR_KINDS:
             return None
+        if env.kind == "mcp/proposal":
+            return proposal_line(env, self._numbered(env))
+        if env.kind in SETTLING_KINDS:
+            self._settled_earlier(env)
         return envelope_line(env, self.me)
 
     def _left(self, env: Envelope) -> None:
@@ -399,12 +414,30 @@ class ChatView:
 
     # ------------------------------------------------------------------ proposals
 
+    def _numbered(self, env: Envelope) -> int | None:
+        """The ``/approve`` number of a proposal (live or from history), numbering it if it
+        is new; ``None`` for my own proposals."""
+        if env.from_ == self.me:
+            return None
+        known = next((p for p in self.proposals if p.id == env.id), None)
+        if known is None:
+            known = ProposalEntry(len(self.proposals) + 1, env)
+            known.status = self._outcomes.get(env.id, "pending")
+            self.proposals.append(known)
+        return known.number
+
+    def _settled_earlier(self, env: Envelope) -> None:
+        """An approval, rejection or withdrawal in history settles the proposal it names
+        (whether its page came before or after the proposal's)."""
+        status = SETTLING_KINDS[env.kind]
+        for pid in env.correlation_ids():
+            self._outcomes.setdefault(pid, status)
+            entry = next((p for p in self.proposals if p.id == pid), None)
+            if entry is not None and entry.status == "pending":
+                entry.status = status
+
     def _proposal(self, env: Envelope) -> None:
-        number: int | None = None
-        if env.from_ != self.me:
-            number = len(self.proposals) + 1
-            self.proposals.append(ProposalEntry(number, env))
-        line = proposal_line(env, number)
+        line = proposal_line(env, self._numbered(env))
         if env.channel is not None and env.channel in self.channels:
             self.log(env.channel).add(line, env.seq)
         else:

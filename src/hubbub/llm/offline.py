@@ -3,9 +3,10 @@
 No network, no weights. It reads the conversation the way a real model would (the last user
 message, the tool results after it) and answers by rules, in this order:
 
-1. a classification request (the agent asking "should I respond?") → a JSON verdict; a
-   request to judge a draft against others' answers (``adds_new``) → a JSON verdict by word
-   overlap (:func:`judge_novelty`);
+1. a classification request (the agent asking "should I respond?") → a JSON verdict (an
+   agent with skills answers what they cover, :mod:`hubbub.llm.topics`); a request to judge
+   a draft against others' answers (``adds_new``) → a JSON verdict by word overlap
+   (:func:`judge_novelty`);
 2. tool results after the last user message → the final answer built from them;
 3. a rule of the script file whose ``match`` regex finds the text → its reply or tool call;
 4. arithmetic (``what is 12*7``, ``3 plus 4``) → a call of an offered tool named after the
@@ -46,6 +47,7 @@ from hubbub.llm.base import (
     ToolCallEvent,
     ToolSpec,
 )
+from hubbub.llm.topics import skills_covering
 
 CLASSIFY_MARKER: Final = "should_respond"
 """A user message containing this word asks for a respond/ignore verdict as JSON."""
@@ -434,12 +436,17 @@ def classify(prompt: str, tools: Sequence[ToolSpec], script: OfflineScript) -> d
     ``New message from SENDER: TEXT`` (as :mod:`hubbub.sdk.decide` writes it).
     """
     tools_line = re.search(r"^Your tools: (.*)$", prompt, re.MULTILINE)
+    skills_line = re.search(r"^Your skills: (.*)$", prompt, re.MULTILINE)
     message_line = re.search(r"^New message from [^:]*: (.*)$", prompt, re.MULTILINE)
     text = message_line.group(1) if message_line else prompt
     tool_names = [t.strip() for t in tools_line.group(1).split(",")] if tools_line else []
     specs = [ToolSpec(name=n, display_name=n) for n in tool_names if n and n != "none"]
     specs += list(tools)
     found = expressions(text)
+    skills = [s.strip() for s in skills_line.group(1).split(",")] if skills_line else []
+    skills = [s for s in skills if s and s != "none"]
+    if skills:
+        return _by_skills(text, skills, bool(found), script)
     if found and all(tool_for(e.op, specs) is not None for e in found):
         return _verdict(True, 0.9, "arithmetic that my tools can compute")
     if any(rule.match.search(text) for rule in script.rules):
@@ -455,6 +462,20 @@ def classify(prompt: str, tools: Sequence[ToolSpec], script: OfflineScript) -> d
     if question:
         return _verdict(False, 0.4, "a question, but not about anything my tools cover")
     return _verdict(False, 0.1, "not a question, and not about my tools")
+
+
+def _by_skills(
+    text: str, skills: Sequence[str], arithmetic: bool, script: OfflineScript
+) -> dict[str, Any]:
+    """The verdict of an agent with skills: answer what its skills (or its script) cover;
+    the tools it can reach are everyone's, so they do not make a message its business."""
+    covered = skills_covering(text, skills, arithmetic=arithmetic)
+    if covered:
+        confidence = 0.9 if "?" in text or arithmetic else 0.7
+        return _verdict(True, confidence, f"it is about {', '.join(covered)}, my skill")
+    if any(rule.match.search(text) for rule in script.rules):
+        return _verdict(True, 0.8, "my script has an answer for this")
+    return _verdict(False, 0.2, f"not about my skills ({', '.join(skills)})")
 
 
 _FILLER: Final = frozenset(

@@ -443,7 +443,7 @@ class Agent:
         """Decide about one chat message and, to answer it, hand it to the runtime (it starts
         a turn, interrupts the current one, waits in the inbox or is refused when it is full)."""
         now = asyncio.get_running_loop().time()
-        decision = self.policy.quick(env, now)
+        decision = self.policy.quick(env, now, self.participant.client.participants.keys())
         if decision is None:
             decision = await self.policy.classify(self.model, env, self.tools.qualified_names())
         self._record(env, decision)

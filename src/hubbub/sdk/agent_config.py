@@ -29,7 +29,7 @@ import yaml
 from hubbub.errors import HubbubError
 from hubbub.llm.factory import ModelSettings, Provider
 from hubbub.protocol.ids import is_participant_id
-from hubbub.sdk.floor import Coordination, FloorSettings
+from hubbub.sdk.floor import Coordination, FloorSettings, HumanPolicy
 from hubbub.sdk.options import DEFAULT_GATEWAY, ParticipantOptions
 
 LogLevel = Literal["debug", "info", "warning", "error"]
@@ -55,11 +55,13 @@ DEFAULT_RESPOND_PROMPT: Final = (
 )
 DEFAULT_CLASSIFY_PROMPT: Final = (
     "You are {name}, an agent in a shared chat channel.\n"
+    "Your skills: {skills}\n"
     "Your tools: {tools}\n"
     "Recent conversation:\n{history}\n"
     "New message from {sender}: {text}\n\n"
     "Should you respond to this new message? Consider: is it a question you can answer, "
-    "does it relate to your tools, can you add something nobody else will?\n"
+    "is it about your skills (when you have any, answer only what they cover: other agents "
+    "cover the rest), can you add something nobody else will?\n"
     'Answer with only a JSON object: {"should_respond": true or false, '
     '"confidence": a number from 0 to 1, "reason": "a short reason"}'
 )
@@ -109,7 +111,7 @@ class AgentConfigError(HubbubError, ValueError):
 class Prompts:
     """Prompt templates of the ReAct phases (placeholders: ``{input}``, ``{tools}``,
     ``{objective}``, ``{observation}``, ``{name}``; the classifier also ``{history}``,
-    ``{sender}``, ``{text}``; ``covered``: ``{name}``, ``{input}``, ``{replies}``,
+    ``{sender}``, ``{text}``, ``{skills}``; ``covered``: ``{name}``, ``{input}``, ``{replies}``,
     ``{draft}``)."""
 
     system: str | None = None
@@ -186,7 +188,8 @@ class AgentConfig:
     """Messages waiting for the agent (while it answers) before new ones are rejected."""
     # --- good citizenship: floor claims, CSMA, settle window, idle nudges (documents 000, 001)
     coordination: Coordination = "both"
-    """``both`` (CSMA delay and floor claims), ``csma``, ``claims`` or ``none``."""
+    """``both`` (CSMA delay and floor claims), ``csma``, ``claims`` or ``none`` (in a file
+    also ``coordination: {mode: both, humans: coordinate}``)."""
     csma_min_ms: int = DEFAULT_CSMA_MIN_MS
     csma_max_ms: int = DEFAULT_CSMA_MAX_MS
     csma_timer: CsmaTimer = "local"
@@ -195,8 +198,11 @@ class AgentConfig:
     """Skill tags; a message whose topic shares one gets the short CSMA band (2-4 s)."""
     settle_ms: int = DEFAULT_SETTLE_MS
     """Channel messages within this window of a waiting one are answered in one turn."""
-    exempt_humans: bool = True
-    """Answer humans' channel messages at once, without CSMA delay or claim (document 000)."""
+    humans: HumanPolicy = "coordinate"
+    """``coordination.humans`` in a file: ``coordinate`` (a person's unaddressed channel
+    message goes through CSMA and floor control, so one agent answers it) or ``exempt``
+    (every agent that judges it relevant answers at once). Addressed messages are answered
+    at once either way, and a person is never yielded nor blocked by a claim."""
     idle_nudge_s: float | None = None
     """Self-prompting: after this long without messages, a turn with a short system note."""
     jitter_percent: float = DEFAULT_JITTER_PERCENT
@@ -442,6 +448,14 @@ def _normalize(
     out: dict[str, Any] = {}
     for raw_key, value in data.items():
         key = _ALIASES.get(_snake(str(raw_key)), _snake(str(raw_key)))
+        if key == "exempt_humans":
+            raise AgentConfigError(
+                f"{source}: 'exempt_humans' is gone: write coordination.humans: exempt "
+                "(every agent answers a person at once) or coordinate (the default: one does)"
+            )
+        if key == "coordination" and isinstance(value, Mapping):
+            out.update(_coordination_section(value, source, env, expand))
+            continue
         if key not in known:
             raise AgentConfigError(f"{source}: unknown key {raw_key!r}{_hint(str(raw_key), known)}")
         if expand:
@@ -450,6 +464,25 @@ def _normalize(
         if nested is not None and isinstance(value, Mapping):
             value = _normalize_nested(value, nested, f"{source}: {key}")
         out[key] = value
+    return out
+
+
+def _coordination_section(
+    data: Mapping[str, Any], source: str, env: Mapping[str, str], expand: bool
+) -> dict[str, Any]:
+    """``coordination: {mode: both, humans: coordinate}`` as the flat fields ``coordination``
+    and ``humans``."""
+    where = f"{source}: coordination"
+    out: dict[str, Any] = {}
+    for raw_key, value in data.items():
+        key = _snake(str(raw_key))
+        if key not in ("mode", "humans"):
+            raise AgentConfigError(
+                f"{where}: unknown key {raw_key!r}{_hint(str(raw_key), ['mode', 'humans'])}"
+            )
+        if expand:
+            value = _expand(value, env, f"{where}.{key}")
+        out["coordination" if key == "mode" else "humans"] = value
     return out
 
 

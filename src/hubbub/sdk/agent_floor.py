@@ -52,6 +52,7 @@ EventKind = Literal[
     "skip",
     "claim",
     "yield",
+    "release",
     "discard",
     "keep",
     "suspend",
@@ -218,7 +219,7 @@ class AgentFloor:
             rule=decision.rule,
             sender=env.from_,
             sender_kind=self.kind_of(env.from_),
-            exempt_humans=self.agent.config.exempt_humans,
+            humans=self.agent.config.humans,
         )
 
     async def route(self, env: Envelope, decision: Decision) -> None:
@@ -282,6 +283,8 @@ class AgentFloor:
             self._event("skip", key, step.reason)
             log.info("%s: skip %s: %s", self.id, key, step.reason)
             return
+        for msg_id in batch.released:  # someone else answers these
+            self._envelopes.pop(msg_id, None)
         envelopes = [self._envelopes.pop(m) for m in batch.messages if m in self._envelopes]
         if not envelopes:
             self.coordinator.finish(key)
@@ -309,6 +312,7 @@ class AgentFloor:
         if step.action == "skip" or batch is None:
             self._abandon(turn, "skipped", step.reason)
             return False
+        self._still_mine(turn)
         if step.action == "claim":
             assert step.started_at is not None
             client = self.agent.participant.client
@@ -331,6 +335,12 @@ class AgentFloor:
                      step.started_at)  # fmt: skip
         return batch.stage is Stage.CLAIMED  # False: the floor was lost while claiming
 
+    def _still_mine(self, turn: Turn) -> None:
+        """Drop from what ``turn`` answers the messages its batch released to others."""
+        batch = self.coordinator.batch(turn.floor_key or "")
+        if batch is not None and batch.released and turn.answers is not None:
+            turn.answers[:] = [m for m in turn.answers if m not in batch.released]
+
     def _abandon(self, turn: Turn, outcome: str, reason: str) -> None:
         turn.floor_outcome = outcome
         turn.floor_reason = reason
@@ -346,6 +356,7 @@ class AgentFloor:
         key = turn.floor_key
         if key is None:
             return True
+        self._still_mine(turn)
         replies = self.coordinator.covering(key)
         if replies and self.coordinator.should_send(key):
             cfg = self.agent.config
@@ -405,8 +416,11 @@ class AgentFloor:
         for cid in env.correlation_ids():
             self.coordinator.reply_seen(cid, chat)
         if env.channel is not None:
+            # an agent's chat that names what it answers (correlation_id) answers only that;
+            # an uncorrelated one (agentchat clients) may answer any earlier message
             agent = env.from_ != SERVER_ID and self.kind_of(env.from_) != "human"
-            self.coordinator.chat_seen(env.channel, chat, from_agent=agent)
+            uncorrelated = not env.correlation_ids()
+            self.coordinator.chat_seen(env.channel, chat, from_agent=agent and uncorrelated)
 
     def _on_claim(self, env: Envelope) -> None:
         at = time.perf_counter()
@@ -437,9 +451,16 @@ class AgentFloor:
 
     def _apply(self, step: Step, at: float | None = None) -> None:
         batch = step.batch
-        if batch is None or step.action not in ("skip", "yield"):
+        if batch is None or step.action not in ("skip", "yield", "release"):
             return
         at = time.perf_counter() if at is None else at
+        if step.action == "release":
+            assert step.message is not None
+            self._envelopes.pop(step.message, None)
+            self._event("release", step.message, step.reason, at, step.winner)
+            log.info("%s: leaves %s to %s (%s); answers the rest of %s", self.id, step.message,
+                     step.winner, step.reason, batch.key)  # fmt: skip
+            return
         if step.action == "skip":
             if batch.key in self._waiting:
                 self._forget(batch.key, step.reason)

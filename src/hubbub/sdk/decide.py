@@ -5,14 +5,19 @@ For each chat message, in order:
 1. from the agent itself → ignore;
 2. ``auto_respond`` off → ignore;
 3. addressed to the agent in ``to`` (or a DM) → answer;
-4. the text mentions ``@id``, the id or the agent's name as a word → answer;
-5. a reply to an earlier message (it has a ``correlation_id``: another agent's answer, say)
+4. the text mentions the agent (``@id`` or ``@name``: the one mention rule,
+   :mod:`hubbub.protocol.mentions`) → answer;
+5. addressed to others — ``to`` lists participants, or the text mentions known participants,
+   and the agent is not among them → ignore (``addressed_to_others``): addressed means
+   addressed, so the agent neither answers, nor claims the floor, nor is interrupted;
+6. a reply to an earlier message (it has a ``correlation_id``: another agent's answer, say)
    that neither addresses nor mentions the agent → ignore, so agents do not answer answers;
-6. the conversation's answers to unaddressed messages in the last minute reached
+7. the conversation's answers to unaddressed messages in the last minute reached
    ``rate_limit_per_minute`` → ignore;
-7. otherwise (if ``respond_to_questions``) ask the model for
+8. otherwise (if ``respond_to_questions``) ask the model for
    ``{should_respond, confidence, reason}`` over the last ``context_window`` messages of the
-   conversation, and answer when it says so with ``confidence >= confidence_threshold``.
+   conversation (the prompt names the agent's skills and tools), and answer when it says so
+   with ``confidence >= confidence_threshold``.
 
 A message addressed to the agent is always answered: the rate limit (document 003: "agents
 SHOULD implement rate limiting to avoid chat spam") only throttles what the agent says on its
@@ -26,14 +31,14 @@ and it is :class:`ResponsePolicy`'s caller that does it (:meth:`ResponsePolicy.c
 from __future__ import annotations
 
 import json
-import re
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from hubbub.llm.base import ChatModel, LLMError, Message
 from hubbub.llm.offline import fill
+from hubbub.protocol import mentions as mention_rule
 from hubbub.protocol.envelope import Envelope
 from hubbub.sdk.agent_config import AgentConfig
 
@@ -45,6 +50,7 @@ Rule = Literal[
     "rate_limited",
     "direct",
     "mention",
+    "addressed_to_others",
     "classifier",
     "not_addressed",
     "empty",
@@ -92,15 +98,19 @@ def chat_text(env: Envelope) -> str:
 
 
 def mentions(text: str, agent_id: str, name: str) -> str | None:
-    """What in ``text`` mentions the agent (``@id``, the id or the name as a word), if any."""
-    for who in dict.fromkeys((agent_id, name)):
-        if not who:
-            continue
-        pattern = rf"(?<![\w.@-])@?{re.escape(who)}(?![\w-])"
-        m = re.search(pattern, text, re.IGNORECASE)
-        if m:
-            return m.group(0)
+    """How ``text`` mentions the agent (``@id`` or ``@name``, the one mention rule of
+    :mod:`hubbub.protocol.mentions`), if it does."""
+    for handle in dict.fromkeys((agent_id, name)):
+        if handle and mention_rule.mentions(text, handle):
+            return f"@{handle}"
     return None
+
+
+def addressees(env: Envelope, participants: Collection[str]) -> list[str]:
+    """Whom ``env`` is addressed to: its ``to`` and the known ``participants`` its text
+    mentions, in that order, without its sender."""
+    found = [*(env.to or ()), *mention_rule.mentioned_ids(chat_text(env), participants)]
+    return [pid for pid in dict.fromkeys(found) if pid != env.from_]
 
 
 def parse_classification(text: str) -> Classification:
@@ -133,6 +143,7 @@ class ResponsePolicy:
         self.agent_id = agent_id
         self._context: dict[str, deque[str]] = {}
         self._answers: dict[str, deque[float]] = {}
+        self._handles = (agent_id, config.name)
 
     def observe(self, env: Envelope) -> None:
         """Remember a chat message in its conversation's context window."""
@@ -144,8 +155,11 @@ class ResponsePolicy:
         """The last ``context_window`` messages of a conversation, oldest first."""
         return list(self._context.get(conversation, ()))
 
-    def quick(self, env: Envelope, now: float) -> Decision | None:
-        """The decision when a rule settles it without a model; ``None`` → :meth:`classify`."""
+    def quick(
+        self, env: Envelope, now: float, participants: Collection[str] = ()
+    ) -> Decision | None:
+        """The decision when a rule settles it without a model; ``None`` → :meth:`classify`.
+        ``participants``: the ids the agent knows (a mention of one addresses the message)."""
         cfg = self.config
         if env.from_ == self.agent_id:
             return Decision(False, "own_message", "my own message")
@@ -158,9 +172,12 @@ class ResponsePolicy:
             how = "a direct message" if env.channel is None else f"addressed to me in {env.channel}"
             return Decision(True, "direct", how)
         if cfg.respond_to_mentions:
-            found = mentions(text, self.agent_id, cfg.name)
+            found = mentions(text, *self._handles)
             if found:
                 return Decision(True, "mention", f"mentions me ({found})")
+        addressed = addressees(env, participants)
+        if addressed and self.agent_id not in addressed and not mentions(text, *self._handles):
+            return Decision(False, "addressed_to_others", f"addressed to {', '.join(addressed)}")
         if not cfg.respond_to_questions:
             return Decision(False, "not_addressed", "not addressed or mentioned")
         if env.correlation_ids():
@@ -195,6 +212,7 @@ class ResponsePolicy:
         values: dict[str, Any] = {
             "name": self.config.name,
             "tools": ", ".join(tool_names) or "none",
+            "skills": ", ".join(self.config.skills) or "none",
             "history": "\n".join(history) or "(nothing yet)",
             "sender": env.from_,
             "text": chat_text(env).replace("\n", " "),
@@ -231,6 +249,7 @@ __all__ = [
     "Decision",
     "ResponsePolicy",
     "Rule",
+    "addressees",
     "chat_text",
     "mentions",
     "parse_classification",

@@ -28,6 +28,11 @@ Life of a *batch* (the messages of one channel answered as one turn)::
 - **Claims** (modes ``both`` and ``claims``): just before inference the agent claims every
   message of the batch with one ``started_at``; it keeps the floor while its
   ``(started_at, id)`` is the least seen and no human claimed; otherwise it yields.
+- **Per message**: claims are per message (document 000), so a claim, a yield or a human's
+  claim on *some* messages of a batch gives up only those (``release``: someone else answers
+  them); the batch goes on with the rest, and only losing its last message skips or yields
+  it. A burst of questions from several people, which agents with different skills batch
+  differently, so leaves none unanswered.
 """
 
 from __future__ import annotations
@@ -45,7 +50,12 @@ from hubbub.sdk.csma import csma_delay_ms
 
 Coordination = Literal["both", "csma", "claims", "none"]
 COORDINATIONS: Final[tuple[Coordination, ...]] = ("both", "csma", "claims", "none")
-Action = Literal["wait", "joined", "skip", "proceed", "claim", "yield", "none"]
+HumanPolicy = Literal["coordinate", "exempt"]
+"""How agents answer a person's unaddressed channel message: ``coordinate`` (CSMA and floor
+control pick one agent, as for anyone else) or ``exempt`` (every agent that judges it relevant
+answers at once: the literal reading of document 000's "humans always get the floor")."""
+HUMAN_POLICIES: Final[tuple[HumanPolicy, ...]] = ("coordinate", "exempt")
+Action = Literal["wait", "joined", "skip", "proceed", "claim", "yield", "release", "none"]
 
 _SEEN_KEPT: Final = 4096
 _LATER_KEPT: Final = 256
@@ -69,11 +79,13 @@ def exemption(
     rule: str,
     sender: str,
     sender_kind: str | None,
-    exempt_humans: bool = True,
+    humans: HumanPolicy = "coordinate",
 ) -> str | None:
     """Why a message the agent will answer is answered at once, without CSMA delay or claim
     (``None``: floor control applies). Exempt: DMs, messages addressed to or mentioning the
-    agent (``rule`` ``direct``/``mention``), humans' messages, ``@server``'s (document 000)."""
+    agent (``rule`` ``direct``/``mention``), ``@server``'s, and with ``humans="exempt"`` a
+    person's (document 000). With ``coordinate`` (the default) a person's unaddressed question
+    goes through floor control like any other, so that one agent answers it."""
     if mode == "none":
         return "coordination is off"
     if channel is None:
@@ -84,7 +96,7 @@ def exemption(
         return "mentions me"
     if sender == SERVER_ID:
         return "from the server"
-    if exempt_humans and sender_kind == "human":
+    if humans == "exempt" and sender_kind == "human":
         return "from a human"
     return None
 
@@ -146,6 +158,8 @@ class Batch:
     """Who sent each message (their own follow-ups are not answers)."""
     position: int | None = None
     """Where the first message came in the channel (later agents' chats may answer it)."""
+    released: list[str] = field(default_factory=list)
+    """Messages given up to someone else's claim (the batch goes on with the rest)."""
 
 
 @dataclass(frozen=True)
@@ -174,7 +188,9 @@ class Step:
     ``joined``: the message joined a waiting batch; ``skip``: drop the batch (``reason``);
     ``proceed``: hand the batch to the runtime (after ``due``) or start inference without a
     claim (after ``begin``); ``claim``: send a claim per message with ``started_at``, then
-    start inference; ``yield``: cancel the inference at once, send nothing; ``none``: nothing.
+    start inference; ``yield``: cancel the inference at once, send nothing; ``release``:
+    someone else answers ``message``, one of several in the batch, which goes on without it;
+    ``none``: nothing.
     """
 
     action: Action
@@ -183,6 +199,7 @@ class Step:
     reason: str = ""
     started_at: int | None = None
     winner: str | None = None
+    message: str | None = None
 
 
 _NOTHING: Final = Step("none")
@@ -292,7 +309,7 @@ class FloorCoordinator:
         if batch is None or batch.stage is not Stage.WAITING:
             return Step("skip", batch, reason=batch.reason if batch else "no longer tracked")
         batch.window_open = False
-        covered = self._covered(batch.messages)
+        covered = self._claimed_away(batch)
         if covered:
             return self._skip(batch, covered)
         batch.stage = Stage.READY
@@ -309,7 +326,7 @@ class FloorCoordinator:
             batch.stage = Stage.READY
         if batch.stage is not Stage.READY:
             return Step("skip", batch, reason=batch.reason or f"batch is {batch.stage.value}")
-        covered = self._covered(batch.messages, batch.started_at)
+        covered = self._claimed_away(batch, batch.started_at)
         if covered:
             return self._skip(batch, covered)
         if batch.started_at is None:  # a suspended batch keeps its claim's started_at
@@ -375,15 +392,14 @@ class FloorCoordinator:
         if batch is None:
             return _NOTHING
         if batch.stage in (Stage.WAITING, Stage.READY):
-            return self._skip(batch, f"{who} claimed {msg_id}")
+            return self._lose(batch, msg_id, who, f"{who} claimed {msg_id}", skip=True)
         if batch.stage is Stage.CLAIMED and uses_claims(self.mode):
             assert batch.started_at is not None
             if human:
-                return self._yield(batch, who, f"{who} (a human) claimed {msg_id}")
+                return self._lose(batch, msg_id, who, f"{who} (a human) claimed {msg_id}")
             if (started_at, who) < (batch.started_at, self.agent_id):
-                return self._yield(
-                    batch, who, f"{who} started earlier ({started_at} < {batch.started_at})"
-                )
+                reason = f"{who} started earlier ({started_at} < {batch.started_at})"
+                return self._lose(batch, msg_id, who, reason)
         return _NOTHING
 
     def yield_received(self, msg_id: str, winner: str) -> Step:
@@ -391,10 +407,11 @@ class FloorCoordinator:
         batch = self.batch_of(msg_id)
         if batch is None:
             return _NOTHING
+        reason = f"the gateway gave {msg_id} to {winner}"
         if batch.stage is Stage.CLAIMED:
-            return self._yield(batch, winner, f"the gateway gave {msg_id} to {winner}")
+            return self._lose(batch, msg_id, winner, reason)
         if batch.stage in (Stage.WAITING, Stage.READY):
-            return self._skip(batch, f"the gateway gave {msg_id} to {winner}")
+            return self._lose(batch, msg_id, winner, reason, skip=True)
         return _NOTHING
 
     def reply_seen(self, msg_id: str, reply: Reply) -> None:
@@ -445,6 +462,34 @@ class FloorCoordinator:
                     return f"{who} claimed {msg_id}"
         return ""
 
+    def _claimed_away(self, batch: Batch, started_at: int | None = None) -> str:
+        """Give up the batch's messages someone else holds the floor for; why, when that
+        leaves none (``""``: messages are left to answer)."""
+        reasons = {m: self._covered([m], started_at) for m in batch.messages}
+        taken = [m for m, why in reasons.items() if why]
+        if len(taken) == len(batch.messages):
+            return reasons[batch.messages[0]] if taken else ""
+        for msg_id in taken:
+            self._release(batch, msg_id)
+        return ""
+
+    def _lose(
+        self, batch: Batch, msg_id: str, winner: str, reason: str, skip: bool = False
+    ) -> Step:
+        """``winner`` holds the floor on ``msg_id``: release it, or, if it is the batch's last
+        message, skip (before inference) or yield (during) the whole batch."""
+        if msg_id in batch.messages and len(batch.messages) > 1:
+            self._release(batch, msg_id)
+            return Step("release", batch, reason=reason, winner=winner, message=msg_id)
+        return self._skip(batch, reason) if skip else self._yield(batch, winner, reason)
+
+    def _release(self, batch: Batch, msg_id: str) -> None:
+        batch.messages.remove(msg_id)
+        batch.senders.pop(msg_id, None)
+        batch.released.append(msg_id)
+        if self._batch_of.get(msg_id) == batch.key:
+            del self._batch_of[msg_id]
+
     def _skip(self, batch: Batch, reason: str) -> Step:
         batch.stage = Stage.SKIPPED
         batch.reason = reason
@@ -459,11 +504,13 @@ class FloorCoordinator:
 
 __all__ = [
     "COORDINATIONS",
+    "HUMAN_POLICIES",
     "Action",
     "Batch",
     "Coordination",
     "FloorCoordinator",
     "FloorSettings",
+    "HumanPolicy",
     "Reply",
     "Seen",
     "Stage",
