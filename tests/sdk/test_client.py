@@ -88,14 +88,20 @@ async def test_handlers_and_async_iteration_see_messages(client: MakeClient) -> 
 
 async def test_iteration_ends_when_the_client_disconnects(client: MakeClient) -> None:
     alice = await client("alice")
+    bob = await client("bob")
+    seen: list[str] = []
 
-    async def drain() -> int:
-        return sum([1 async for _ in alice])
+    async def drain() -> list[str]:
+        async for env in alice:
+            if env.kind == "chat":
+                seen.append(env.payload["text"])
+        return seen
 
     task = asyncio.create_task(drain())
-    await asyncio.sleep(0.05)
+    await bob.send({"kind": "chat", "payload": {"text": "before the end"}})
+    await until(lambda: seen == ["before the end"])
     await alice.disconnect()
-    assert await asyncio.wait_for(task, 2) >= 0
+    assert await asyncio.wait_for(task, 2) == ["before the end"]  # the loop ended, nothing lost
     with pytest.raises(NotConnected, match="connect"):
         await alice.send({"kind": "chat", "payload": {"text": "late"}})
 
