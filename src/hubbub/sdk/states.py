@@ -88,4 +88,3 @@ class ConnectionState:
     def __repr__(self) -> str:
         """Debug form."""
         return f"ConnectionState({self.state.value})"
-
