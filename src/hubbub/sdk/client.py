@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import difflib
-import inspect
 import itertools
 import logging
 import os
@@ -25,7 +23,7 @@ import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Final, TypeVar, overload
+from typing import Any, Final, overload
 
 import msgspec
 from websockets.asyncio.client import ClientConnection, connect
@@ -40,13 +38,12 @@ from hubbub.errors import (
     RequestTimeout,
 )
 from hubbub.protocol.envelope import (
-    CLIENT_KINDS,
     PROTOCOL,
-    SERVER_KINDS,
     Envelope,
     decode_envelope,
     encode,
 )
+from hubbub.sdk.events import ClientEvents, H, Handler, Subscription
 from hubbub.sdk.options import ClientOptions
 from hubbub.sdk.outbox import Outbox, is_acknowledged
 from hubbub.sdk.reconnect import Backoff, Dial, ReconnectPolicy
@@ -55,25 +52,6 @@ from hubbub.sdk.states import ConnectionState, Event, State
 
 log = logging.getLogger("hubbub.sdk.client")
 
-Handler = Callable[[Any], object]
-"""An event handler: called with one argument (see :meth:`Client.on`); may be async."""
-_H = TypeVar("_H", bound=Handler)
-
-EVENTS: Final = frozenset(
-    {
-        "connected",
-        "disconnected",
-        "message",
-        "welcome",
-        "ready",
-        "error",
-        "reconnecting",
-        "failover",
-        "history_reset",
-    }
-)
-"""Lifecycle events; any other event name is an envelope kind (``chat``, ``mcp/request``...)."""
-KNOWN_KINDS: Final = CLIENT_KINDS | SERVER_KINDS
 _REFUSALS: Final = frozenset(
     {"auth_failed", "wrong_space", "unknown_space", "handshake_required", "invalid_id", "banned"}
 )
@@ -115,39 +93,6 @@ class Disconnected:
     will_reconnect: bool
 
 
-class _End:
-    """Marks the end of a message stream."""
-
-
-_END: Final = _End()
-
-
-class Subscription:
-    """An async iterator over every envelope the client receives from the moment it was
-    created until the client disconnects (see :meth:`Client.messages`)."""
-
-    def __init__(self, client: Client) -> None:
-        self._client = client
-        self._queue: asyncio.Queue[Envelope | _End] = asyncio.Queue()
-        client._subscribers.add(self._queue)
-
-    def __aiter__(self) -> Subscription:
-        """The subscription itself."""
-        return self
-
-    async def __anext__(self) -> Envelope:
-        """The next envelope; ``StopAsyncIteration`` once the client disconnected."""
-        item = await self._queue.get()
-        if isinstance(item, _End):
-            self.close()
-            raise StopAsyncIteration
-        return item
-
-    def close(self) -> None:
-        """Stop receiving (envelopes already queued are dropped)."""
-        self._client._subscribers.discard(self._queue)
-
-
 class Client:
     """A MEW-dialect connection: state machine, events, reconnect, heartbeat and resume.
 
@@ -185,10 +130,9 @@ class Client:
         self._ready = asyncio.Event()
         self._first: asyncio.Future[None] | None = None
         self._closing = False
-        self._handlers: dict[str, list[Handler]] = {}
-        self._subscribers: set[asyncio.Queue[Envelope | _End]] = set()
-        self._waiters: list[tuple[Callable[[Envelope], bool], asyncio.Future[Envelope]]] = []
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.events = ClientEvents(self.id, self._spawn)
+        """Handlers, ``async for`` streams and waiters (:meth:`on`, :meth:`messages`)."""
         self._id_prefix = os.urandom(4).hex()
         self._counter = itertools.count(1)
         self._rand = random.Random()
@@ -239,12 +183,12 @@ class Client:
     # ------------------------------------------------------------------ events
 
     @overload
-    def on(self, event: str, handler: None = None) -> Callable[[_H], _H]: ...
+    def on(self, event: str, handler: None = None) -> Callable[[H], H]: ...
 
     @overload
-    def on(self, event: str, handler: _H) -> _H: ...
+    def on(self, event: str, handler: H) -> H: ...
 
-    def on(self, event: str, handler: _H | None = None) -> _H | Callable[[_H], _H]:
+    def on(self, event: str, handler: H | None = None) -> H | Callable[[H], H]:
         """Register ``handler`` for an event; usable as ``@client.on("chat")``.
 
         Events: ``connected`` (URL), ``disconnected`` (:class:`Disconnected`), ``message``
@@ -253,49 +197,17 @@ class Client:
         (:class:`Failover`, once ready on another gateway URL), and any envelope kind
         (``chat``, ``mcp/request``, ...) with the envelope. Async handlers run as tasks.
         """
-        if event not in EVENTS and event not in KNOWN_KINDS:
-            close = difflib.get_close_matches(event, [*EVENTS, *KNOWN_KINDS], n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ValueError(
-                f"unknown event {event!r}{hint} (events: {', '.join(sorted(EVENTS))}, "
-                "or an envelope kind such as 'chat' or 'mcp/request')"
-            )
-
-        def register(fn: _H) -> _H:
-            self._handlers.setdefault(event, []).append(fn)
-            return fn
-
-        return register if handler is None else register(handler)
+        self.events.check(event)
+        if handler is None:
+            return lambda fn: self.events.on(event, fn)
+        return self.events.on(event, handler)
 
     def off(self, event: str, handler: Handler) -> None:
         """Remove a handler registered with :meth:`on` (no error if it is not registered)."""
-        handlers = self._handlers.get(event)
-        if handlers and handler in handlers:
-            handlers.remove(handler)
+        self.events.off(event, handler)
 
     def _emit(self, event: str, arg: object) -> None:
-        handlers = self._handlers.get(event)
-        if not handlers:
-            return
-        for handler in list(handlers):
-            try:
-                result = handler(arg)
-            except Exception as exc:
-                self._handler_failed(event, exc)
-                continue
-            if inspect.isawaitable(result):
-                self._spawn(self._await_handler(event, result))
-
-    async def _await_handler(self, event: str, awaitable: Any) -> None:
-        try:
-            await awaitable
-        except Exception as exc:
-            self._handler_failed(event, exc)
-
-    def _handler_failed(self, event: str, exc: Exception) -> None:
-        log.exception("handler for %r of %s raised", event, self.id, exc_info=exc)
-        if event != "error":
-            self._emit("error", exc)
+        self.events.emit(event, arg)
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         """Run ``coro`` as a task owned by the client (cancelled at disconnect)."""
@@ -306,7 +218,7 @@ class Client:
 
     def messages(self) -> Subscription:
         """A new subscription to every envelope received from now on (``async for``)."""
-        return Subscription(self)
+        return Subscription(self.events)
 
     def __aiter__(self) -> Subscription:
         """``async for envelope in client``: a new :meth:`messages` subscription."""
@@ -322,16 +234,7 @@ class Client:
         def match(env: Envelope) -> bool:
             return (kind is None or env.kind == kind) and (where is None or where(env))
 
-        future: asyncio.Future[Envelope] = asyncio.get_running_loop().create_future()
-        entry = (match, future)
-        self._waiters.append(entry)
-
-        def forget(_: asyncio.Future[Envelope]) -> None:
-            with contextlib.suppress(ValueError):
-                self._waiters.remove(entry)
-
-        future.add_done_callback(forget)
-        return future
+        return self.events.expect(match)
 
     async def wait_for(
         self,
@@ -391,11 +294,8 @@ class Client:
         await self._stop_supervisor()
         for task in list(self._tasks):
             task.cancel()
-        for queue in list(self._subscribers):
-            queue.put_nowait(_END)
-        for _, future in list(self._waiters):
-            if not future.done():
-                future.set_exception(NotConnected("the client disconnected"))
+        self.events.end_streams()
+        self.events.fail_waiters(NotConnected("the client disconnected"))
 
     async def _stop_supervisor(self) -> None:
         task, self._supervisor = self._supervisor, None
@@ -434,7 +334,7 @@ class Client:
             await self._reconnect_loop()
         finally:
             if not self._closing:
-                self._end_streams()
+                self.events.end_streams()
 
     async def _reconnect_loop(self) -> None:
         """Sessions one after another, as :class:`~hubbub.sdk.reconnect.ReconnectPolicy`
@@ -480,10 +380,6 @@ class Client:
                 if step.report:
                     self._emit("error", step.failure)
                 return
-
-    def _end_streams(self) -> None:
-        for queue in list(self._subscribers):
-            queue.put_nowait(_END)
 
     def _fail_first(self, exc: BaseException) -> None:
         if self._first is not None and not self._first.done():
@@ -774,20 +670,13 @@ class Client:
 
     def _deliver(self, env: Envelope) -> None:
         """Hand one envelope to waiters, handlers and subscribers."""
-        if self._waiters:
-            for match, future in list(self._waiters):
-                if not future.done() and match(env):
-                    future.set_result(env)
-        self._emit("message", env)
-        self._emit(env.kind, env)
-        for queue in self._subscribers:
-            queue.put_nowait(env)
+        self.events.deliver(env)
 
     def _on_welcome(self, env: Envelope) -> None:
         self.welcome = env
         you = env.payload.get("you")
         if isinstance(you, dict) and isinstance(you.get("id"), str):
-            self.id = you["id"]
+            self.id = self.events.owner = you["id"]
         self.participants = {
             p["id"]: p
             for p in env.payload.get("participants", [])
