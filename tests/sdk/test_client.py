@@ -346,3 +346,17 @@ def test_a_misspelt_event_name_is_refused_with_a_suggestion() -> None:
     with pytest.raises(ValueError, match="did you mean 'mcp/request'"):
         c.on("mcp/requests", print)
     assert c.on("mcp/request", print) is print
+
+
+async def test_serve_forever_returns_at_disconnect_and_needs_a_connection(
+    gw: RunningGateway,
+) -> None:
+    c = Client(gateway=gw.url, participant_id="alice", **FAST)
+    with pytest.raises(NotConnected, match="connect"):
+        await c.serve_forever()
+    await c.connect()
+    serving = asyncio.create_task(c.serve_forever())
+    await asyncio.sleep(0)
+    assert not serving.done()
+    await c.disconnect()
+    await asyncio.wait_for(serving, 2)  # returned, nothing raised

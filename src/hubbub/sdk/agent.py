@@ -57,6 +57,7 @@ from hubbub.sdk.react import ReActLoop, Thought, Turn
 from hubbub.sdk.reasoning import ReasoningReport
 from hubbub.sdk.runtime import Aborted, AgentMessage, AgentRuntime, QueueFull
 from hubbub.sdk.server_notes import CallbackFired, Wake, server_note
+from hubbub.sdk.states import State
 from hubbub.sdk.tool_catalog import ToolCatalog, short
 from hubbub.sdk.tools import Resource, Tool
 from hubbub.sdk.turns import TurnInbox
@@ -166,7 +167,7 @@ class Agent:
         """The agent's participant id."""
         return self.participant.id
 
-    async def start(self) -> None:
+    async def connect(self) -> None:
         """Connect, start discovering tools, and start answering messages."""
         if self._stopped:
             raise NotConnected("this agent was stopped; create a new Agent to connect again")
@@ -184,7 +185,7 @@ class Agent:
             raise
         self.floor.activity()
 
-    async def stop(self) -> None:
+    async def disconnect(self) -> None:
         """Abandon the current turn (``reasoning/cancel``), stop discovery, disconnect.
 
         Idempotent; a stopped agent cannot be started again (make a new one)."""
@@ -199,14 +200,45 @@ class Agent:
         for _, future in self._waiters:
             future.cancel()
 
-    async def run_forever(self) -> None:
-        """Start (if needed) and serve until stopped or the connection is lost for good."""
+    async def serve_forever(self) -> None:
+        """Connect (if needed) and serve until disconnected or the connection is lost for
+        good; disconnects at the end."""
         if not self.participant.client.is_ready:
-            await self.start()
+            await self.connect()
         try:
             await self.participant.serve_forever()
         finally:
-            await self.stop()
+            await self.disconnect()
+
+    async def start(self) -> None:
+        """:meth:`connect` under document 003's name."""
+        await self.connect()
+
+    async def stop(self) -> None:
+        """:meth:`disconnect` under document 003's name."""
+        await self.disconnect()
+
+    async def run_forever(self) -> None:
+        """:meth:`serve_forever` under its earlier name."""
+        await self.serve_forever()
+
+    @property
+    def state(self) -> State:
+        """The connection state (see :mod:`hubbub.sdk.states`)."""
+        return self.participant.state
+
+    @property
+    def is_ready(self) -> bool:
+        """Whether the agent is connected and joined, and may send."""
+        return self.participant.is_ready
+
+    def on_ready(self, hook: F) -> Unsubscribe[F]:
+        """Run ``hook`` once the first connection is ready (see :meth:`Participant.on_ready`)."""
+        return self.participant.on_ready(hook)
+
+    def on_shutdown(self, hook: F) -> Unsubscribe[F]:
+        """Run ``hook`` at :meth:`disconnect`, while still connected."""
+        return self.participant.on_shutdown(hook)
 
     async def _stop_turns(self) -> None:
         """Stop deciding, leave the runtime (abandoning the turn: ``reasoning/cancel``)."""
@@ -220,8 +252,8 @@ class Agent:
         self.inbox.clear()
 
     async def __aenter__(self) -> Agent:
-        """Start."""
-        await self.start()
+        """Connect."""
+        await self.connect()
         return self
 
     async def __aexit__(
@@ -230,8 +262,8 @@ class Agent:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        """Stop."""
-        await self.stop()
+        """Disconnect."""
+        await self.disconnect()
 
     def busy(self) -> bool:
         """Whether the agent is deciding, answering, or has messages waiting for a turn."""

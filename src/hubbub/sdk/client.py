@@ -314,6 +314,15 @@ class Client:
         if task is not None:
             await asyncio.wait({task})
 
+    async def serve_forever(self) -> None:
+        """Return once :meth:`disconnect` is called; raise
+        :class:`~hubbub.errors.ConnectionFailed` if the connection is lost for good."""
+        if self._supervisor is None:
+            raise NotConnected("call connect() (or use `async with`) before serve_forever()")
+        await self.wait_closed()
+        if self.failure is not None:
+            raise self.failure
+
     async def __aenter__(self) -> Client:
         """Connect."""
         await self.connect()

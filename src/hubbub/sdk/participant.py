@@ -57,6 +57,7 @@ from hubbub.sdk.options import ParticipantOptions
 from hubbub.sdk.proposals import Proposal, ProposalInbox
 from hubbub.sdk.provider import JSONRPC
 from hubbub.sdk.server_notes import CallbackFired, Wake, server_note
+from hubbub.sdk.states import State
 from hubbub.sdk.tool_server import CANCELLED, ToolServer
 from hubbub.sdk.tools import (
     ERROR_META_KEY,
@@ -140,9 +141,17 @@ class Participant:
         raise :class:`~hubbub.errors.ConnectionFailed` if the connection is lost for good."""
         if not self._ready_ran:
             raise NotConnected("call connect() (or use `async with`) before serve_forever()")
-        await self.client.wait_closed()
-        if self.client.failure is not None:
-            raise self.client.failure
+        await self.client.serve_forever()
+
+    @property
+    def state(self) -> State:
+        """The connection state (see :mod:`hubbub.sdk.states`)."""
+        return self.client.state
+
+    @property
+    def is_ready(self) -> bool:
+        """Whether the participant is connected and joined, and may send."""
+        return self.client.is_ready
 
     async def __aenter__(self) -> Participant:
         """Connect."""
