@@ -6,21 +6,13 @@ import { $ } from "../common/dom.js";
 import { Session } from "../common/session.js";
 import { loadDms, openConversation, refreshRoster, refused } from "./actions.js";
 import { initActivity } from "./activity.js";
+import { actionFailed } from "./calls.js";
 import { initComposer } from "./composer.js";
-import {
-  CB_FIRE,
-  actionFailed,
-  expire,
-  onEnvelope,
-  onEpoch,
-  onHistory,
-  onJoined,
-  onLeft,
-  onWelcome,
-  setStatus,
-} from "./model.js";
-import { dmSeq, forgetSignin, initSignin, initialSignin, showSignin } from "./signin.js";
+import { expire } from "./floor.js";
+import { CB_FIRE, setStatus } from "./messages.js";
+import { onEnvelope, onEpoch, onHistory, onJoined, onLeft, onWelcome } from "./model.js";
 import { initSidebar, tickCountdowns } from "./sidebar.js";
+import { dmSeq, forgetSignin, initSignin, initialSignin, showSignin } from "./signin.js";
 import { SERVER, bus, chat, loadPerson } from "./state.js";
 import { initTimeline } from "./timeline.js";
 

@@ -7,9 +7,10 @@ import { hhmm, json, plural } from "../common/format.js";
 import { approveEnvelope } from "../common/proposals.js";
 import { approve, discard, reject, retry } from "./actions.js";
 import { denied, may, maySome } from "./allowed.js";
+import { answeringOn, yielders } from "./floor.js";
 import { renderMarkdown } from "./markdown.js";
-import { answeringOn, mentionsMe, yielders } from "./model.js";
 import { SERVER, chat } from "./state.js";
+import { mentionsMe } from "./unread.js";
 
 export function renderItem(item) {
   if (item.type === "note") return noteRow(item);
