@@ -58,11 +58,11 @@ _REFUSALS: Final = frozenset(
 _JOIN_ERRORS: Final = frozenset(
     {"capability_violation", "unknown_channel", "invalid_channel", "not_in_channel"}
 )
-# Close codes after which reconnecting would be wrong: refused, replaced by a newer
-# connection with the same id, kicked.
 _PARTIAL_REFUSALS: Final = frozenset({"callback_rejected"})
 """Errors about a part of a message (a callback marker) while the message itself is sent."""
-_NO_RECONNECT_CODES: Final = frozenset({1008, 4000, 4001})
+NO_RECONNECT_CODES: Final = frozenset({1008, 4000, 4001})
+"""Close codes after which reconnecting would be wrong: refused, replaced by a newer
+connection with the same id, kicked (the web pages' ``FINAL_CLOSE_CODES`` too)."""
 
 
 @dataclass(frozen=True)
@@ -451,7 +451,7 @@ class Client:
                 self._heartbeat = None
             self._ready.clear()
             self._conn_state.handle(Event.CLOSED)
-            if code in _NO_RECONNECT_CODES:
+            if code in NO_RECONNECT_CODES:
                 self._refused_reconnect = True
             will = self.options.reconnect and not self._closing and not self._refused_reconnect
             self._emit("disconnected", Disconnected(code, why, will))

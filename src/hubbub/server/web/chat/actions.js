@@ -5,7 +5,7 @@
 
 import { $ } from "../common/dom.js";
 import { approveEnvelope, rejectEnvelope } from "../common/proposals.js";
-import { DM } from "../common/session.js";
+import { DM } from "../common/wire.js";
 import { may } from "./allowed.js";
 import { actionSent } from "./calls.js";
 import { conversation } from "./conversations.js";

@@ -1,8 +1,9 @@
 // Reasoning and the floor: who is answering where ("maths is answering…"), claims and
 // yields, their expiry, and reasoning thoughts folded under the agent's next message.
 
+import { SERVER } from "../common/wire.js";
 import { addEntry, conversation, convKeyOf, updated } from "./conversations.js";
-import { SERVER, bus, chat, serverNow } from "./state.js";
+import { bus, chat, serverNow } from "./state.js";
 
 /** An "is answering" that never ended (its agent vanished) is dropped after this long. */
 const ANSWERING_MAX_MS = 180000;

@@ -1,6 +1,7 @@
 // Messages: a chat envelope (live, from a history or an older page) becomes an item, mine
 // are pending until their ack, and an agent's open activity folds under its next message.
 
+import { CB_FIRE, SERVER, WAKE } from "../common/wire.js";
 import { addMcp } from "./calls.js";
 import {
   conversation,
@@ -14,11 +15,9 @@ import {
   updated,
 } from "./conversations.js";
 import { addReasoning, spoke } from "./floor.js";
-import { SERVER, bus, chat, serverNow } from "./state.js";
+import { bus, chat, serverNow } from "./state.js";
 import { mentionsMe, viewing } from "./unread.js";
 
-export const CB_FIRE = "@@cb-fire@@";
-const WAKE = "@@wake@@";
 const FOLD_WINDOW_MS = 120000;
 
 /** Add (or complete) a message from a live envelope, a history, or an older page. */

@@ -3,7 +3,7 @@
 // messages.js, calls.js (tool calls and proposals), floor.js (reasoning and the floor),
 // unread.js and people.js. No DOM here: the views listen on `bus` (state.js).
 
-import { DM } from "../common/session.js";
+import { DM } from "../common/wire.js";
 import { setCapabilities } from "./allowed.js";
 import { conversation, convKeyOf, newItem, register } from "./conversations.js";
 import { addFloor } from "./floor.js";

@@ -7,11 +7,11 @@ import { clock, json, short } from "../common/format.js";
 import { proposalFrom, proposalWhat, resultText } from "../common/proposals.js";
 import { Session } from "../common/session.js";
 import { store } from "../common/store.js";
+import { DM, ID_RE, SERVER } from "../common/wire.js";
 import { boardChanged, mergeProposal, settle } from "./board.js";
-import { CONSOLE_ID_KEY, ID_RE, showNotice, st } from "./state.js";
+import { CONSOLE_ID_KEY, showNotice, st } from "./state.js";
 
 const LOG_MAX = 1000;
-const DM = "@dm";
 
 export const cs = {
   session: null,
@@ -281,7 +281,7 @@ function renderConsole(keepScroll, tabsOnly) {
     let last = 0;
     for (const m of msgs) {
       last = Math.max(last, Date.parse(m.ts) || 0);
-      const cls = m.from === cs.id ? "mine" : m.from === "system:gateway" ? "system" : "";
+      const cls = m.from === cs.id ? "mine" : m.from === SERVER ? "system" : "";
       rows.push([
         last,
         0,
