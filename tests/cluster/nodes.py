@@ -130,5 +130,21 @@ async def leader_of(nodes: list[ClusterNode]) -> ClusterNode:
     raise AssertionError("no node leads")
 
 
+async def leader_link(node: ClusterNode, timeout: float = 10.0) -> str:
+    """The link address of the leader as ``node``'s /health lists it, once it lists one.
+
+    A follower learns the leader's name before the leader's node entry (with its link) reaches
+    its /health, so a single look may find no leader among the nodes yet.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        health = await node.health()
+        for entry in health["cluster"]["nodes"]:
+            if entry["role"] == "leader" and entry.get("link"):
+                return str(entry["link"])
+        assert time.monotonic() < deadline, f"{node.name} lists no leader: {health['cluster']}"
+        await asyncio.sleep(0.05)
+
+
 def dump(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True)

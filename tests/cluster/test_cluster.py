@@ -16,7 +16,7 @@ import pytest
 import websockets
 
 from hubbub.protocol.ids import ulid_time_ms
-from tests.cluster.nodes import ClusterNode, leader_of, start_cluster, stop_cluster
+from tests.cluster.nodes import ClusterNode, leader_link, leader_of, start_cluster, stop_cluster
 from tests.conftest import WsClient
 
 pytestmark = pytest.mark.timeout(180)
@@ -398,8 +398,7 @@ async def test_bad_input_on_a_follower_is_answered_and_the_link_port_is_closed_t
     await a.expect("system/error")
     await a.send(chat("still fine"))
     assert [t for _, t in await texts(b, 1)] == ["still fine"]
-    health = await nodes[1].health()
-    link = next(n["link"] for n in health["cluster"]["nodes"] if n["role"] == "leader")
+    link = await leader_link(nodes[1])
     async with aiohttp.ClientSession() as http:
         async with http.get(f"http://{link}/cluster/link") as resp:
             assert resp.status == 403  # no cluster secret

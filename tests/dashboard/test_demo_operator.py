@@ -11,7 +11,7 @@ import socket
 import pytest
 from playwright.async_api import expect
 
-from hubbub.demo import run_demo
+from hubbub.demo.scene import run_demo
 from tests.dashboard.conftest import WAIT_S, WatchedPage
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from hubbub.demo_cast import SKILLS, make_agent, make_calculator
+from hubbub.demo.cast import SKILLS, make_agent, make_calculator
 from hubbub.protocol.envelope import Envelope
 from hubbub.sdk import Agent, Participant
 from tests.agent.test_agent import next_from, say

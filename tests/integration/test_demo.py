@@ -15,7 +15,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from hubbub.demo import gateway, run_demo
+from hubbub.demo.scene import gateway, run_demo
 
 
 async def test_demo_scene_runs(capsys: pytest.CaptureFixture[str]) -> None:
@@ -181,7 +181,7 @@ async def test_the_demo_removes_its_data_directory_on_exit(
 def test_the_demo_agents_run_on_the_model_the_environment_selects(
     monkeypatch: pytest.MonkeyPatch, env: dict[str, str], provider: str
 ) -> None:
-    from hubbub.demo_cast import SKILLS, make_agent
+    from hubbub.demo.cast import SKILLS, make_agent
 
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HUBBUB_MODEL"):
         monkeypatch.delenv(name, raising=False)

@@ -114,7 +114,7 @@ def assert_sound(runtime: AgentRuntime, fakes: Sequence[FakeAgent]) -> None:
         open_calls = [p for p in fake.model_calls + fake.tool_runs if p.open]
         assert len(open_calls) <= 1, "two calls in flight for one agent"
         if not running:
-            assert runtime.handler(aid).phase is Phase.IDLE
+            assert runtime.loop(aid).phase is Phase.IDLE
             assert runtime.bus.size(aid) == 0
 
 

@@ -59,7 +59,7 @@ async def test_a_real_agent_interrupted_mid_tool_call_keeps_a_valid_history(
     runtime.register("assistant", model, tool)
     assert runtime.send(AgentMessage("assistant", "alice: what is 12*7")) is Delivery.STARTED
     await asyncio.wait_for(entered.wait(), 5)  # the remote multiply is running
-    pending = runtime.handler("assistant").pending_tool_call()
+    pending = runtime.loop("assistant").pending_tool_call()
     assert pending is not None and pending.name == "calculator__multiply"
     check_history(runtime.conversations.history("assistant"), allow_pending=True)
 

@@ -145,14 +145,14 @@ async def test_scenario_5_a_tool_that_cannot_be_cancelled_queues_and_retries_nex
     runtime = AgentRuntime()
     fake = host(runtime, "b")  # an ordinary agent next to it
     stubborn = host(runtime, "s")
-    runtime.handler("s").cancellable = lambda call: False
+    runtime.loop("s").cancellable = lambda call: False
     runtime.send(msg("s", 0))
     await settle()
     fake_done = stubborn.answer(1)
     await settle()
     assert runtime.send(msg("s", 1)) is Delivery.QUEUED
     assert "Failed to cancel tool call, queuing message" in caplog.text
-    assert runtime.handler("s").phase is Phase.TOOL  # still running
+    assert runtime.loop("s").phase is Phase.TOOL  # still running
     stubborn.finish_tool()
     await settle()
     # next cycle: the queued message is taken in before the next model call

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hubbub.llm.base import Message, ToolCall
-from hubbub.sdk.runtime import ConversationManager, HistoryError, check_history, history_problems
+from hubbub.sdk.runtime import Conversations, HistoryError, check_history, history_problems
 
 A = ToolCall("a", "t")
 B = ToolCall("b", "t")
@@ -59,7 +59,7 @@ def test_a_pending_round_is_allowed_only_when_asked() -> None:
 
 
 def test_rollback_removes_the_pending_round_and_keeps_everything_before() -> None:
-    conversations = ConversationManager()
+    conversations = Conversations()
     before = [
         Message.user("q"),
         Message.assistant("", [A]),
@@ -77,7 +77,7 @@ def test_rollback_removes_the_pending_round_and_keeps_everything_before() -> Non
 
 
 def test_repair_drops_broken_rounds_and_orphans_but_never_user_messages() -> None:
-    conversations = ConversationManager()
+    conversations = Conversations()
     conversations.replace(
         "x",
         [

@@ -98,7 +98,7 @@ async def start_tool_round(
     for _ in range(done):
         fake.finish_tool()
         await settle()
-    assert runtime.handler(fake.agent_id).phase is Phase.TOOL
+    assert runtime.loop(fake.agent_id).phase is Phase.TOOL
     return round_calls
 
 
@@ -142,8 +142,8 @@ def test_property_2_message_interruption_cancels_tool_calls(
         assert runtime.send(msg(aid, 99)) is Delivery.INTERRUPTED
         await settle()
         assert running.cancelled and not running.open
-        assert runtime.handler(aid).pending_tool_call() is None
-        assert runtime.handler(aid).phase is Phase.MODEL
+        assert runtime.loop(aid).pending_tool_call() is None
+        assert runtime.loop(aid).phase is Phase.MODEL
 
     run(scenario)
 
@@ -166,7 +166,7 @@ def test_property_3_canceled_tool_calls_removed_from_history(
         for message in history:
             assert message.tool_call_id not in cancelled
             assert not cancelled & {c.id for c in message.tool_calls}
-        assert {c.id for c in runtime.handler(aid).cancelled_calls} == cancelled
+        assert {c.id for c in runtime.loop(aid).cancelled_calls} == cancelled
 
     run(scenario)
 
@@ -243,7 +243,7 @@ def test_property_6_message_queuing_for_active_agents(
             await settle()
             fake.finish_tool()
             await settle()
-            assert runtime.handler(aid).phase is Phase.RECORDING
+            assert runtime.loop(aid).phase is Phase.RECORDING
         model_calls = len(fake.model_calls)
         queued = [msg(aid, n) for n in range(1, count + 1)]
         assert [runtime.send(m) for m in queued] == [Delivery.QUEUED] * count
@@ -307,7 +307,7 @@ def test_property_8_queue_replacement_on_new_message(
         assert fake.recording_gate is not None
         fake.recording_gate.set()
         await settle()
-        assert runtime.handler(aid).phase in (Phase.TOOL, Phase.MODEL)
+        assert runtime.loop(aid).phase in (Phase.TOOL, Phase.MODEL)
         new = msg(aid, 99)
         assert runtime.send(new) is Delivery.INTERRUPTED
         await settle()
@@ -343,7 +343,7 @@ def test_property_9_message_bus_integration(
         if phase is Phase.RECORDING:
             fake.finish_tool()
             await settle()
-        assert runtime.handler(aid).phase is phase
+        assert runtime.loop(aid).phase is phase
         outcome = runtime.bus.send(msg(aid, 1))
         expected = Delivery.QUEUED if phase is Phase.RECORDING else Delivery.INTERRUPTED
         assert outcome is expected
@@ -383,7 +383,7 @@ def test_property_10_backward_compatibility(agents: list[tuple[str, int]]) -> No
             assert [(r.message, r.text) for r in runtime.replies(fake.agent_id)] == [
                 (msg(fake.agent_id, 0), f"answer of {fake.agent_id}")
             ]
-            assert runtime.handler(fake.agent_id).cancelled_calls == []
+            assert runtime.loop(fake.agent_id).cancelled_calls == []
             assert (
                 len(runtime.conversations.history(fake.agent_id)) == 2 + 2 * rounds[fake.agent_id]
             )
@@ -405,7 +405,7 @@ def test_property_11_tool_call_identification_and_cancellation(
         calls = await start_tool_round(runtime, fake, *shape)
         running = fake.open_tool()
         assert running is not None
-        handler = runtime.handler(aid)
+        handler = runtime.loop(aid)
         assert handler.pending_tool_call() == running.call == calls[shape[2]]
         assert runtime.conversations.get_last_tool_call(aid) == running.call
         runtime.send(msg(aid, 99))
@@ -433,10 +433,10 @@ def test_property_12_fallback_queuing_for_completed_tool_calls(
         completed = fake.finish_tool()
         if while_recording:
             await settle()
-            assert runtime.handler("a").phase is Phase.RECORDING
+            assert runtime.loop("a").phase is Phase.RECORDING
         else:
             await asyncio.sleep(0)  # one step: the tool call finished, the loop not yet resumed
-            assert runtime.handler("a").phase is Phase.TOOL
+            assert runtime.loop("a").phase is Phase.TOOL
         late = [msg("a", 100 + n) for n in range(extra)]
         assert [runtime.send(m) for m in late] == [Delivery.QUEUED] * extra
         await settle()

@@ -88,14 +88,20 @@ async def test_handlers_and_async_iteration_see_messages(client: MakeClient) -> 
 
 async def test_iteration_ends_when_the_client_disconnects(client: MakeClient) -> None:
     alice = await client("alice")
+    bob = await client("bob")
+    seen: list[str] = []
 
-    async def drain() -> int:
-        return sum([1 async for _ in alice])
+    async def drain() -> list[str]:
+        async for env in alice:
+            if env.kind == "chat":
+                seen.append(env.payload["text"])
+        return seen
 
     task = asyncio.create_task(drain())
-    await asyncio.sleep(0.05)
+    await bob.send({"kind": "chat", "payload": {"text": "before the end"}})
+    await until(lambda: seen == ["before the end"])
     await alice.disconnect()
-    assert await asyncio.wait_for(task, 2) >= 0
+    assert await asyncio.wait_for(task, 2) == ["before the end"]  # the loop ended, nothing lost
     with pytest.raises(NotConnected, match="connect"):
         await alice.send({"kind": "chat", "payload": {"text": "late"}})
 
@@ -340,3 +346,17 @@ def test_a_misspelt_event_name_is_refused_with_a_suggestion() -> None:
     with pytest.raises(ValueError, match="did you mean 'mcp/request'"):
         c.on("mcp/requests", print)
     assert c.on("mcp/request", print) is print
+
+
+async def test_serve_forever_returns_at_disconnect_and_needs_a_connection(
+    gw: RunningGateway,
+) -> None:
+    c = Client(gateway=gw.url, participant_id="alice", **FAST)
+    with pytest.raises(NotConnected, match="connect"):
+        await c.serve_forever()
+    await c.connect()
+    serving = asyncio.create_task(c.serve_forever())
+    await asyncio.sleep(0)
+    assert not serving.done()
+    await c.disconnect()
+    await asyncio.wait_for(serving, 2)  # returned, nothing raised

@@ -191,7 +191,7 @@ async def test_a_cancelled_call_stops_the_tool_at_its_provider(
     await asyncio.wait_for(entered.wait(), 5)
     call.cancel()
     await asyncio.wait_for(stopped.wait(), 5)  # MCP notifications/cancelled reached calc
-    assert calc._serving == {} and agent._pending == {}
+    assert calc.server.in_progress == 0 and len(agent.requests) == 0
 
 
 async def test_requests_time_out_and_unknown_targets_fail_fast(
@@ -204,7 +204,7 @@ async def test_requests_time_out_and_unknown_targets_fail_fast(
     with pytest.raises(GatewayError, match="unknown_participant") as info:
         await agent.mcp_request("ghost", {"method": "tools/list"}, timeout=2)
     assert info.value.code == "unknown_participant"
-    assert agent._pending == {}  # nothing left behind
+    assert len(agent.requests) == 0  # nothing left behind
 
 
 async def test_capability_violations_surface_as_exceptions(

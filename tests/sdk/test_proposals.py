@@ -46,7 +46,7 @@ async def test_proposal_approve_result(participant: MakeParticipant) -> None:
     assert result.content == [mt.TextContent(text="5")]
     assert proposal.status == "approved" and len(human.proposals) == 0
     assert events == [("added", "agent"), ("approved", "agent")]
-    assert agent._pending == {} and human._pending == {}
+    assert len(agent.requests) == 0 and len(human.requests) == 0
 
 
 async def test_proposal_reject_fails_fast(participant: MakeParticipant) -> None:
@@ -120,7 +120,7 @@ async def test_the_proposer_withdraws_its_own_proposal(
         await agent.withdraw(proposal.id)
 
 
-async def test_a_proposal_withdrawn_before_its_echo_is_withdrawn_by_the_gateways_id(
+async def test_a_proposal_withdrawn_before_its_echo_is_withdrawn_by_the_id_everyone_sees(
     participant: MakeParticipant, client: MakeClient
 ) -> None:
     await tool_owner(participant)
@@ -129,12 +129,12 @@ async def test_a_proposal_withdrawn_before_its_echo_is_withdrawn_by_the_gateways
     proposed, withdrawn = observer.expect("mcp/proposal"), observer.expect("mcp/withdraw")
     call = asyncio.create_task(agent.call_tool("calc", "add", {"a": 1, "b": 2}, timeout=30))
     await asyncio.sleep(0)  # the call starts: sent, not yet echoed (the gateway is a few
-    (client_id,) = agent.my_proposals  # loop turns away), so only the client id is known
-    assert agent._pending[client_id].server_id is None
+    (client_id,) = agent.my_proposals  # loop turns away)
     await agent.withdraw(client_id)
     with pytest.raises(ProposalWithdrawn, match="no_longer_needed"):
         await asyncio.wait_for(call, 2)
     proposal = await asyncio.wait_for(proposed, 2)
+    assert proposal.id == client_id  # the gateway keeps the id it was sent with
     withdrawal = await asyncio.wait_for(withdrawn, 2)
     assert withdrawal.correlation_ids() == [proposal.id]
 

@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hubbub.sdk.reconnect import backoff_delay
 from hubbub.sdk.states import (
     TRANSITIONS,
     ConnectionState,
     Event,
     IllegalTransition,
     State,
-    backoff_delay,
 )
 
 ALL_PAIRS = list(itertools.product(State, Event))

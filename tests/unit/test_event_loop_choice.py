@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from hubbub.cli import main
-from hubbub.cli_support import run_until_signal
+from hubbub.process import run_until_signal
 
 
 def _loop_module_of_a_run() -> str:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from playwright.async_api import Browser, Page, expect
 
-from hubbub.demo_cast import make_agent, make_calculator
+from hubbub.demo.cast import make_agent, make_calculator
 from hubbub.sdk import Agent, Participant
 from hubbub.server.config import Limits
 from tests.conftest import RunningGateway, start_gateway, stop_gateway

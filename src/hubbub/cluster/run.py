@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 
 from hubbub import __version__
-from hubbub.cli_support import run_until_signal
 from hubbub.cluster.app import serve_node
 from hubbub.cluster.node import ClusterSettings, Node
+from hubbub.process import run_until_signal
 from hubbub.server.app import build_app
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig
 from hubbub.server.metrics import Metrics

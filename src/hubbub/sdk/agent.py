@@ -15,6 +15,12 @@ agents): one processing sequence at a time; a message to answer that arrives dur
 tool-calling loop interrupts it, one that arrives after a tool call completed waits (FIFO), and
 one that finds the inbox full is refused with a DM to its sender. The guide is
 ``docs/agent.md``.
+
+Its parts: :class:`~hubbub.sdk.tool_catalog.ToolCatalog` (the tools its model may call, and
+running a call), :class:`~hubbub.sdk.reasoning.ReasoningReport` (the ``reasoning/*`` events),
+:class:`~hubbub.sdk.turns.TurnInbox` (what each message handed to the runtime answers),
+:class:`~hubbub.sdk.agent_floor.AgentFloor` (floor control) and the runtime. The agent wires
+them and holds the turn in progress.
 """
 
 from __future__ import annotations
@@ -22,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import logging
 import os
 import random
@@ -32,13 +37,9 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
-import mcp.types as mt
-
 from hubbub.errors import (
-    CapabilityDenied,
     HubbubError,
     NotConnected,
-    ProposalRejected,
     RequestTimeout,
 )
 from hubbub.llm.base import ChatModel, Completion, Message, ToolCall, ToolSpec
@@ -53,17 +54,18 @@ from hubbub.sdk.discovery import DiscoveredTool, Discovery, ToolDirectory
 from hubbub.sdk.hooks import Unsubscribe, register
 from hubbub.sdk.participant import Participant
 from hubbub.sdk.react import ReActLoop, Thought, Turn
+from hubbub.sdk.reasoning import ReasoningReport
 from hubbub.sdk.runtime import Aborted, AgentMessage, AgentRuntime, QueueFull
 from hubbub.sdk.server_notes import CallbackFired, Wake, server_note
-from hubbub.sdk.tool_names import encode_tool_name
-from hubbub.sdk.tools import Resource, Tool, result_text
+from hubbub.sdk.states import State
+from hubbub.sdk.tool_catalog import ToolCatalog, short
+from hubbub.sdk.tools import Resource, Tool
+from hubbub.sdk.turns import TurnInbox
 
 log = logging.getLogger("hubbub.agent")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_ECHO_TIMEOUT: Final = 5.0
-_CANCEL_SEND_TIMEOUT: Final = 1.0
 _DECISIONS_KEPT: Final = 500
 
 
@@ -106,6 +108,10 @@ class Agent:
         self.model = model or create_model(config.model_settings())
         self.tools = ToolDirectory()
         """Tools discovered on other participants."""
+        self.catalog = ToolCatalog(self.participant, self.tools, config)
+        """Every tool the model may call (discovered and own), and running a call."""
+        self.reasoning = ReasoningReport(self.participant)
+        """Sends this agent's ``reasoning/*`` events."""
         self.discovery = Discovery(
             self.participant,
             self.tools,
@@ -141,16 +147,13 @@ class Agent:
         """Recent decisions about chat messages, oldest first."""
         self.current: Turn | None = None
         """The turn being answered, if any."""
-        self._triggers: dict[str, Envelope] = {}
-        """Chat messages handed to the runtime and not yet taken in, by envelope id."""
+        self.inbox = TurnInbox()
+        """What each message handed to the runtime answers, until its turn begins."""
         self._deciding: set[asyncio.Task[Decision]] = set()
         self._last_decision: asyncio.Task[Decision] | None = None
         self._changed = asyncio.Event()
         self._waiters: list[tuple[Callable[[DecisionRecord], bool], asyncio.Future[Any]]] = []
-        self._warned_reasoning = False
         self._stopped = False
-        self._floor_keys: dict[str, str] = {}
-        self._answers: dict[str, list[str]] = {}
         self.floor = AgentFloor(self, rng=rng)
         """Floor control: CSMA delays, claims and yields, server notes, idle nudges
         (``agent.floor.events`` logs what it did; ``agent.floor.coordinator`` decides)."""
@@ -164,7 +167,7 @@ class Agent:
         """The agent's participant id."""
         return self.participant.id
 
-    async def start(self) -> None:
+    async def connect(self) -> None:
         """Connect, start discovering tools, and start answering messages."""
         if self._stopped:
             raise NotConnected("this agent was stopped; create a new Agent to connect again")
@@ -182,7 +185,7 @@ class Agent:
             raise
         self.floor.activity()
 
-    async def stop(self) -> None:
+    async def disconnect(self) -> None:
         """Abandon the current turn (``reasoning/cancel``), stop discovery, disconnect.
 
         Idempotent; a stopped agent cannot be started again (make a new one)."""
@@ -197,14 +200,45 @@ class Agent:
         for _, future in self._waiters:
             future.cancel()
 
-    async def run_forever(self) -> None:
-        """Start (if needed) and serve until stopped or the connection is lost for good."""
+    async def serve_forever(self) -> None:
+        """Connect (if needed) and serve until disconnected or the connection is lost for
+        good; disconnects at the end."""
         if not self.participant.client.is_ready:
-            await self.start()
+            await self.connect()
         try:
             await self.participant.serve_forever()
         finally:
-            await self.stop()
+            await self.disconnect()
+
+    async def start(self) -> None:
+        """:meth:`connect` under document 003's name."""
+        await self.connect()
+
+    async def stop(self) -> None:
+        """:meth:`disconnect` under document 003's name."""
+        await self.disconnect()
+
+    async def run_forever(self) -> None:
+        """:meth:`serve_forever` under its earlier name."""
+        await self.serve_forever()
+
+    @property
+    def state(self) -> State:
+        """The connection state (see :mod:`hubbub.sdk.states`)."""
+        return self.participant.state
+
+    @property
+    def is_ready(self) -> bool:
+        """Whether the agent is connected and joined, and may send."""
+        return self.participant.is_ready
+
+    def on_ready(self, hook: F) -> Unsubscribe[F]:
+        """Run ``hook`` once the first connection is ready (see :meth:`Participant.on_ready`)."""
+        return self.participant.on_ready(hook)
+
+    def on_shutdown(self, hook: F) -> Unsubscribe[F]:
+        """Run ``hook`` at :meth:`disconnect`, while still connected."""
+        return self.participant.on_shutdown(hook)
 
     async def _stop_turns(self) -> None:
         """Stop deciding, leave the runtime (abandoning the turn: ``reasoning/cancel``)."""
@@ -214,12 +248,12 @@ class Agent:
         await self.runtime.unregister(self.id)
         turn, self.current = self.current, None
         if turn is not None:
-            await self._cancel_reasoning(turn, "cancelled")
-        self._triggers.clear()
+            await self.reasoning.cancel(turn, "cancelled")
+        self.inbox.clear()
 
     async def __aenter__(self) -> Agent:
-        """Start."""
-        await self.start()
+        """Connect."""
+        await self.connect()
         return self
 
     async def __aexit__(
@@ -228,8 +262,8 @@ class Agent:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        """Stop."""
-        await self.stop()
+        """Disconnect."""
+        await self.disconnect()
 
     def busy(self) -> bool:
         """Whether the agent is deciding, answering, or has messages waiting for a turn."""
@@ -299,40 +333,16 @@ class Agent:
 
     def specs(self) -> list[ToolSpec]:
         """The tools offered to the model now (see :meth:`prepare_llm_tools`)."""
-        own = [
-            ToolSpec(
-                name=self.tools.names.name_for(self.id, t.name),
-                description=f"{self.id}/{t.name}: {t.description or '(no description)'} "
-                "(my own tool)",
-                parameters=t.input_schema or {"type": "object"},
-                display_name=f"{self.id}/{t.name}",
-            )
-            for t in self.participant.tools.values()
-        ]
-        return self.tools.specs() + own
+        return self.catalog.specs()
 
     def label(self, provider_name: str) -> str:
         """``participant/tool`` for a provider-safe name (the name itself if unknown)."""
-        try:
-            participant, tool = self.tools.names.resolve(provider_name)
-        except KeyError:
-            return provider_name
-        return f"{participant}/{tool}"
+        return self.catalog.label(provider_name)
 
     def tool_name(self, name: str) -> str:
         """The provider-safe name of ``participant/tool`` (a provider-safe name, which never
         holds a ``/``, is returned as it is)."""
-        participant, slash, tool = name.partition("/")
-        if not slash:
-            return name
-        known = (
-            tool in self.participant.tools
-            if participant == self.id
-            else any(t.name == tool for t in self.tools.of(participant))
-        )
-        if known:
-            return self.tools.names.name_for(participant, tool)
-        return encode_tool_name(participant, tool)  # unknown: not remembered
+        return self.catalog.tool_name(name)
 
     async def execute_llm_tool_call(self, name: str, arguments: dict[str, Any]) -> Message:
         """Run one tool call as the ReAct loop does (document 003 ``executeLLMToolCall``):
@@ -346,67 +356,7 @@ class Agent:
     async def run(self, turn: Turn, call: ToolCall) -> Message:
         """Execute one of the model's tool calls through ``mcp_request``; never raises for a
         failing tool (the model reads the failure as the call's result)."""
-        if call.error is not None:
-            return Message.tool_result(call, f"Invalid call: {call.error}", is_error=True)
-        own = self._own_tool(call.name)
-        if own is not None:
-            return await self._run_own(call, own)
-        tool = self.tools.resolve(call.name)
-        if tool is None:
-            offered = ", ".join(s.display_name for s in self.specs()) or "none"
-            wanted = self.label(call.name)
-            log.warning("%s: the model called an unknown tool %r", self.id, wanted)
-            return Message.tool_result(
-                call, f"Unknown tool {wanted!r}. Tools available now: {offered}", is_error=True
-            )
-        return await self._run_remote(call, tool)
-
-    def _own_tool(self, provider_name: str) -> Tool | None:
-        try:
-            participant, name = self.tools.names.resolve(provider_name)
-        except KeyError:
-            return None
-        return self.participant.tools.get(name) if participant == self.id else None
-
-    async def _run_own(self, call: ToolCall, tool: Tool) -> Message:
-        log.info("%s: calling its own tool %s %s", self.id, tool.name, call.arguments)
-        try:
-            result = await tool.call(call.arguments)
-        except Exception as exc:
-            return Message.tool_result(call, str(exc) or type(exc).__name__, is_error=True)
-        return Message.tool_result(call, _result_content(result), is_error=bool(result.is_error))
-
-    async def _run_remote(self, call: ToolCall, tool: DiscoveredTool) -> Message:
-        params = {"name": tool.name, "arguments": call.arguments}
-        payload = {"method": "tools/call", "params": params}
-        probe = {"jsonrpc": "2.0", "id": "probe", **payload}
-        direct = self.participant.can_send({"kind": "mcp/request", "payload": probe})
-        timeout = self.config.tool_timeout if direct else self.config.proposal_timeout
-        how = "directly" if direct else "as a proposal for a human to approve"
-        log.info("%s: calling %s %s %s", self.id, tool.qualified, call.arguments, how)
-        try:
-            raw = await self.participant.mcp_request(tool.participant, payload, timeout)
-        except ProposalRejected as exc:
-            text = f"{exc.by} rejected the proposal to call {tool.qualified}: {exc.reason}"
-            return self._failed(call, text)
-        except RequestTimeout:
-            what = f"{tool.participant} did not answer" if direct else "nobody approved a proposal"
-            return self._failed(call, f"{what} to call {tool.qualified} within {timeout:g}s")
-        except CapabilityDenied as exc:
-            return self._failed(call, f"not allowed to call {tool.qualified}: {exc}")
-        except (HubbubError, NotConnected) as exc:
-            return self._failed(call, f"calling {tool.qualified} failed: {exc}")
-        try:
-            result = mt.CallToolResult.model_validate(raw)
-        except ValueError:
-            return Message.tool_result(call, json.dumps(raw))
-        content = _result_content(result)
-        log.info("%s: %s answered %s", self.id, tool.qualified, _short(content))
-        return Message.tool_result(call, content, is_error=bool(result.is_error))
-
-    def _failed(self, call: ToolCall, text: str) -> Message:
-        log.info("%s: tool call failed: %s", self.id, text)
-        return Message.tool_result(call, text, is_error=True)
+        return await self.catalog.run(call)
 
     # ------------------------------------------------------------------ receiving
 
@@ -464,40 +414,39 @@ class Agent:
         self.policy.answered(envelopes[0], "classifier", now)
         last = envelopes[-1]
         content = "\n".join(f"{e.from_}: {chat_text(e)}" for e in envelopes)
-        self._floor_keys[last.id] = key
-        self._answers[last.id] = [e.id for e in envelopes]
-        if not await self._deliver(last, content):
-            self._floor_keys.pop(last.id, None)
-            self._answers.pop(last.id, None)
+        answers = [e.id for e in envelopes]
+        if not await self._deliver(last, content, answers=answers, floor_key=key):
             self.floor.coordinator.finish(key)
 
     async def answer_note(self, note: CallbackFired | Wake) -> None:
         """Answer a fired callback or a wake-up (a hook asked for it): a turn reads its text."""
         env = note.envelope
-        self._answers[env.id] = []
-        if not await self._deliver(env, f"server: {chat_text(env)}"):
-            self._answers.pop(env.id, None)
+        await self._deliver(env, f"server: {chat_text(env)}", answers=[])
 
     async def answer_nudge(self, note: str) -> None:
         """Take a turn on an idle nudge, a short system note (its answer goes to the channel)."""
         message = AgentMessage(self.id, f"{NUDGE_SENDER}: {note}", sender=NUDGE_SENDER)
         trigger = Envelope(kind="chat", id=message.id, payload={"text": note})
-        self._answers[message.id] = []
-        if not await self._deliver(trigger, message.content, message):
-            self._answers.pop(message.id, None)
+        await self._deliver(trigger, message.content, message, answers=[])
 
     async def _deliver(
-        self, env: Envelope, content: str | None = None, message: AgentMessage | None = None
+        self,
+        env: Envelope,
+        content: str | None = None,
+        message: AgentMessage | None = None,
+        *,
+        answers: list[str] | None = None,
+        floor_key: str | None = None,
     ) -> bool:
         """Hand a message to the runtime; ``False`` if the inbox was full (sender told)."""
         if message is None:
             text = content if content is not None else f"{env.from_}: {chat_text(env)}"
             message = AgentMessage(self.id, text, sender=env.from_, id=env.id)
-        self._triggers[message.id] = env
+        self.inbox.expect(message.id, env, answers, floor_key)
         try:
             delivery = self.runtime.send(message)
         except QueueFull as exc:
-            del self._triggers[message.id]
+            self.inbox.forget(message.id)
             await self._refuse(env, exc)
             return False
         log.info("%s: message %s %s", self.id, message.id, delivery.value)
@@ -560,19 +509,17 @@ class Agent:
         """A message became the latest content: a new turn (the one it supersedes is
         cancelled with ``reasoning/cancel``, reason ``interrupted``)."""
         previous = self.current
-        trigger = self._triggers.pop(message.id, None) or Envelope(kind="chat", id=message.id)
-        turn = Turn(trigger, message.content, answers=self._answers.pop(message.id, None))
-        turn.floor_key = self._floor_keys.pop(message.id, None)
+        turn = self.inbox.begin(message)
         if previous is not None:
             self._carry_over(previous, turn)
             note = f"interrupted by message {message.id}"
-            await self._cancel_reasoning(previous, "interrupted", note)
+            await self.reasoning.cancel(previous, "interrupted", note)
         self.current = turn
         self._trim()
         if turn.floor_key is not None and not await self.floor.begin(turn):
             return  # covered by someone else, or the floor was lost: the runtime aborts it
         if self.config.reasoning_enabled:
-            turn.reasoning_id = await self._start_reasoning(turn)
+            turn.reasoning_id = await self.reasoning.start(turn)
 
     def _carry_over(self, previous: Turn, turn: Turn) -> None:
         """Leave no message unanswered when ``turn`` interrupts ``previous``: an answer to the
@@ -581,7 +528,7 @@ class Agent:
         if previous.floor_outcome is not None or not previous.trigger.from_:
             self.floor.finished(previous)  # stopped by floor control, or an idle nudge
             return
-        if self._route(previous.trigger) == self._route(turn.trigger):
+        if self.reasoning.route(previous.trigger) == self.reasoning.route(turn.trigger):
             turn.answers = list(dict.fromkeys(previous.correlation() + turn.correlation()))
             self.floor.finished(previous)
             return
@@ -592,16 +539,11 @@ class Agent:
         """Queue ``turn``'s message again behind the current one; ``False`` if the inbox is
         full."""
         again = AgentMessage(self.id, turn.input, sender=turn.trigger.from_)
-        self._triggers[again.id] = turn.trigger
-        self._answers[again.id] = turn.correlation()
-        if turn.floor_key is not None:
-            self._floor_keys[again.id] = turn.floor_key
+        self.inbox.expect(again.id, turn.trigger, turn.correlation(), turn.floor_key)
         try:
             self.runtime.send(again)  # queued: a turn that is starting cannot be interrupted
         except QueueFull:
-            self._triggers.pop(again.id, None)
-            self._answers.pop(again.id, None)
-            self._floor_keys.pop(again.id, None)
+            self.inbox.forget(again.id)
             log.warning("%s: inbox full; %s stays unanswered", self.id, turn.trigger.id)
             return False
         log.info("%s: will answer %s after the message that interrupted it", self.id,
@@ -655,7 +597,7 @@ class Agent:
         turn.thoughts.append(thought)
         completion = self._completion(thought)
         if completion.tool_calls and not turn.final and self.config.reasoning_enabled:
-            await self._reasoning(turn, "reasoning/thought", self.loop.thought(completion))
+            await self.reasoning.send(turn, "reasoning/thought", self.loop.thought(completion))
         return completion
 
     def _completion(self, thought: Thought) -> Completion:
@@ -675,7 +617,9 @@ class Agent:
         label = self.label(call.name)
         turn.observations.append(f"{label}: {result.content}")
         if self.config.reasoning_enabled:
-            await self._reasoning(turn, "reasoning/thought", self.loop.observation(label, result))
+            await self.reasoning.send(
+                turn, "reasoning/thought", self.loop.observation(label, result)
+            )
 
     async def _answered(self, _message: AgentMessage, answer: str) -> None:
         turn, self.current = self._turn(), None
@@ -684,12 +628,12 @@ class Agent:
         finally:
             self.floor.finished(turn)
         if not allowed:
-            await self._cancel_reasoning(turn, "yielded", turn.floor_reason)
+            await self.reasoning.cancel(turn, "yielded", turn.floor_reason)
             return
         if turn.reasoning_id is not None:
             used = ", ".join(dict.fromkeys(turn.actions))
             summary = f"answered using {used}" if used else "answered directly"
-            await self._reasoning(turn, "reasoning/conclusion", {"message": summary})
+            await self.reasoning.send(turn, "reasoning/conclusion", {"message": summary})
         if answer:
             await self._reply(turn, answer)
         else:
@@ -703,25 +647,15 @@ class Agent:
         self.floor.finished(turn)
         if isinstance(exc, Aborted):
             if turn.floor_outcome == "yielded":
-                await self._cancel_reasoning(turn, "yielded", f"yielded to {turn.winner}")
+                await self.reasoning.cancel(turn, "yielded", f"yielded to {turn.winner}")
             elif turn.floor_outcome is None:
                 by = f"cancelled by {turn.cancelled_by}" if turn.cancelled_by else ""
-                await self._cancel_reasoning(turn, "cancelled", by)
+                await self.reasoning.cancel(turn, "cancelled", by)
             return
         log.error("%s: could not answer %s: %s", self.id, turn.trigger.id, exc)
-        await self._cancel_reasoning(turn, "error", str(exc))
+        await self.reasoning.cancel(turn, "error", str(exc))
         with contextlib.suppress(HubbubError):
             await self._reply(turn, f"Sorry, I could not answer: {exc}")
-
-    def _route(self, trigger: Envelope) -> dict[str, Any]:
-        """Where envelopes about ``trigger`` go: its channel, or a DM back to its sender (the
-        agent's first channel for a server note or a nudge)."""
-        if trigger.channel is not None:
-            return {"channel": trigger.channel}
-        if trigger.from_ in (SERVER_ID, ""):
-            channels = self.participant.client.channels
-            return {"channel": channels[0]} if channels else {"to": [self.id]}
-        return {"to": [trigger.from_]}
 
     async def _reply(self, turn: Turn, text: str) -> None:
         trigger = turn.trigger
@@ -729,61 +663,13 @@ class Agent:
             kind="chat",
             correlation_id=turn.correlation() or None,
             payload={"text": text},
-            **self._route(trigger),
+            **self.reasoning.route(trigger),
         )
         if not self.participant.can_send(env):
             log.error("%s may not send chat; its answer to %s is lost", self.id, trigger.id)
             return
         await self.participant.client.send(env)
-        log.info("%s: answered %s: %s", self.id, trigger.id, _short(text))
-
-    async def _start_reasoning(self, turn: Turn) -> str | None:
-        trigger = turn.trigger
-        correlation = turn.correlation() or [trigger.id]
-        env = Envelope(
-            kind="reasoning/start",
-            correlation_id=correlation,
-            payload={"message": f"Working on {trigger.from_}'s message"},
-            **self._route(trigger),
-        )
-        if not self.participant.can_send(env):
-            if not self._warned_reasoning:
-                log.warning("%s may not send reasoning/*; its reasoning stays private", self.id)
-                self._warned_reasoning = True
-            return None
-        client = self.participant.client
-        echo = client.expect(
-            "reasoning/start",
-            lambda e: e.from_ == self.id and e.correlation_ids() == correlation,
-        )
-        try:
-            sent = await client.send(env)
-            try:
-                async with asyncio.timeout(_ECHO_TIMEOUT):
-                    return (await echo).id
-            except TimeoutError:
-                log.warning("%s: no echo of reasoning/start; using its client id", self.id)
-                return sent.id
-        finally:
-            echo.cancel()
-
-    async def _reasoning(self, turn: Turn, kind: str, payload: dict[str, Any]) -> None:
-        if turn.reasoning_id is None:
-            return
-        env = Envelope(
-            kind=kind, context=turn.reasoning_id, payload=payload, **self._route(turn.trigger)
-        )
-        await self.participant.client.send(env)
-
-    async def _cancel_reasoning(self, turn: Turn, reason: str, message: str = "") -> None:
-        if turn.reasoning_id is None:
-            return
-        payload = {"reason": reason, **({"message": message} if message else {})}
-        try:
-            async with asyncio.timeout(_CANCEL_SEND_TIMEOUT):
-                await asyncio.shield(self._reasoning(turn, "reasoning/cancel", payload))
-        except (TimeoutError, HubbubError, asyncio.CancelledError):
-            log.info("%s: could not send reasoning/cancel for %s", self.id, turn.trigger.id)
+        log.info("%s: answered %s: %s", self.id, trigger.id, short(text))
 
     # ------------------------------------------------------------------ waiting (tests, tools)
 
@@ -820,20 +706,6 @@ class Agent:
         self._waiters.append(entry)
         future.add_done_callback(lambda _f: self._waiters.remove(entry))
         return future
-
-
-def _result_content(result: mt.CallToolResult) -> str:
-    text = result_text(result)
-    if text:
-        return text
-    if result.structured_content is not None:
-        return json.dumps(result.structured_content)
-    return "(no content)"
-
-
-def _short(text: str, limit: int = 120) -> str:
-    text = text.replace("\n", " ")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 __all__ = ["Agent", "DecisionRecord"]

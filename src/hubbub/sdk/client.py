@@ -16,17 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import difflib
-import inspect
 import itertools
 import logging
 import os
 import random
-from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Final, TypeVar, overload
+from typing import Any, Final, overload
 
 import msgspec
 from websockets.asyncio.client import ClientConnection, connect
@@ -41,54 +38,31 @@ from hubbub.errors import (
     RequestTimeout,
 )
 from hubbub.protocol.envelope import (
-    CLIENT_KINDS,
     PROTOCOL,
-    SERVER_KINDS,
     Envelope,
     decode_envelope,
     encode,
 )
-from hubbub.protocol.ids import DM_STREAM
-from hubbub.sdk.gateways import next_urls
+from hubbub.sdk.events import ClientEvents, H, Handler, Subscription
 from hubbub.sdk.options import ClientOptions
 from hubbub.sdk.outbox import Outbox, is_acknowledged
-from hubbub.sdk.states import ConnectionState, Event, State, backoff_delay
+from hubbub.sdk.reconnect import Backoff, Dial, ReconnectPolicy
+from hubbub.sdk.resume import ResumeState, Verdict
+from hubbub.sdk.states import ConnectionState, Event, State
 
 log = logging.getLogger("hubbub.sdk.client")
 
-Handler = Callable[[Any], object]
-"""An event handler: called with one argument (see :meth:`Client.on`); may be async."""
-_H = TypeVar("_H", bound=Handler)
-
-"""Key of the DM sequence in the join frame's ``resume`` map (docs/protocol.md)."""
-EVENTS: Final = frozenset(
-    {
-        "connected",
-        "disconnected",
-        "message",
-        "welcome",
-        "ready",
-        "error",
-        "reconnecting",
-        "failover",
-        "history_reset",
-    }
-)
-"""Lifecycle events; any other event name is an envelope kind (``chat``, ``mcp/request``...)."""
-KNOWN_KINDS: Final = CLIENT_KINDS | SERVER_KINDS
 _REFUSALS: Final = frozenset(
     {"auth_failed", "wrong_space", "unknown_space", "handshake_required", "invalid_id", "banned"}
 )
 _JOIN_ERRORS: Final = frozenset(
     {"capability_violation", "unknown_channel", "invalid_channel", "not_in_channel"}
 )
-# Close codes after which reconnecting would be wrong: refused, replaced by a newer
-# connection with the same id, kicked.
 _PARTIAL_REFUSALS: Final = frozenset({"callback_rejected"})
 """Errors about a part of a message (a callback marker) while the message itself is sent."""
-_NO_RECONNECT_CODES: Final = frozenset({1008, 4000, 4001})
-_HISTORY_PAGE: Final = 1000
-_DM_RECENT: Final = 4096
+NO_RECONNECT_CODES: Final = frozenset({1008, 4000, 4001})
+"""Close codes after which reconnecting would be wrong: refused, replaced by a newer
+connection with the same id, kicked (the web pages' ``FINAL_CLOSE_CODES`` too)."""
 
 
 @dataclass(frozen=True)
@@ -119,39 +93,6 @@ class Disconnected:
     will_reconnect: bool
 
 
-class _End:
-    """Marks the end of a message stream."""
-
-
-_END: Final = _End()
-
-
-class Subscription:
-    """An async iterator over every envelope the client receives from the moment it was
-    created until the client disconnects (see :meth:`Client.messages`)."""
-
-    def __init__(self, client: Client) -> None:
-        self._client = client
-        self._queue: asyncio.Queue[Envelope | _End] = asyncio.Queue()
-        client._subscribers.add(self._queue)
-
-    def __aiter__(self) -> Subscription:
-        """The subscription itself."""
-        return self
-
-    async def __anext__(self) -> Envelope:
-        """The next envelope; ``StopAsyncIteration`` once the client disconnected."""
-        item = await self._queue.get()
-        if isinstance(item, _End):
-            self.close()
-            raise StopAsyncIteration
-        return item
-
-    def close(self) -> None:
-        """Stop receiving (envelopes already queued are dropped)."""
-        self._client._subscribers.discard(self._queue)
-
-
 class Client:
     """A MEW-dialect connection: state machine, events, reconnect, heartbeat and resume.
 
@@ -170,18 +111,14 @@ class Client:
         """This participant's id (as the gateway's welcome confirmed it)."""
         self.channels: list[str] = list(options.channels)
         """Channels this client is a member of (re-joined on reconnect)."""
-        self.last_seq: dict[str, int] = {}
-        """Highest ``seq`` delivered per channel: the resume point."""
+        self.resume = ResumeState()
+        """What was delivered per channel and DM stream, and what to resume from."""
         self.welcome: Envelope | None = None
         """The latest ``system/welcome``."""
         self.participants: dict[str, dict[str, Any]] = {}
         """Participants online in the space (from the welcome and presence events)."""
-        self.duplicates_dropped = 0
-        """Envelopes received twice (e.g. replayed after a resume) and not delivered again."""
         self.outbox = Outbox()
         """Sent messages not acknowledged yet: sent again, same ids, after a reconnect."""
-        self.epoch: str | None = None
-        """The gateway's history epoch (from the welcome); resume points belong to it."""
         self.gateway_url: str | None = None
         """The gateway URL the client is connected to, or was last (``None`` before the first
         connection); reconnect rounds start with it."""
@@ -193,24 +130,15 @@ class Client:
         self._ready = asyncio.Event()
         self._first: asyncio.Future[None] | None = None
         self._closing = False
-        self._handlers: dict[str, list[Handler]] = {}
-        self._subscribers: set[asyncio.Queue[Envelope | _End]] = set()
-        self._waiters: list[tuple[Callable[[Envelope], bool], asyncio.Future[Envelope]]] = []
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.events = ClientEvents(self.id, self._spawn)
+        """Handlers, ``async for`` streams and waiters (:meth:`on`, :meth:`messages`)."""
         self._id_prefix = os.urandom(4).hex()
         self._counter = itertools.count(1)
         self._rand = random.Random()
-        # resume bookkeeping
-        self._resumed: set[str] = set()
         self._awaiting_joins: list[str] = []
         self._welcomed = False
         self._reached_ready = False
-        self._catchup: dict[str, list[Envelope]] = {}
-        self._catchup_ids: dict[str, str] = {}
-        self._dm_floor: int | None = None
-        self._dm_max: int | None = None
-        self._dm_recent: set[int] = set()
-        self._dm_order: deque[int] = deque()
         self._last_close: tuple[int | None, str] = (None, "")
         self.failure: ConnectionFailed | None = None
         """Why the client stopped for good without ``disconnect()`` (refused, gave up)."""
@@ -225,6 +153,25 @@ class Client:
         return self._conn_state.state
 
     @property
+    def last_seq(self) -> dict[str, int]:
+        """Highest ``seq`` delivered per channel: the resume point (see :attr:`resume`)."""
+        return self.resume.last_seq
+
+    @property
+    def epoch(self) -> str | None:
+        """The gateway's history epoch (from the welcome); resume points belong to it."""
+        return self.resume.epoch
+
+    @epoch.setter
+    def epoch(self, value: str | None) -> None:
+        self.resume.epoch = value
+
+    @property
+    def duplicates_dropped(self) -> int:
+        """Envelopes received twice (e.g. replayed after a resume) and not delivered again."""
+        return self.resume.duplicates_dropped
+
+    @property
     def is_ready(self) -> bool:
         """Whether the client is joined and may send."""
         return self._conn_state.state is State.READY
@@ -236,12 +183,12 @@ class Client:
     # ------------------------------------------------------------------ events
 
     @overload
-    def on(self, event: str, handler: None = None) -> Callable[[_H], _H]: ...
+    def on(self, event: str, handler: None = None) -> Callable[[H], H]: ...
 
     @overload
-    def on(self, event: str, handler: _H) -> _H: ...
+    def on(self, event: str, handler: H) -> H: ...
 
-    def on(self, event: str, handler: _H | None = None) -> _H | Callable[[_H], _H]:
+    def on(self, event: str, handler: H | None = None) -> H | Callable[[H], H]:
         """Register ``handler`` for an event; usable as ``@client.on("chat")``.
 
         Events: ``connected`` (URL), ``disconnected`` (:class:`Disconnected`), ``message``
@@ -250,49 +197,17 @@ class Client:
         (:class:`Failover`, once ready on another gateway URL), and any envelope kind
         (``chat``, ``mcp/request``, ...) with the envelope. Async handlers run as tasks.
         """
-        if event not in EVENTS and event not in KNOWN_KINDS:
-            close = difflib.get_close_matches(event, [*EVENTS, *KNOWN_KINDS], n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ValueError(
-                f"unknown event {event!r}{hint} (events: {', '.join(sorted(EVENTS))}, "
-                "or an envelope kind such as 'chat' or 'mcp/request')"
-            )
-
-        def register(fn: _H) -> _H:
-            self._handlers.setdefault(event, []).append(fn)
-            return fn
-
-        return register if handler is None else register(handler)
+        self.events.check(event)
+        if handler is None:
+            return lambda fn: self.events.on(event, fn)
+        return self.events.on(event, handler)
 
     def off(self, event: str, handler: Handler) -> None:
         """Remove a handler registered with :meth:`on` (no error if it is not registered)."""
-        handlers = self._handlers.get(event)
-        if handlers and handler in handlers:
-            handlers.remove(handler)
+        self.events.off(event, handler)
 
     def _emit(self, event: str, arg: object) -> None:
-        handlers = self._handlers.get(event)
-        if not handlers:
-            return
-        for handler in list(handlers):
-            try:
-                result = handler(arg)
-            except Exception as exc:
-                self._handler_failed(event, exc)
-                continue
-            if inspect.isawaitable(result):
-                self._spawn(self._await_handler(event, result))
-
-    async def _await_handler(self, event: str, awaitable: Any) -> None:
-        try:
-            await awaitable
-        except Exception as exc:
-            self._handler_failed(event, exc)
-
-    def _handler_failed(self, event: str, exc: Exception) -> None:
-        log.exception("handler for %r of %s raised", event, self.id, exc_info=exc)
-        if event != "error":
-            self._emit("error", exc)
+        self.events.emit(event, arg)
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         """Run ``coro`` as a task owned by the client (cancelled at disconnect)."""
@@ -303,7 +218,7 @@ class Client:
 
     def messages(self) -> Subscription:
         """A new subscription to every envelope received from now on (``async for``)."""
-        return Subscription(self)
+        return Subscription(self.events)
 
     def __aiter__(self) -> Subscription:
         """``async for envelope in client``: a new :meth:`messages` subscription."""
@@ -319,16 +234,7 @@ class Client:
         def match(env: Envelope) -> bool:
             return (kind is None or env.kind == kind) and (where is None or where(env))
 
-        future: asyncio.Future[Envelope] = asyncio.get_running_loop().create_future()
-        entry = (match, future)
-        self._waiters.append(entry)
-
-        def forget(_: asyncio.Future[Envelope]) -> None:
-            with contextlib.suppress(ValueError):
-                self._waiters.remove(entry)
-
-        future.add_done_callback(forget)
-        return future
+        return self.events.expect(match)
 
     async def wait_for(
         self,
@@ -388,11 +294,8 @@ class Client:
         await self._stop_supervisor()
         for task in list(self._tasks):
             task.cancel()
-        for queue in list(self._subscribers):
-            queue.put_nowait(_END)
-        for _, future in list(self._waiters):
-            if not future.done():
-                future.set_exception(NotConnected("the client disconnected"))
+        self.events.end_streams()
+        self.events.fail_waiters(NotConnected("the client disconnected"))
 
     async def _stop_supervisor(self) -> None:
         task, self._supervisor = self._supervisor, None
@@ -410,6 +313,15 @@ class Client:
         task = self._supervisor
         if task is not None:
             await asyncio.wait({task})
+
+    async def serve_forever(self) -> None:
+        """Return once :meth:`disconnect` is called; raise
+        :class:`~hubbub.errors.ConnectionFailed` if the connection is lost for good."""
+        if self._supervisor is None:
+            raise NotConnected("call connect() (or use `async with`) before serve_forever()")
+        await self.wait_closed()
+        if self.failure is not None:
+            raise self.failure
 
     async def __aenter__(self) -> Client:
         """Connect."""
@@ -431,19 +343,14 @@ class Client:
             await self._reconnect_loop()
         finally:
             if not self._closing:
-                self._end_streams()
+                self.events.end_streams()
 
     async def _reconnect_loop(self) -> None:
-        """Sessions one after another. A round tries each gateway URL once, in
-        :func:`~hubbub.sdk.gateways.next_urls` order (the last connected one first), moving on
-        at once when one fails or drops; the backoff lies between rounds."""
-        opts = self.options
-        urls = opts.gateways
-        attempt = 0  # failed rounds in a row
-        todo = next_urls(urls, self.gateway_url)
-        failures: list[tuple[str, ConnectionFailed]] = []  # this round's, in order
+        """Sessions one after another, as :class:`~hubbub.sdk.reconnect.ReconnectPolicy`
+        says: the next URL at once, a backoff between rounds, or giving up."""
+        policy = ReconnectPolicy(self.options, self.gateway_url, self._rand.random)
+        url = policy.first()
         while True:
-            url = todo.pop(0)
             failed: ConnectionFailed | None = None
             try:
                 await self._session(url)
@@ -451,7 +358,6 @@ class Client:
                 reason = f"connection closed with code {code}" + (f": {why}" if why else "")
             except ConnectionFailed as exc:  # AuthRefused too
                 failed = exc
-                failures.append((url, exc))
                 reason = str(exc)
             except asyncio.CancelledError:
                 raise
@@ -461,70 +367,28 @@ class Client:
                 reason = f"internal error: {exc}"
             if self._closing:
                 return
-            first = self._first is not None and not self._first.done()
-            if self._reached_ready:
-                self._reached_ready = False
-                attempt = 0
-                failures = []
-                todo = next_urls(urls, url)[1:]  # the dropped session was this URL's turn
-            if self._refused_reconnect and not isinstance(failed, AuthRefused):
-                self.failure = (
-                    failed
-                    if first and failed is not None
-                    else ConnectionFailed(
-                        f"the connection to {url} closed ({reason}) and is not retried"
-                    )
-                )
-                self._fail_first(self.failure)
-                return
-            if todo and (first or opts.reconnect):
-                log.info("client %s: %s; trying %s next", self.id, reason, todo[0])
-                continue
-            # the round is over: every URL failed once
-            if len(failures) == len(urls) and all(
-                isinstance(exc, AuthRefused) for _, exc in failures
-            ):
-                refusal = failures[-1][1]
-                self.failure = refusal
-                self._fail_first(refusal)
-                self._emit("error", refusal)
-                return
-            if first and failures:
-                self.failure = _round_failed(failures)
-                self._fail_first(self.failure)
-                return
-            if not opts.reconnect:
-                self.failure = ConnectionFailed(
-                    f"the connection to {url} closed ({reason}) and is not retried "
-                    "(reconnect=False)"
-                )
-                self._fail_first(self.failure)
-                return
-            attempt += 1
-            if opts.max_reconnect_attempts is not None and attempt > opts.max_reconnect_attempts:
-                self.failure = ConnectionFailed(
-                    f"gave up reconnecting to {opts.gateway} after "
-                    f"{opts.max_reconnect_attempts} attempts ({reason}); "
-                    "raise max_reconnect_attempts or check the gateway"
-                )
-                self._fail_first(self.failure)
-                self._emit("error", self.failure)
-                return
-            delay = backoff_delay(
-                attempt,
-                opts.reconnect_delay,
-                opts.max_reconnect_delay,
-                opts.reconnect_jitter,
-                self._rand.random(),
+            reached, self._reached_ready = self._reached_ready, False
+            step = policy.ended(
+                url,
+                failed,
+                reason,
+                first=self._first is not None and not self._first.done(),
+                reached_ready=reached,
+                refused=self._refused_reconnect,
             )
-            self._emit("reconnecting", Reconnecting(attempt, delay, reason))
-            await asyncio.sleep(delay)
-            todo = next_urls(urls, self.gateway_url)
-            failures = []
-
-    def _end_streams(self) -> None:
-        for queue in list(self._subscribers):
-            queue.put_nowait(_END)
+            if isinstance(step, Dial):
+                log.info("client %s: %s; trying %s next", self.id, reason, step.url)
+                url = step.url
+            elif isinstance(step, Backoff):
+                self._emit("reconnecting", Reconnecting(step.attempt, step.delay, step.reason))
+                await asyncio.sleep(step.delay)
+                url = policy.next_round()
+            else:
+                self.failure = step.failure
+                self._fail_first(step.failure)
+                if step.report:
+                    self._emit("error", step.failure)
+                return
 
     def _fail_first(self, exc: BaseException) -> None:
         if self._first is not None and not self._first.done():
@@ -587,7 +451,7 @@ class Client:
                 self._heartbeat = None
             self._ready.clear()
             self._conn_state.handle(Event.CLOSED)
-            if code in _NO_RECONNECT_CODES:
+            if code in NO_RECONNECT_CODES:
                 self._refused_reconnect = True
             will = self.options.reconnect and not self._closing and not self._refused_reconnect
             self._emit("disconnected", Disconnected(code, why, will))
@@ -605,16 +469,8 @@ class Client:
         opts = self.options
         self._welcomed = False
         self._refusal = None
-        self._resumed = {ch for ch in self.channels if ch in self.last_seq}
         self._awaiting_joins = list(self.channels)
-        resume: dict[str, int] = {ch: self.last_seq[ch] for ch in self._resumed}
-        if self._dm_max is not None:
-            resume[DM_STREAM] = self._dm_max
-            self._dm_floor = self._dm_max
-            self._dm_recent.clear()
-            self._dm_order.clear()
-        self._catchup.clear()
-        self._catchup_ids.clear()
+        resume = self.resume.join_points(self.channels)
         frame: dict[str, Any] = {
             "type": "join",
             "participantId": opts.participant_id,
@@ -798,24 +654,11 @@ class Client:
         except Exception as exc:
             log.warning("client %s: undecodable frame from the gateway: %s", self.id, exc)
             return
-        seq = env.seq
-        if seq is not None:
+        if env.seq is not None:
             if env.from_ == self.id:
                 self.outbox.acknowledged(env)  # our own message is stored: no resend
-            channel = env.channel
-            if channel is not None:
-                if channel in self._catchup:
-                    self._catchup[channel].append(env)
-                    return
-                if channel in self.last_seq:
-                    if seq <= self.last_seq[channel]:
-                        self.duplicates_dropped += 1
-                        return
-                    self.last_seq[channel] = seq
-            elif not self._fresh_dm(seq):
-                self.duplicates_dropped += 1
-                return
-            self._deliver(env)
+            if self.resume.accept(env) is Verdict.DELIVER:
+                self._deliver(env)
             return
         kind = env.kind
         if kind == "system/welcome":
@@ -834,53 +677,21 @@ class Client:
             self._on_error(env)
         self._deliver(env)
 
-    def _fresh_dm(self, seq: int) -> bool:
-        """Whether a DM with this ``seq`` has not been delivered yet (and remember it)."""
-        if self._dm_floor is not None and seq <= self._dm_floor:
-            return False
-        if seq in self._dm_recent:
-            return False
-        self._dm_recent.add(seq)
-        self._dm_order.append(seq)
-        if len(self._dm_order) > _DM_RECENT:
-            self._dm_recent.discard(self._dm_order.popleft())
-        if self._dm_max is None or seq > self._dm_max:
-            self._dm_max = seq
-        return True
-
     def _deliver(self, env: Envelope) -> None:
         """Hand one envelope to waiters, handlers and subscribers."""
-        if self._waiters:
-            for match, future in list(self._waiters):
-                if not future.done() and match(env):
-                    future.set_result(env)
-        self._emit("message", env)
-        self._emit(env.kind, env)
-        for queue in self._subscribers:
-            queue.put_nowait(env)
+        self.events.deliver(env)
 
     def _on_welcome(self, env: Envelope) -> None:
         self.welcome = env
         you = env.payload.get("you")
         if isinstance(you, dict) and isinstance(you.get("id"), str):
-            self.id = you["id"]
+            self.id = self.events.owner = you["id"]
         self.participants = {
             p["id"]: p
             for p in env.payload.get("participants", [])
             if isinstance(p, dict) and isinstance(p.get("id"), str)
         }
-        dm_seq = env.payload.get("dm_seq")
-        epoch = env.payload.get("epoch")
-        if isinstance(epoch, str):
-            if self.epoch is not None and epoch != self.epoch:
-                # another history (a wiped or replaced store): our DM resume point means
-                # nothing there; start from the gateway's present
-                self._dm_max = self._dm_floor = None
-                self._dm_recent.clear()
-                self._dm_order.clear()
-            self.epoch = epoch
-        if self._dm_max is None and isinstance(dm_seq, int):
-            self._dm_max = dm_seq  # DMs after this point are resumed after a drop
+        self.resume.welcomed(env.payload)
         self._welcomed = True
         self._emit("welcome", env)
         self._check_ready()
@@ -897,90 +708,54 @@ class Client:
             return
         if channel not in self.channels:
             self.channels.append(channel)
-        missed: list[Envelope] = []
-        reset = payload.get("history_reset")
-        if channel in self._resumed:
-            if reset is not None:
-                # our resume point does not exist in the gateway's history: reload from
-                # what it sends instead of skipping everything up to the old seq
-                log.warning("client %s: history of %s was reset (%s); reloading", self.id,
-                            channel, reset)  # fmt: skip
-                self.last_seq[channel] = 0
-                self._emit("history_reset", env)
-            self._resumed.discard(channel)
-            for item in payload.get("history", []):
-                try:
-                    missed.append(msgspec.convert(item, Envelope))
-                except msgspec.ValidationError:
-                    log.warning("client %s: bad history entry in %s", self.id, channel)
-        else:
-            seq = payload.get("seq")
-            self.last_seq[channel] = seq if isinstance(seq, int) else 0
+        joined = self.resume.joined(channel, payload)
+        if joined.reset:
+            log.warning("client %s: history of %s was reset (%s); reloading", self.id,
+                        channel, payload.get("history_reset"))  # fmt: skip
+            self._emit("history_reset", env)
         self._deliver(env)
-        for item in missed:
-            self._receive_history_item(channel, item)
-        if payload.get("has_more"):
-            self._start_catchup(channel)
+        self._replay(channel, joined.missed)
+        if joined.more:
+            self._request_page(channel)
         if channel in self._awaiting_joins:
             self._awaiting_joins.remove(channel)
         self._check_ready()
 
-    def _receive_history_item(self, channel: str, env: Envelope) -> None:
-        seq = env.seq
-        if seq is None:
-            return
-        if env.from_ == self.id:
-            self.outbox.acknowledged(env)  # our own message, stored: no resend
-        if seq <= self.last_seq.get(channel, 0):
-            self.duplicates_dropped += 1
-            return
-        self.last_seq[channel] = seq
-        self._deliver(env)
+    def _replay(self, channel: str, envelopes: list[Envelope]) -> None:
+        """Deliver what a resume or a history page brought, minus what was delivered before."""
+        for env in envelopes:
+            if env.seq is not None and env.from_ == self.id:
+                self.outbox.acknowledged(env)  # our own message, stored: no resend
+            if self.resume.replayed(channel, env) is Verdict.DELIVER:
+                self._deliver(env)
 
-    def _start_catchup(self, channel: str) -> None:
-        """Page the rest of a resume that was cut at ``limits.resume_max``; buffer live
-        messages of the channel until the gap is filled."""
-        self._catchup.setdefault(channel, [])
-        request = Envelope(
-            kind="history/request",
-            id=self.new_id(),
-            payload={
-                "channel": channel,
-                "after_seq": self.last_seq.get(channel, 0),
-                "limit": _HISTORY_PAGE,
-            },
-        )
-        self._catchup_ids[channel] = request.id
+    def _request_page(self, channel: str) -> None:
+        """Ask for the next page of a resume that was cut at ``limits.resume_max`` (live
+        messages of the channel are held until the gap is filled)."""
+        request_id = self.new_id()
+        payload = self.resume.page(channel, request_id)
+        request = Envelope(kind="history/request", id=request_id, payload=payload)
         self._spawn(self._send_internal(request))
 
     def _on_history(self, env: Envelope) -> bool:
         """Consume a ``history/response`` that pages a resume; False if it is not ours."""
         channel = env.payload.get("channel")
-        if not isinstance(channel, str) or channel not in self._catchup:
+        if not isinstance(channel, str) or not self.resume.is_paging(channel):
             return False
-        for item in env.payload.get("messages", []):
-            try:
-                self._receive_history_item(channel, msgspec.convert(item, Envelope))
-            except msgspec.ValidationError:
-                log.warning("client %s: bad history entry in %s", self.id, channel)
-        if env.payload.get("has_more"):
-            self._start_catchup(channel)
+        messages, more = self.resume.paged(channel, env.payload)
+        self._replay(channel, messages)
+        if more:
+            self._request_page(channel)
         else:
-            self._finish_catchup(channel)
+            self._replay(channel, self.resume.filled(channel))
         return True
-
-    def _finish_catchup(self, channel: str) -> None:
-        buffered = self._catchup.pop(channel, [])
-        self._catchup_ids.pop(channel, None)
-        for env in buffered:
-            self._receive_history_item(channel, env)
 
     def _on_left(self, env: Envelope) -> None:
         channel = env.payload.get("channel")
         if isinstance(channel, str):
             if channel in self.channels:
                 self.channels.remove(channel)
-            self.last_seq.pop(channel, None)
+            self.resume.left(channel)
 
     def _on_presence(self, env: Envelope) -> None:
         payload = env.payload
@@ -1018,23 +793,14 @@ class Client:
             if refused in self.channels:
                 self.channels.remove(refused)
             self._check_ready()
-        for channel, request_id in list(self._catchup_ids.items()):
-            if request_id in env.correlation_ids():
-                log.warning("client %s: could not page the history of %s", self.id, channel)
-                self._finish_catchup(channel)
+        for channel in self.resume.page_refused(env.correlation_ids()):
+            log.warning("client %s: could not page the history of %s", self.id, channel)
+            self._replay(channel, self.resume.filled(channel))
         error = gateway_error(env)
         if code not in _PARTIAL_REFUSALS:  # the rest of that message still went through
             for cid in env.correlation_ids():
                 self.outbox.refused(cid, error)
         self._emit("error", error)
-
-
-def _round_failed(failures: list[tuple[str, ConnectionFailed]]) -> ConnectionFailed:
-    """Why a first connect failed: the one failure, or each URL's when there were several."""
-    if len(failures) == 1:
-        return failures[0][1]
-    each = "; ".join(str(exc) if url in str(exc) else f"{url}: {exc}" for url, exc in failures)
-    return ConnectionFailed(f"could not connect to any of the {len(failures)} gateways ({each})")
 
 
 def to_envelope(data: Mapping[str, Any]) -> Envelope:

@@ -16,11 +16,10 @@ async with Participant(gateway="ws://127.0.0.1:8080/ws", participant_id="calc") 
     await calc.serve_forever()
 ```
 
-Correlation (see docs/sdk.md): every request the participant sends carries a client-chosen
-id ``T`` both as the envelope ``id`` (the gateway quotes it in a ``system/error``) and as the
-JSON-RPC ``payload.id``. The gateway replaces the envelope id and echoes the envelope back; the
-echo tells the participant the gateway's id ``S`` of its request, and a response is matched by
-``correlation_id == [S]`` (or, failing that, by ``payload.id == T`` from the target).
+Its parts: :class:`~hubbub.sdk.tool_server.ToolServer` (the tools and resources offered, the
+requests being answered), :class:`~hubbub.sdk.correlation.OpenRequests` (which response
+answers which request of ours: the rules are there), :class:`~hubbub.sdk.ProposalInbox`
+(others' proposals) and the :class:`~hubbub.sdk.Client` it speaks through.
 """
 
 from __future__ import annotations
@@ -31,12 +30,10 @@ import dataclasses
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Final, Literal, TypeVar, overload
+from typing import Any, Final, TypeVar, overload
 
 import mcp.types as mt
-from mcp import MCPError
 
 from hubbub.errors import (
     CapabilityDenied,
@@ -54,11 +51,14 @@ from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.ids import SERVER_ID
 from hubbub.protocol.markers import SleepMode, callback_marker, sleep_marker
 from hubbub.sdk.client import Client, gateway_error, to_envelope
+from hubbub.sdk.correlation import Kind, OpenRequests, Pending
 from hubbub.sdk.hooks import Unsubscribe, register
 from hubbub.sdk.options import ParticipantOptions
 from hubbub.sdk.proposals import Proposal, ProposalInbox
-from hubbub.sdk.provider import JSONRPC, answer, error_body, is_notification
+from hubbub.sdk.provider import JSONRPC
 from hubbub.sdk.server_notes import CallbackFired, Wake, server_note
+from hubbub.sdk.states import State
+from hubbub.sdk.tool_server import CANCELLED, ToolServer
 from hubbub.sdk.tools import (
     ERROR_META_KEY,
     INVALID_ARGUMENTS,
@@ -72,27 +72,7 @@ log = logging.getLogger("hubbub.sdk.participant")
 F = TypeVar("F", bound=Callable[..., Any])
 Hook = Callable[[], Awaitable[None] | None]
 
-CANCELLED: Final = "notifications/cancelled"
 _LIST_PAGES_MAX: Final = 100
-
-
-@dataclass(eq=False)
-class _Pending:
-    """A request, proposal or fulfilment waiting for its response."""
-
-    token: str
-    kind: Literal["request", "proposal", "fulfilment"]
-    targets: list[str]
-    method: str
-    future: asyncio.Future[dict[str, Any]]
-    echo_key: tuple[str, str, tuple[str, ...]]
-    channel: str | None = None
-    server_id: str | None = None
-
-
-def _echo_key(env: Envelope) -> tuple[str, str, tuple[str, ...]]:
-    """What identifies our own envelope in the gateway's echo (which has a new id)."""
-    return (env.kind, str(env.payload.get("id")), tuple(env.correlation_ids()))
 
 
 class Participant:
@@ -113,19 +93,17 @@ class Participant:
         """Proposals by others that this participant saw and that are still pending."""
         self.capabilities = CapabilitySet(options.capabilities or [])
         """What this participant may send (from the welcome, updated by grants/revokes)."""
-        self._tools: dict[str, Tool] = {}
-        self._resources: dict[str, Resource] = {}
-        self._pending: dict[str, _Pending] = {}
-        self._by_echo: dict[tuple[str, str, tuple[str, ...]], _Pending] = {}
-        self._by_server_id: dict[str, _Pending] = {}
+        self.server = ToolServer()
+        """The tools and resources offered, and the requests being answered."""
+        self.requests = OpenRequests()
+        """Requests, proposals and fulfilments of ours waiting for their answer."""
+        self._answers: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._ready_hooks: list[Hook] = []
         self._shutdown_hooks: list[Hook] = []
         self._ready_ran = False
         self._callback_hooks: list[Callable[[Any], Any]] = []
         self._wake_hooks: list[Callable[[Any], Any]] = []
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._serving: dict[tuple[str, str], asyncio.Task[Any]] = {}
-        """Requests being answered, by (sender, JSON-RPC id): ``notifications/cancelled``."""
         self.client.on("message", self._on_envelope)
 
     # ------------------------------------------------------------------ identity, lifecycle
@@ -151,9 +129,9 @@ class Participant:
                     await _call_hook(hook)
                 except Exception:
                     log.exception("on_shutdown hook of %s failed", self.id)
-        for pending in list(self._pending.values()):
-            if not pending.future.done():
-                pending.future.set_exception(NotConnected(f"{self.id} disconnected"))
+        for future in list(self._answers.values()):
+            if not future.done():
+                future.set_exception(NotConnected(f"{self.id} disconnected"))
         for task in list(self._tasks):
             task.cancel()
         await self.client.disconnect()
@@ -163,9 +141,17 @@ class Participant:
         raise :class:`~hubbub.errors.ConnectionFailed` if the connection is lost for good."""
         if not self._ready_ran:
             raise NotConnected("call connect() (or use `async with`) before serve_forever()")
-        await self.client.wait_closed()
-        if self.client.failure is not None:
-            raise self.client.failure
+        await self.client.serve_forever()
+
+    @property
+    def state(self) -> State:
+        """The connection state (see :mod:`hubbub.sdk.states`)."""
+        return self.client.state
+
+    @property
+    def is_ready(self) -> bool:
+        """Whether the participant is connected and joined, and may send."""
+        return self.client.is_ready
 
     async def __aenter__(self) -> Participant:
         """Connect."""
@@ -262,16 +248,16 @@ class Participant:
 
     def register_tool(self, tool: Tool) -> None:
         """Offer ``tool`` (replacing a tool of the same name)."""
-        self._tools[tool.name] = tool
+        self.server.register_tool(tool)
 
     def remove_tool(self, name: str) -> None:
         """Stop offering a tool."""
-        self._tools.pop(name, None)
+        self.server.remove_tool(name)
 
     @property
     def tools(self) -> dict[str, Tool]:
         """The tools this participant offers, by name."""
-        return dict(self._tools)
+        return dict(self.server.tools)
 
     def resource(
         self,
@@ -299,12 +285,12 @@ class Participant:
 
     def register_resource(self, resource: Resource) -> None:
         """Offer ``resource`` (replacing one with the same uri)."""
-        self._resources[resource.uri] = resource
+        self.server.register_resource(resource)
 
     @property
     def resources(self) -> dict[str, Resource]:
         """The resources this participant offers, by uri."""
-        return dict(self._resources)
+        return dict(self.server.resources)
 
     # ------------------------------------------------------------------ capabilities
 
@@ -497,7 +483,7 @@ class Participant:
                 body[key] = value
         if self.capabilities.allows("mcp/request", body):
             env = Envelope(kind="mcp/request", id=token, to=targets, payload=body)
-            kind: Literal["request", "proposal"] = "request"
+            kind: Kind = "request"
         elif self.capabilities.allows("mcp/proposal", body):
             channel = self.client.channels[0] if self.client.channels else None
             env = Envelope(kind="mcp/proposal", id=token, to=targets, channel=channel, payload=body)
@@ -509,7 +495,7 @@ class Participant:
                 "capability/grant of mcp/request (or mcp/proposal)",
                 "mcp/request",
             )
-        pending = self._track(token, kind, targets, method, env)
+        pending = self._track(Pending(token, kind, targets, method, env.channel))
         try:
             return await self._send_and_wait(pending, env, timeout)
         except RequestTimeout:
@@ -523,30 +509,27 @@ class Participant:
                 await asyncio.wait_for(asyncio.shield(stop(pending, "cancelled")), 1)
             raise
 
-    def _track(
-        self,
-        token: str,
-        kind: Literal["request", "proposal", "fulfilment"],
-        targets: list[str],
-        method: str,
-        env: Envelope,
-    ) -> _Pending:
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        pending = _Pending(token, kind, targets, method, future, _echo_key(env), env.channel)
-        self._pending[token] = pending
-        self._by_echo[pending.echo_key] = pending
-        return pending
+    def _track(self, pending: Pending) -> Pending:
+        self._answers[pending.token] = asyncio.get_running_loop().create_future()
+        return self.requests.open(pending)
 
-    def _untrack(self, pending: _Pending) -> None:
-        self._pending.pop(pending.token, None)
-        if self._by_echo.get(pending.echo_key) is pending:
-            del self._by_echo[pending.echo_key]
-        if pending.server_id is not None:
-            self._by_server_id.pop(pending.server_id, None)
+    def _untrack(self, pending: Pending) -> None:
+        self.requests.close(pending.token)
+        self._answers.pop(pending.token, None)
+
+    def _answered(self, pending: Pending, result: dict[str, Any] | BaseException) -> None:
+        """Complete the call waiting for ``pending`` (if it still waits)."""
+        future = self._answers.get(pending.token)
+        if future is None or future.done():
+            return
+        if isinstance(result, BaseException):
+            future.set_exception(result)
+        else:
+            future.set_result(result)
 
     async def _send_and_wait(
         self,
-        pending: _Pending,
+        pending: Pending,
         env: Envelope,
         timeout_s: float | None,
     ) -> dict[str, Any]:
@@ -554,7 +537,7 @@ class Participant:
         try:
             await self.client.send(env)
             async with asyncio.timeout(limit):
-                return await pending.future
+                return await self._answers[pending.token]
         except TimeoutError:
             what = "fulfilment of the proposal" if pending.kind == "proposal" else "response"
             raise RequestTimeout(
@@ -562,18 +545,15 @@ class Participant:
                 f"{limit:g}s (pass a longer timeout, or check that the target is online)"
             ) from None
         finally:
-            self._untrack(pending)  # keeps pending.server_id, which a withdrawal needs
+            self._untrack(pending)
 
-    async def _withdraw(self, pending: _Pending, reason: str) -> None:
+    async def _withdraw(self, pending: Pending, reason: str) -> None:
         """Withdraw our own timed-out proposal (MEW: the proposer SHOULD do so)."""
-        if pending.server_id is None:
-            log.warning("%s: cannot withdraw a proposal the gateway never echoed", self.id)
-            return
         env = Envelope(
             kind="mcp/withdraw",
             channel=pending.channel,
             to=None if pending.channel else pending.targets,
-            correlation_id=[pending.server_id],
+            correlation_id=[pending.token],
             payload={"reason": reason},
         )
         if not self.can_send(env):
@@ -584,25 +564,20 @@ class Participant:
 
     @property
     def my_proposals(self) -> list[str]:
-        """Ids of this participant's own proposals still waiting for a fulfilment (the id the
-        gateway gave each, once its echo arrived; the client id before)."""
-        return [
-            p.server_id or p.token
-            for p in self._pending.values()
-            if p.kind == "proposal" and not p.future.done()
-        ]
+        """Ids of this participant's own proposals still waiting for a fulfilment."""
+        return self.requests.proposals()
 
     async def withdraw(self, proposal_id: str, reason: str = "no_longer_needed") -> None:
         """Withdraw one of our own pending proposals (``mcp/withdraw``, MEW: the proposer
         cancels its own proposal when it is no longer needed).
 
-        ``proposal_id`` is the id everyone sees (from :attr:`my_proposals`, or our proposal's
-        echo), or the client id it was sent with. The ``mcp_request`` waiting for it raises
+        ``proposal_id`` is its id (from :attr:`my_proposals`; the id it was sent with is the
+        id everyone sees). The ``mcp_request`` waiting for it raises
         :class:`~hubbub.errors.ProposalWithdrawn` at once. Raises ``ValueError`` when it is not
         a pending proposal of ours, and :class:`~hubbub.errors.CapabilityDenied` when our
         capabilities do not allow ``mcp/withdraw``."""
-        pending = self._by_server_id.get(proposal_id) or self._pending.get(proposal_id)
-        if pending is None or pending.kind != "proposal" or pending.future.done():
+        pending = self.requests.get(proposal_id)
+        if pending is None or pending.kind != "proposal":
             mine = ", ".join(self.my_proposals) or "none"
             raise ValueError(
                 f"{proposal_id!r} is not a pending proposal of {self.id} (pending: {mine}); "
@@ -611,22 +586,8 @@ class Participant:
             )
         probe = Envelope(kind="mcp/withdraw", correlation_id=[proposal_id], payload={})
         self._require(probe, f"withdrawing proposal {proposal_id}")
-        echo = None
-        if pending.server_id is None:  # sent, but its id is not known yet: wait for the echo
-            echo = self.client.expect(
-                "mcp/proposal", lambda e: e.from_ == self.id and _echo_key(e) == pending.echo_key
-            )
-        pending.future.set_exception(ProposalWithdrawn(pending.server_id or proposal_id, reason))
-        if echo is not None:
-            try:
-                async with asyncio.timeout(self.client.options.connect_timeout):
-                    pending.server_id = (await echo).id
-            except TimeoutError:
-                log.warning("%s: proposal %s was never echoed; nothing to withdraw", self.id,
-                            proposal_id)  # fmt: skip
-                return
-            finally:
-                echo.cancel()
+        self.requests.close(proposal_id)
+        self._answered(pending, ProposalWithdrawn(proposal_id, reason))
         await self._withdraw(pending, reason)
 
     async def call_tool(
@@ -738,9 +699,9 @@ class Participant:
             payload=dict(p.payload),
         )
         self._require(env, f"fulfilling {p.method}")
-        if _echo_key(env) in self._by_echo:
+        if self.requests.fulfilling(p.id):
             raise ValueError(f"proposal {p.id} is already being fulfilled by {self.id}")
-        pending = self._track(token, "fulfilment", p.to, p.method, env)
+        pending = self._track(Pending(token, "fulfilment", p.to, p.method, proposal=p.id))
         self.proposals.settle(p.id, "approved")
         return await self._send_and_wait(pending, env, timeout)
 
@@ -762,13 +723,10 @@ class Participant:
 
     def _on_envelope(self, env: Envelope) -> None:
         kind = env.kind
-        if env.from_ == self.id:
-            pending = self._by_echo.get(_echo_key(env))
-            if pending is not None and pending.server_id is None:
-                pending.server_id = env.id
-                self._by_server_id[env.id] = pending
-            if kind not in ("mcp/request", "mcp/response") or self.id not in (env.to or ()):
-                return  # our own envelope coming back; only a request to ourselves matters
+        if env.from_ == self.id and (
+            kind not in ("mcp/request", "mcp/response") or self.id not in (env.to or ())
+        ):
+            return  # our own envelope coming back; only a request to ourselves matters
         if kind == "mcp/request":
             self._on_request(env)
         elif kind == "mcp/response":
@@ -794,35 +752,15 @@ class Participant:
     def _on_request(self, env: Envelope) -> None:
         for cid in env.correlation_ids():
             self.proposals.settle(cid, "fulfilled")
-            mine = self._by_server_id.get(cid)
-            if mine is not None and mine.kind == "proposal":
-                # someone fulfils our proposal: the response to that request answers it
-                self._by_server_id.setdefault(env.id, mine)
+        self.requests.request_seen(env)  # someone fulfilling our proposal: its answer is ours
         if self.id not in (env.to or ()):
             return
-        payload = env.payload
-        if payload.get("method") == CANCELLED:
-            self._on_cancelled(env)
+        if env.payload.get("method") == CANCELLED:
+            self.server.cancel(env, self.id)
             return
-        task = self._spawn(self._serve(env))
-        if "id" in payload:
-            key = (env.from_, str(payload["id"]))
-            self._serving[key] = task
-            task.add_done_callback(lambda t: self._serving.pop(key, None))
+        self.server.answering(env, self._spawn(self._serve(env)))
 
-    def _on_cancelled(self, env: Envelope) -> None:
-        """``notifications/cancelled`` from a requester: stop answering that request (MCP: no
-        response is sent for it)."""
-        params = env.payload.get("params")
-        request_id = params.get("requestId") if isinstance(params, dict) else None
-        task = self._serving.get((env.from_, str(request_id)))
-        if task is None:
-            return  # already answered, or never ours: nothing to do
-        reason = params.get("reason") if isinstance(params, dict) else None
-        log.info("%s: %s cancelled request %s (%s)", self.id, env.from_, request_id, reason)
-        task.cancel()
-
-    async def _cancel_request(self, pending: _Pending, reason: str) -> None:
+    async def _cancel_request(self, pending: Pending, reason: str) -> None:
         """Tell the targets of our abandoned request to stop (MCP ``notifications/cancelled``)."""
         body = {
             "jsonrpc": JSONRPC,
@@ -837,59 +775,27 @@ class Participant:
             await self.client.send(env)
 
     def _on_response(self, env: Envelope) -> None:
-        pending: _Pending | None = None
-        for cid in env.correlation_ids():
-            pending = self._by_server_id.get(cid)
-            if pending is not None:
-                if pending.server_id != cid:
-                    del self._by_server_id[cid]  # a fulfilment's id, used once
-                break
-        payload = env.payload
+        pending = self.requests.response(env, self.id)
         if pending is None:
-            candidate = self._pending.get(str(payload.get("id")))
-            if (
-                candidate is not None
-                and env.from_ in candidate.targets
-                and (candidate.kind == "proposal" or self.id in (env.to or ()))
-            ):
-                pending = candidate
-        if pending is None and env.channel is None and self.id not in (env.to or ()):
-            # A DM response addressed to someone else reaches us only because we proposed
-            # what it answers (the gateway shows a fulfilment's outcome to the proposer). If
-            # the fulfiller changed the payload id, attribute it when that is unambiguous.
-            waiting = [
-                p
-                for p in self._pending.values()
-                if p.kind == "proposal" and env.from_ in p.targets and not p.future.done()
-            ]
-            if len(waiting) == 1:
-                pending = waiting[0]
-        if pending is None or pending.future.done():
             return
-        if pending.kind == "proposal":
-            self._untrack(pending)
+        payload = env.payload
         error = payload.get("error")
         if isinstance(error, dict):
-            pending.future.set_exception(
-                RequestFailed(
-                    int(error.get("code", mt.INTERNAL_ERROR)),
-                    str(error.get("message", "")),
-                    error.get("data"),
-                    env.from_,
-                )
+            code = int(error.get("code", mt.INTERNAL_ERROR))
+            failed = RequestFailed(
+                code, str(error.get("message", "")), error.get("data"), env.from_
             )
+            self._answered(pending, failed)
             return
         result = payload.get("result")
-        pending.future.set_result(result if isinstance(result, dict) else {})
+        self._answered(pending, result if isinstance(result, dict) else {})
 
     def _on_reject(self, env: Envelope) -> None:
         reason = str(env.payload.get("reason", "no reason given"))
         for cid in env.correlation_ids():
             self.proposals.settle(cid, "rejected")
-            pending = self._by_server_id.get(cid)
-            if pending is not None and pending.kind == "proposal" and not pending.future.done():
-                self._untrack(pending)
-                pending.future.set_exception(ProposalRejected(env.from_, reason, cid))
+        for pending in self.requests.rejected(env):
+            self._answered(pending, ProposalRejected(env.from_, reason, pending.token))
 
     def _on_withdraw(self, env: Envelope) -> None:
         for cid in env.correlation_ids():
@@ -908,11 +814,8 @@ class Participant:
             self.proposals.settle(cid, "withdrawn")
 
     def _on_error(self, env: Envelope) -> None:
-        for cid in env.correlation_ids():
-            pending = self._pending.get(cid)
-            if pending is not None and not pending.future.done():
-                self._untrack(pending)
-                pending.future.set_exception(gateway_error(env))
+        for pending in self.requests.refused(env):
+            self._answered(pending, gateway_error(env))
 
     def _set_capabilities(self, caps: list[Any]) -> None:
         try:
@@ -954,22 +857,9 @@ class Participant:
 
     async def _serve(self, env: Envelope) -> None:
         """Answer one request addressed to us; never raises."""
-        payload = env.payload
-        notification = is_notification(payload)
-        try:
-            result = await answer(
-                payload.get("method"), payload.get("params"), self._tools, self._resources, self.id
-            )
-            body: dict[str, Any] = {"jsonrpc": JSONRPC, "id": payload.get("id"), "result": result}
-        except RequestFailed as exc:
-            body = error_body(payload.get("id"), exc.code, exc.message, exc.data)
-        except MCPError as exc:
-            body = error_body(payload.get("id"), exc.code, exc.message, exc.data)
-        except Exception as exc:
-            log.exception("%s failed to answer %s", self.id, payload.get("method"))
-            body = error_body(payload.get("id"), mt.INTERNAL_ERROR, f"internal error: {exc}")
-        if notification:
-            return  # no response
+        body = await self.server.respond(env, self.id)
+        if body is None:
+            return  # a notification: no response
         reply = Envelope(
             kind="mcp/response",
             to=[env.from_],

@@ -1,7 +1,7 @@
 """The client's connection states, as one transition table (like h11's ``_state.py``).
 
 Sans-I/O: :class:`ConnectionState` only says which transitions are legal; the client does the
-I/O and reports what happened. Also the reconnect schedule, as a pure function.
+I/O and reports what happened. When to reconnect is :mod:`hubbub.sdk.reconnect`'s.
 
 ```
                  DIAL             OPENED            JOIN_SENT          WELCOMED
@@ -88,17 +88,3 @@ class ConnectionState:
     def __repr__(self) -> str:
         """Debug form."""
         return f"ConnectionState({self.state.value})"
-
-
-def backoff_delay(attempt: int, base: float, cap: float, jitter: float, rand: float) -> float:
-    """Seconds to wait before reconnect ``attempt`` (1, 2, ...): exponential with jitter.
-
-    The un-jittered delay is ``min(cap, base * 2 ** (attempt - 1))``; ``jitter`` (0..1) takes
-    up to that fraction off it, scaled by ``rand`` (0..1, drawn by the caller), so the result
-    always lies in ``[(1 - jitter) * d, d]`` and never exceeds ``cap``.
-    """
-    if attempt < 1:
-        raise ValueError("attempt counts from 1")
-    exponent = min(attempt - 1, 62)  # 2**62 * base exceeds any sensible cap already
-    delay = min(cap, base * float(2**exponent))
-    return delay * (1.0 - jitter * min(max(rand, 0.0), 1.0))

@@ -1,7 +1,7 @@
 """The agent runtime (document 002): one processing sequence per agent, with interruption.
 
 Parts: :class:`MessageBus` (one bounded FIFO inbox per agent), :class:`ActiveSet` (agents
-processing now), :class:`LLMHandler` (the tool-calling loop), :class:`ConversationManager`
+processing now), :class:`ToolLoop` (the tool-calling loop), :class:`Conversations`
 (each agent's history) and :class:`AgentRuntime`, which wires them. Guide: ``docs/runtime.md``.
 """
 
@@ -15,20 +15,20 @@ from hubbub.sdk.runtime.bus import (
     UnknownAgent,
 )
 from hubbub.sdk.runtime.conversation import (
-    ConversationManager,
+    Conversations,
     HistoryError,
     check_history,
     history_problems,
 )
-from hubbub.sdk.runtime.llm_handler import (
+from hubbub.sdk.runtime.runtime import AgentRuntime, Reply
+from hubbub.sdk.runtime.tool_loop import (
     Aborted,
     CancelOutcome,
-    LLMHandler,
     ModelFn,
     Phase,
     ToolFn,
+    ToolLoop,
 )
-from hubbub.sdk.runtime.runtime import AgentRuntime, Reply
 
 __all__ = [
     "DEFAULT_MAX_QUEUE",
@@ -37,16 +37,16 @@ __all__ = [
     "AgentMessage",
     "AgentRuntime",
     "CancelOutcome",
-    "ConversationManager",
+    "Conversations",
     "Delivery",
     "HistoryError",
-    "LLMHandler",
     "MessageBus",
     "ModelFn",
     "Phase",
     "QueueFull",
     "Reply",
     "ToolFn",
+    "ToolLoop",
     "UnknownAgent",
     "check_history",
     "history_problems",

@@ -63,7 +63,7 @@ def check_history(messages: Sequence[Message], *, allow_pending: bool = False) -
         raise HistoryError(problems)
 
 
-class ConversationManager:
+class Conversations:
     """Per-agent histories of neutral :class:`~hubbub.llm.Message` items."""
 
     def __init__(self) -> None:
@@ -184,4 +184,4 @@ class ConversationManager:
         return removed
 
 
-__all__ = ["ConversationManager", "HistoryError", "check_history", "history_problems"]
+__all__ = ["Conversations", "HistoryError", "check_history", "history_problems"]

@@ -25,17 +25,17 @@ from hubbub.sdk.runtime.bus import (
     MessageBus,
     UnknownAgent,
 )
-from hubbub.sdk.runtime.conversation import ConversationManager, history_problems
-from hubbub.sdk.runtime.llm_handler import (
+from hubbub.sdk.runtime.conversation import Conversations, history_problems
+from hubbub.sdk.runtime.tool_loop import (
     DEFAULT_MAX_ROUNDS,
     Aborted,
     CancelOutcome,
     InputHook,
-    LLMHandler,
     ModelFn,
     Phase,
     ResultHook,
     ToolFn,
+    ToolLoop,
 )
 
 log = logging.getLogger("hubbub.sdk.runtime")
@@ -60,7 +60,7 @@ class Reply:
 
 @dataclass
 class _Hosted:
-    handler: LLMHandler
+    loop: ToolLoop
     on_reply: ReplyHook | None
     on_error: ErrorHook | None = None
     task: asyncio.Task[None] | None = None
@@ -73,7 +73,7 @@ def _always(_call: ToolCall) -> bool:
 
 
 class AgentRuntime:
-    """Message bus, active set, LLM handlers and conversations for many agents."""
+    """Message bus, active set, tool loops and conversations for many agents."""
 
     def __init__(
         self,
@@ -85,7 +85,7 @@ class AgentRuntime:
     ) -> None:
         self.bus = MessageBus(max_queue)
         self.active = ActiveSet()
-        self.conversations = ConversationManager()
+        self.conversations = Conversations()
         self.interrupts = interrupts
         """``False``: never interrupt; every message for a busy agent waits in its inbox."""
         self.on_error = on_error
@@ -110,15 +110,15 @@ class AgentRuntime:
         on_reply: ReplyHook | None = None,
         on_error: ErrorHook | None = None,
         max_rounds: int = DEFAULT_MAX_ROUNDS,
-    ) -> LLMHandler:
-        """Host ``agent_id`` with its model and tool executor; return its handler.
+    ) -> ToolLoop:
+        """Host ``agent_id`` with its model and tool executor; return its tool loop.
 
         ``on_input`` is awaited whenever a message becomes the agent's latest content (at the
         start of a sequence and for every interrupting message); ``on_error`` is this agent's
         own error hook (besides the runtime's)."""
         if agent_id in self._agents:
             raise ValueError(f"agent {agent_id!r} is already hosted by this runtime")
-        handler = LLMHandler(
+        loop = ToolLoop(
             agent_id,
             self.conversations,
             model,
@@ -129,8 +129,8 @@ class AgentRuntime:
             next_message=lambda: self._retried(agent_id),
             max_rounds=max_rounds,
         )
-        self._agents[agent_id] = _Hosted(handler, on_reply, on_error)
-        return handler
+        self._agents[agent_id] = _Hosted(loop, on_reply, on_error)
+        return loop
 
     async def unregister(self, agent_id: str) -> None:
         """Stop hosting ``agent_id``: its sequence is cancelled and waiting messages dropped."""
@@ -147,11 +147,11 @@ class AgentRuntime:
     def cancel(self, agent_id: str) -> bool:
         """Abandon the message ``agent_id`` is processing (its error hook gets
         :class:`Aborted`); waiting messages are still delivered. ``False`` if it is idle."""
-        return self._hosted(agent_id).handler.abort()
+        return self._hosted(agent_id).loop.abort()
 
-    def handler(self, agent_id: str) -> LLMHandler:
-        """The LLM handler of ``agent_id``."""
-        return self._hosted(agent_id).handler
+    def loop(self, agent_id: str) -> ToolLoop:
+        """The tool loop of ``agent_id``."""
+        return self._hosted(agent_id).loop
 
     def replies(self, agent_id: str) -> list[Reply]:
         """The final answers of ``agent_id``'s sequences, oldest first."""
@@ -180,7 +180,7 @@ class AgentRuntime:
             self._start(agent_id, message)
             return Delivery.STARTED
         if self.interrupts:
-            outcome = hosted.handler.interrupt(message)
+            outcome = hosted.loop.interrupt(message)
             if outcome is CancelOutcome.CANCELLED:
                 log.info("%s: message %s interrupts the current processing", agent_id, message.id)
                 return Delivery.INTERRUPTED
@@ -218,7 +218,7 @@ class AgentRuntime:
         try:
             while message is not None:
                 try:
-                    text = await hosted.handler.process(message)
+                    text = await hosted.loop.process(message)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
@@ -244,7 +244,7 @@ class AgentRuntime:
                 hosted.task = None
 
     def _requeue_orphans(self, hosted: _Hosted) -> None:
-        orphans, hosted.handler.orphaned = hosted.handler.orphaned, []
+        orphans, hosted.loop.orphaned = hosted.loop.orphaned, []
         for message in reversed(orphans):
             self.bus.requeue(message)
 
@@ -275,8 +275,8 @@ class AgentRuntime:
             found.append("marked active but no processing sequence is running")
         if running and not active:
             found.append("a processing sequence is running but the agent is not marked active")
-        if not running and hosted.handler.phase is not Phase.IDLE:
-            found.append(f"handler in phase {hosted.handler.phase.value} with no sequence")
+        if not running and hosted.loop.phase is not Phase.IDLE:
+            found.append(f"tool loop in phase {hosted.loop.phase.value} with no sequence")
         if not running and self.bus.size(agent_id):
             found.append(f"{self.bus.size(agent_id)} message(s) waiting with no sequence")
         if not running:  # a running sequence's history is checked when it ends
@@ -286,7 +286,7 @@ class AgentRuntime:
     def check_consistency(self, agent_id: str | None = None) -> dict[str, list[str]]:
         """Detect, log and repair inconsistencies (of one agent or all); return what was found.
 
-        Repair never drops a message: the agent is marked as it really is, an orphaned handler
+        Repair never drops a message: the agent is marked as it really is, an orphaned tool loop
         is reset, the history loses only broken tool-call rounds, and waiting messages are
         delivered by a new sequence.
         """
@@ -311,7 +311,7 @@ class AgentRuntime:
         else:
             self.active.discard(agent_id)
             hosted.task = None
-            hosted.handler.reset()
+            hosted.loop.reset()
             removed = self.conversations.repair(agent_id)
             if removed:
                 log.warning("%s: removed %d broken history message(s)", agent_id, len(removed))

@@ -5,10 +5,15 @@
 
 import { $ } from "../common/dom.js";
 import { approveEnvelope, rejectEnvelope } from "../common/proposals.js";
-import { DM } from "../common/session.js";
+import { DM } from "../common/wire.js";
 import { may } from "./allowed.js";
-import { actionSent, addPending, conversation, forget, markRead, setRoster, setStatus, startDms, viewing } from "./model.js";
+import { actionSent } from "./calls.js";
+import { conversation } from "./conversations.js";
+import { addPending, forget, setStatus } from "./messages.js";
+import { startDms } from "./model.js";
+import { setRoster } from "./people.js";
 import { bus, chat, peersOf } from "./state.js";
+import { markRead, viewing } from "./unread.js";
 
 const OLDER_PAGE = 50;
 /** Pages of DMs asked for at most, one after the other, to find older messages of one DM. */

@@ -2,7 +2,7 @@
 // answering host…", with its latest thought) and who yielded the floor to them.
 
 import { $, el } from "../common/dom.js";
-import { answeringIn } from "./model.js";
+import { answeringIn } from "./floor.js";
 import { bus, chat } from "./state.js";
 
 function render() {

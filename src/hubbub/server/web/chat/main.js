@@ -4,24 +4,17 @@
 
 import { $ } from "../common/dom.js";
 import { Session } from "../common/session.js";
+import { CB_FIRE, SERVER } from "../common/wire.js";
 import { loadDms, openConversation, refreshRoster, refused } from "./actions.js";
 import { initActivity } from "./activity.js";
+import { actionFailed } from "./calls.js";
 import { initComposer } from "./composer.js";
-import {
-  CB_FIRE,
-  actionFailed,
-  expire,
-  onEnvelope,
-  onEpoch,
-  onHistory,
-  onJoined,
-  onLeft,
-  onWelcome,
-  setStatus,
-} from "./model.js";
-import { dmSeq, forgetSignin, initSignin, initialSignin, showSignin } from "./signin.js";
+import { expire } from "./floor.js";
+import { setStatus } from "./messages.js";
+import { onEnvelope, onEpoch, onHistory, onJoined, onLeft, onWelcome } from "./model.js";
 import { initSidebar, tickCountdowns } from "./sidebar.js";
-import { SERVER, bus, chat, loadPerson } from "./state.js";
+import { dmSeq, forgetSignin, initSignin, initialSignin, showSignin } from "./signin.js";
+import { bus, chat, loadPerson } from "./state.js";
 import { initTimeline } from "./timeline.js";
 
 let lastError = null; // the gateway's last error before a close (why a join was refused)

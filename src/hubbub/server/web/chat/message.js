@@ -5,11 +5,13 @@
 import { el } from "../common/dom.js";
 import { hhmm, json, plural } from "../common/format.js";
 import { approveEnvelope } from "../common/proposals.js";
+import { SERVER } from "../common/wire.js";
 import { approve, discard, reject, retry } from "./actions.js";
 import { denied, may, maySome } from "./allowed.js";
+import { answeringOn, yielders } from "./floor.js";
 import { renderMarkdown } from "./markdown.js";
-import { answeringOn, mentionsMe, yielders } from "./model.js";
-import { SERVER, chat } from "./state.js";
+import { chat } from "./state.js";
+import { mentionsMe } from "./unread.js";
 
 export function renderItem(item) {
   if (item.type === "note") return noteRow(item);

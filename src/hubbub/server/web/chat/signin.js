@@ -4,7 +4,8 @@
 
 import { $ } from "../common/dom.js";
 import { loadJSON, storeJSON, takeTokenFromUrl } from "../common/store.js";
-import { ID_RE, SIGNIN_KEY } from "./state.js";
+import { ID_RE } from "../common/wire.js";
+import { SIGNIN_KEY } from "./state.js";
 
 const params = new URLSearchParams(location.search);
 let done = null; // (signin) => void

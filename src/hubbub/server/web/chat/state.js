@@ -5,10 +5,9 @@
 
 import { Emitter } from "../common/emitter.js";
 import { loadJSON, storeJSON } from "../common/store.js";
+import { SERVER } from "../common/wire.js";
 
 export const SIGNIN_KEY = "hubbub.chat.signin";
-export const SERVER = "system:gateway";
-export const ID_RE = /^[A-Za-z0-9_.-]{1,32}$/;
 
 export const bus = new Emitter();
 

@@ -4,11 +4,13 @@
 
 import { $ } from "../common/dom.js";
 import { plural } from "../common/format.js";
+import { SERVER } from "../common/wire.js";
 import { leaveChannel, loadOlder } from "./actions.js";
 import { denied, may, maySome } from "./allowed.js";
 import { renderItem } from "./message.js";
-import { loadingOlder, markRead, olderAvailable, viewing } from "./model.js";
-import { SERVER, bus, chat, convTitle, dmKey } from "./state.js";
+import { loadingOlder, olderAvailable } from "./model.js";
+import { bus, chat, convTitle, dmKey } from "./state.js";
+import { markRead, viewing } from "./unread.js";
 
 const NEAR_TOP_PX = 120;
 const NEAR_BOTTOM_PX = 48;

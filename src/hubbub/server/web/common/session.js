@@ -21,10 +21,10 @@
 // "dmstart" (seq) after the welcome of a connection that started DMs afresh.
 
 import { Emitter } from "./emitter.js";
+import { DM, FINAL_CLOSE_CODES } from "./wire.js";
 
-export const DM = "@dm";
 /** Close codes after which reconnecting would not help: refused, replaced, kicked or banned. */
-const FINAL_CODES = new Set([1008, 4000, 4001]);
+const FINAL_CODES = new Set(FINAL_CLOSE_CODES);
 const BACKOFF_MS = [300, 1000, 2000, 4000, 8000];
 const FORWARD_PAGE = 200;
 /** Seqs kept above a gap before giving up on the gap (a seq this client is never sent). */

@@ -7,11 +7,11 @@ import { clock, json, short } from "../common/format.js";
 import { proposalFrom, proposalWhat, resultText } from "../common/proposals.js";
 import { Session } from "../common/session.js";
 import { store } from "../common/store.js";
-import { mergeProposal, renderProposals, settle } from "./proposals.js";
-import { CONSOLE_ID_KEY, ID_RE, showNotice, st } from "./state.js";
+import { DM, ID_RE, SERVER } from "../common/wire.js";
+import { boardChanged, mergeProposal, settle } from "./board.js";
+import { CONSOLE_ID_KEY, showNotice, st } from "./state.js";
 
 const LOG_MAX = 1000;
-const DM = "@dm";
 
 export const cs = {
   session: null,
@@ -77,7 +77,7 @@ export function consoleConnect() {
     if (state === "reconnecting" && cs.ready) {
       cs.ready = false;
       consoleLine("error", "console connection lost; reconnecting…");
-      renderProposals();
+      boardChanged();
     } else if (state === "closed") {
       closed(detail);
     }
@@ -103,7 +103,7 @@ function closed(detail) {
     `closed (${detail.code})`;
   consoleLine("error", `console disconnected: ${why}`);
   $("console-connect").hidden = !(st.viewer && st.viewer.can_console);
-  renderProposals();
+  boardChanged();
 }
 
 function welcomed(env) {
@@ -112,7 +112,7 @@ function welcomed(env) {
   cs.ready = true;
   $("console-main").hidden = false;
   consoleLine("system", `connected as ${cs.id}`);
-  renderProposals();
+  boardChanged();
   $("console-input").focus();
 }
 
@@ -142,7 +142,7 @@ function refused(p, env) {
     const prop = st.proposals.get(pid);
     if (prop && prop.status === "approved") prop.status = "pending"; // it did not go out
     if (prop) prop.outcome = { ok: false, text: `${p.error}: ${p.message}` };
-    renderProposals();
+    boardChanged();
   }
   consoleLine("error", `${p.error}: ${p.message}`);
 }
@@ -161,7 +161,7 @@ function onEnvelope(env) {
   switch (env.kind) {
     case "mcp/proposal":
       mergeProposal(proposalFrom(env), "console");
-      renderProposals();
+      boardChanged();
       break;
     case "mcp/request":
       if (env.from === cs.id) {
@@ -179,14 +179,14 @@ function onEnvelope(env) {
         const text = err ? `${env.from} failed: ${err.message || json(err)}` : `${env.from} answered: ${resultText(p.result)}`;
         settle(pid, "done", { ok: !err, text });
         consoleLine(err ? "error" : "system", `proposal ${short(pid)} — ${text}`);
-        renderProposals();
+        boardChanged();
       }
       break;
     case "mcp/reject":
       for (const cid of env.correlation_id || []) {
         if (st.proposals.has(cid) && env.from !== cs.id) {
           settle(cid, "rejected", { ok: false, text: `rejected by ${env.from}: ${p.reason || ""}` });
-          renderProposals();
+          boardChanged();
         }
       }
       break;
@@ -194,7 +194,7 @@ function onEnvelope(env) {
       for (const cid of env.correlation_id || []) {
         if (st.proposals.has(cid)) {
           settle(cid, "withdrawn", { ok: false, text: `withdrawn by ${env.from}${p.reason ? " (" + p.reason + ")" : ""}` });
-          renderProposals();
+          boardChanged();
         }
       }
       break;
@@ -281,7 +281,7 @@ function renderConsole(keepScroll, tabsOnly) {
     let last = 0;
     for (const m of msgs) {
       last = Math.max(last, Date.parse(m.ts) || 0);
-      const cls = m.from === cs.id ? "mine" : m.from === "system:gateway" ? "system" : "";
+      const cls = m.from === cs.id ? "mine" : m.from === SERVER ? "system" : "";
       rows.push([
         last,
         0,

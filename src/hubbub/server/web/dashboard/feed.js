@@ -3,7 +3,7 @@
 import { $, el } from "../common/dom.js";
 import { clock, json, plural, short } from "../common/format.js";
 import { proposalWhat } from "../common/proposals.js";
-import { proposalEvent } from "./proposals.js";
+import { proposalEvent } from "./board.js";
 import { st } from "./state.js";
 
 const FEED_MAX = 600;

@@ -8,6 +8,7 @@ import { consoleDisconnect, initConsole } from "./console.js";
 import { initFilters } from "./feed.js";
 import { initKeys } from "./keys.js";
 import { tick } from "./panels.js";
+import { initProposals } from "./proposals.js";
 import { TOKEN_KEY, st } from "./state.js";
 import { initToken, renderViewer, start } from "./stream.js";
 
@@ -27,6 +28,7 @@ $("token-forget").addEventListener("click", () => {
   consoleDisconnect();
   start();
 });
+initProposals();
 initConsole();
 initFilters();
 initKeys();

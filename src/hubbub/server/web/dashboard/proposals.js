@@ -1,90 +1,12 @@
-// Pending proposals: the list (from the feed and the console's channels), their outcome, and
-// approving or rejecting one through the operator console.
+// The proposal board's view: the list of proposals (data in board.js), and approving or
+// rejecting one through the operator console.
 
 import { $, el } from "../common/dom.js";
 import { json, short } from "../common/format.js";
 import { approveEnvelope, proposalWhat, rejectEnvelope } from "../common/proposals.js";
+import { board, nextPending, ordered, settle } from "./board.js";
 import { consoleLine, consoleReady, consoleSend, cs } from "./console.js";
 import { showNotice, st } from "./state.js";
-
-const SETTLED_MAX = 20;
-
-export function mergeProposal(p, source) {
-  const have = st.proposals.get(p.id);
-  if (have) {
-    have.sources.add(source);
-    if (!have.payload && p.payload) have.payload = p.payload;
-    if (have.status === "pending" && p.status === "approved") have.status = "approved";
-    return have;
-  }
-  const entry = { ...p, sources: new Set([source]), outcome: null };
-  st.proposals.set(p.id, entry);
-  if (!st.selected) st.selected = p.id;
-  return entry;
-}
-
-export function settle(id, status, outcome) {
-  const p = st.proposals.get(id);
-  if (!p) return;
-  if (p.status === "done" || p.status === "rejected" || p.status === "withdrawn") {
-    if (outcome && !p.outcome) p.outcome = outcome;
-    return;
-  }
-  p.status = status;
-  if (outcome) p.outcome = outcome;
-  p.settledAt = Date.now();
-  if (st.selected === id && status !== "approved") st.selected = nextPending(id);
-  const settled = [...st.proposals.values()].filter((q) => q.settledAt).sort((a, b) => b.settledAt - a.settledAt);
-  for (const old of settled.slice(SETTLED_MAX)) st.proposals.delete(old.id);
-}
-
-/** Follow a proposal through the feed's events. */
-export function proposalEvent(ev) {
-  switch (ev.event) {
-    case "proposal":
-      mergeProposal(ev, "server");
-      break;
-    case "proposal-approved": {
-      const p = st.proposals.get(ev.id);
-      if (p && p.status === "pending") {
-        p.status = "approved";
-        p.approvedBy = ev.participant;
-      }
-      break;
-    }
-    case "proposal-result":
-      settle(
-        ev.id,
-        "done",
-        ev.ok === false
-          ? { ok: false, text: `${ev.participant} failed: ${ev.error || ev.result}` }
-          : { ok: true, text: `${ev.participant} answered: ${ev.result}` },
-      );
-      break;
-    case "proposal-rejected":
-      settle(ev.id, "rejected", { ok: false, text: `rejected by ${ev.participant}${ev.reason ? ": " + ev.reason : ""}` });
-      break;
-    case "proposal-withdrawn":
-      settle(ev.id, "withdrawn", { ok: false, text: `withdrawn by ${ev.participant}${ev.reason ? " (" + ev.reason + ")" : ""}` });
-      break;
-    default:
-      return;
-  }
-  renderProposals();
-}
-
-function ordered() {
-  const all = [...st.proposals.values()];
-  const open = all.filter((p) => !p.settledAt).sort((a, b) => String(a.id).localeCompare(String(b.id)));
-  const done = all.filter((p) => p.settledAt).sort((a, b) => b.settledAt - a.settledAt);
-  return [...open, ...done];
-}
-
-function nextPending(after) {
-  const list = ordered().filter((p) => p.status === "pending" && p.id !== after);
-  const later = list.find((p) => String(p.id) > String(after));
-  return (later || list[0] || {}).id || null;
-}
 
 function reasonInput() {
   // one input for the reason, kept across re-renders: its text and caret survive updates
@@ -104,6 +26,11 @@ function proposalsSignature() {
     parts.push(p.id, p.status, p.approvedBy || "", p.outcome ? p.outcome.text : "");
   }
   return JSON.stringify(parts);
+}
+
+/** Draw the list whenever the board changes. */
+export function initProposals() {
+  board.on("changed", renderProposals);
 }
 
 export function renderProposals() {

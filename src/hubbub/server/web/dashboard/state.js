@@ -6,7 +6,6 @@ import { $, notice } from "../common/dom.js";
 export const params = new URLSearchParams(location.search);
 export const TOKEN_KEY = "hubbub.dashboard.token";
 export const CONSOLE_ID_KEY = "hubbub.dashboard.console-id";
-export const ID_RE = /^[A-Za-z0-9_.-]{1,32}$/;
 
 export const st = {
   token: null,

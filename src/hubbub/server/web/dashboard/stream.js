@@ -5,7 +5,7 @@ import { $ } from "../common/dom.js";
 import { load, store, takeTokenFromUrl } from "../common/store.js";
 import { addEvent, renderFilterOptions, resetFeed } from "./feed.js";
 import { renderChannels, renderFloor, renderParticipants, tick } from "./panels.js";
-import { mergeProposal, renderProposals } from "./proposals.js";
+import { boardChanged, mergeProposal } from "./board.js";
 import { consoleOpen } from "./console.js";
 import { CONSOLE_ID_KEY, TOKEN_KEY, authHeaders, params, query, setConn, showNotice, st } from "./state.js";
 
@@ -122,7 +122,7 @@ export function renderViewer() {
     idInput.value = load(CONSOLE_ID_KEY) || idInput.value || "operator";
   }
   renderParticipants();
-  renderProposals();
+  boardChanged();
 }
 
 function applyState(data, isSnapshot) {
@@ -146,7 +146,7 @@ function applyState(data, isSnapshot) {
   renderParticipants();
   renderChannels();
   renderFloor();
-  renderProposals();
+  boardChanged();
   renderFilterOptions();
   tick();
 }

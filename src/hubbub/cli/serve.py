@@ -1,4 +1,4 @@
-"""The ``hubbub`` command: serve, token, demo."""
+"""``hubbub serve``: run the gateway (one process, several workers, or a cluster node)."""
 
 from __future__ import annotations
 
@@ -8,29 +8,19 @@ import logging
 import os
 import resource
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import click
 
 from hubbub import __version__
-from hubbub.cli_support import run_until_signal, setup_logging
 from hubbub.defaults import DEFAULT_PORT, LOOPBACK
-from hubbub.extras import explain
+from hubbub.process import run_until_signal, setup_logging
 from hubbub.server.config import (
     ConfigError,
     Limits,
-    ParticipantConfig,
-    SpaceConfig,
     engine_settings_from_env,
-    hash_token,
     limits_from_env,
     load_space,
-    new_token,
-    save_space,
 )
-
-if TYPE_CHECKING:
-    pass
 
 
 def _raise_fd_limit() -> None:
@@ -48,26 +38,7 @@ def _is_name(host: str) -> bool:
         return True
 
 
-class _Commands(click.Group):
-    """hubbub's commands; one that needs a package of a missing extra names the extra."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except ModuleNotFoundError as exc:
-            missing = explain(exc)
-            if missing is None:
-                raise
-            raise click.ClickException(str(missing)) from None
-
-
-@click.group(cls=_Commands)
-@click.version_option(__version__, prog_name="hubbub")
-def main() -> None:
-    """hubbub: a gateway where LLM agents and people share chat channels."""
-
-
-@main.command()
+@click.command()
 @click.option("--host", default=None, help="Interface to bind [default: 127.0.0.1].")
 @click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535))
 @click.option(
@@ -298,100 +269,3 @@ def serve(
             ) from None
 
     run_until_signal(serve_until_signalled, "gateway")
-
-
-@main.group()
-def token() -> None:
-    """Manage participant tokens in a space config."""
-
-
-@token.command("create")
-@click.option(
-    "--space",
-    "space_file",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The space.yaml to update (created if missing).",
-)
-@click.option("--id", "pid", required=True, help="Participant id.")
-@click.option(
-    "--kind",
-    type=click.Choice(["human", "agent", "service"]),
-    default=None,
-    help="Participant kind [agent for new participants].",
-)
-@click.option(
-    "--role",
-    type=click.Choice(["participant", "observer", "admin"]),
-    default=None,
-    help="Dashboard role [participant].",
-)
-def token_create(space_file: Path, pid: str, kind: str | None, role: str | None) -> None:
-    """Create a token for a participant; prints it once and stores only its hash."""
-    from hubbub.protocol.ids import is_participant_id
-
-    if not is_participant_id(pid):
-        raise click.BadParameter(
-            f"{pid!r} is not a legal id (1-32 of [A-Za-z0-9_.-])", param_hint="--id"
-        )
-    try:
-        cfg = load_space(space_file) if space_file.exists() else SpaceConfig()
-    except ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
-    entry = cfg.participants.get(pid) or ParticipantConfig()
-    if kind is not None:
-        entry.kind = kind  # type: ignore[assignment]
-    if role is not None:
-        entry.role = role  # type: ignore[assignment]
-    secret = new_token()
-    entry.token_hash = hash_token(secret)
-    cfg.participants[pid] = entry
-    save_space(cfg, space_file)
-    click.echo(secret)
-    click.echo(
-        f"token for {pid!r} ({entry.kind}) in space {cfg.space!r} saved as a hash in {space_file}; "
-        "it is shown only once",
-        err=True,
-    )
-
-
-@main.command()
-@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535))
-@click.option("--once", is_flag=True, help="Exit after the scripted scene instead of serving on.")
-@click.option(
-    "--screenshot",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Save a screenshot of the dashboard mid-scene to this PNG (needs Debian's chromium).",
-)
-@click.option(
-    "--chat-screenshot",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Save a screenshot of the web chat (/chat) mid-scene to this PNG (needs chromium).",
-)
-def demo(port: int, once: bool, screenshot: Path | None, chat_screenshot: Path | None) -> None:
-    """Start a gateway, four agents and a calculator, and play a scene for the dashboard.
-
-    The scene shows floor control (claims, a YIELD, one answer), a callback, sleep with
-    buffered DMs, a tool call through discovery and a proposal waiting for the operator.
-    Agents run on the offline model unless OPENAI_* or ANTHROPIC_API_KEY is set.
-    """
-    from hubbub.demo import run_demo
-
-    setup_logging("warning")
-    run_until_signal(
-        lambda: run_demo(port, once=once, screenshot=screenshot, chat_screenshot=chat_screenshot),
-        "demo",
-    )
-
-
-from hubbub.cli_bridge import bridge  # noqa: E402
-
-main.add_command(bridge)
-
-from hubbub.cli_agent import agent  # noqa: E402
-
-main.add_command(agent)
-
-from hubbub.cli_chat import chat  # noqa: E402
-
-main.add_command(chat)

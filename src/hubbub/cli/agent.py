@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from hubbub.cli_support import run_until_signal, setup_logging
 from hubbub.llm.factory import PROVIDERS
+from hubbub.process import run_until_signal, setup_logging
 
 
 @click.group()

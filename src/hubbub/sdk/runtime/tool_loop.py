@@ -1,8 +1,9 @@
-"""The LLM handler: one agent's tool-calling loop, run so that a new message can interrupt it.
+"""One agent's tool-calling loop (document 002's LlmHandler), run so that a new message can
+interrupt it.
 
 The loop calls the model, records its answer, runs every tool call and records each result,
 until the model answers without tool calls. Each model call and each tool execution runs as
-a child task: that is the *interruptible* phase, and :meth:`LLMHandler.interrupt` cancels the
+a child task: that is the *interruptible* phase, and :meth:`ToolLoop.interrupt` cancels the
 child (a provider closes its HTTP request at once). Between a tool's completion and the end
 of recording its result the loop is in the *non-interruptible* phase: the call already
 happened, so an arriving message must wait in the queue instead.
@@ -20,7 +21,7 @@ from typing import Any, Final, TypeVar
 from hubbub.errors import HubbubError
 from hubbub.llm.base import Completion, Message, ToolCall
 from hubbub.sdk.runtime.bus import AgentMessage
-from hubbub.sdk.runtime.conversation import ConversationManager
+from hubbub.sdk.runtime.conversation import Conversations
 
 log = logging.getLogger("hubbub.sdk.runtime")
 
@@ -53,7 +54,7 @@ class Phase(enum.Enum):
 
 
 class CancelOutcome(enum.Enum):
-    """The answer of :meth:`LLMHandler.interrupt`."""
+    """The answer of :meth:`ToolLoop.interrupt`."""
 
     CANCELLED = "cancelled"
     """The in-flight call was cancelled; the message is processed next."""
@@ -66,7 +67,7 @@ class CancelOutcome(enum.Enum):
 
 
 class Aborted(HubbubError):
-    """The processing of a message was abandoned (:meth:`LLMHandler.abort`)."""
+    """The processing of a message was abandoned (:meth:`ToolLoop.abort`)."""
 
 
 class _Interrupted(Exception):
@@ -77,13 +78,13 @@ def _always(_call: ToolCall) -> bool:
     return True
 
 
-class LLMHandler:
-    """Runs the tool-calling loop of one agent over its :class:`ConversationManager` history."""
+class ToolLoop:
+    """Runs the tool-calling loop of one agent over its :class:`Conversations` history."""
 
     def __init__(
         self,
         agent_id: str,
-        conversation: ConversationManager,
+        conversation: Conversations,
         model: ModelFn,
         tools: ToolFn,
         *,
@@ -276,10 +277,10 @@ __all__ = [
     "Aborted",
     "CancelOutcome",
     "InputHook",
-    "LLMHandler",
     "ModelFn",
     "NextMessage",
     "Phase",
     "ResultHook",
     "ToolFn",
+    "ToolLoop",
 ]

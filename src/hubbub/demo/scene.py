@@ -23,7 +23,7 @@ import websockets
 from aiohttp import web
 
 from hubbub.defaults import LOOPBACK
-from hubbub.demo_cast import (
+from hubbub.demo.cast import (
     CONTESTED,
     SKILLS,
     describe_activity,
@@ -340,7 +340,7 @@ async def run_demo(
         url = f"ws://127.0.0.1:{real_port}/ws"
         shots: list[Callable[[], Awaitable[None]]] = []
         if screenshot is not None or chat_screenshot is not None:
-            from hubbub.demo_shot import chat_page, dashboard_page
+            from hubbub.demo.shot import chat_page, dashboard_page
 
             if screenshot is not None:
                 snap = await stack.enter_async_context(dashboard_page(dashboard))
@@ -355,15 +355,3 @@ async def run_demo(
                 await shot()
 
         await play(url, router, dashboard, moment=moment if shots else None, serve=not once)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """``python -m hubbub.demo [--port N] [--once] [--screenshot PNG] [--chat-screenshot PNG]``:
-    ``hubbub demo``."""
-    from hubbub.cli import demo
-
-    demo.main(argv, prog_name="python -m hubbub.demo")
-
-
-if __name__ == "__main__":
-    main()

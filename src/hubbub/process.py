@@ -1,4 +1,4 @@
-"""What every long-running ``hubbub`` command shares: logging and stopping on a signal."""
+"""Run a command as the process's main: logging, the event loop, stopping on a signal."""
 
 from __future__ import annotations
 

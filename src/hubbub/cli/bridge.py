@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from hubbub.cli_support import run_until_signal, setup_logging
 from hubbub.defaults import DEFAULT_GATEWAY
+from hubbub.process import run_until_signal, setup_logging
 
 
 @click.command(
