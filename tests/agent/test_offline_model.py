@@ -157,11 +157,9 @@ async def test_cancellation_interrupts_the_simulated_latency() -> None:
     model = OfflineModel(latency_s=10)
     task = asyncio.create_task(model.complete([Message.user("x: hello")]))
     await asyncio.sleep(0.01)
-    started = time.monotonic()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await task
-    assert time.monotonic() - started < 0.05
+        await asyncio.wait_for(task, 5)  # not the 10 s latency
     assert model.calls == 0
 
 
