@@ -10,7 +10,7 @@ import { approve, discard, reject, retry } from "./actions.js";
 import { denied, may, maySome } from "./allowed.js";
 import { answeringOn, yielders } from "./floor.js";
 import { renderMarkdown } from "./markdown.js";
-import { chat } from "./state.js";
+import { chat, knownIds } from "./state.js";
 import { mentionsMe } from "./unread.js";
 
 export function renderItem(item) {
@@ -48,7 +48,7 @@ function chatRow(item) {
           : null;
   const cls = ["msg", mine ? "mine" : "", item.status !== "sent" ? item.status : "", !mine && mentionsMe(item.text) ? "mention-me" : ""];
   const body = el("div", { class: "body md" });
-  body.append(renderMarkdown(item.text, { me: chat.me }));
+  body.append(renderMarkdown(item.text, { me: chat.me, known: knownIds() }));
   return el(
     "li",
     { class: cls.filter(Boolean).join(" "), dataset: dataset(item) },

@@ -1,5 +1,6 @@
 // Unread counts and mentions of me, per conversation; what was read is remembered per person.
 
+import { mentions } from "../common/mentions.js";
 import { bus, chat, loadPerson, storePerson } from "./state.js";
 
 export function viewing(conv) {
@@ -40,7 +41,5 @@ export function markRead(conv) {
 }
 
 export function mentionsMe(text) {
-  if (!chat.me || !text.includes("@" + chat.me)) return false;
-  const escaped = chat.me.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  return new RegExp(`(^|[^\\w.-])@${escaped}(?![\\w-]|\\.\\w)`).test(text);
+  return !!chat.me && mentions(text, chat.me);
 }
