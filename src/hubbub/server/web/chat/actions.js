@@ -74,6 +74,10 @@ export function send(conv, text) {
   }
   // a text with markers (@@cb:…@@, @@sleep:…@@) may be kept by the gateway without an echo
   const id = chat.session.post(env, { barrier: text.includes("@@") });
+  if (conv.newSince !== null && conv.newSince !== undefined) {
+    conv.newSince = null; // the person answered: what was new has been read
+    bus.emit("new-marker", conv);
+  }
   addPending(conv, env);
   return id;
 }
@@ -168,6 +172,9 @@ export function loadOlder(conv, pages = DM_PAGES_PER_ASK) {
 /** Show conversation `key` (a channel or a DM, made on first use). */
 export function openConversation(key) {
   const conv = conversation(key);
+  // "New messages" above the first one that came since the person last read here (not on a
+  // first visit, where everything is new)
+  conv.newSince = conv.unread && conv.lastRead > 0 ? conv.lastRead : null;
   chat.current = key;
   bus.emit("current", conv);
   if (viewing(conv)) markRead(conv);

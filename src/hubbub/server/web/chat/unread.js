@@ -30,6 +30,10 @@ export function markRead(conv) {
   let last = conv.lastRead;
   for (const item of conv.items) if (item.era === conv.era && item.seq !== null) last = Math.max(last, item.seq);
   const changed = conv.unread || conv.mentions || last !== conv.lastRead;
+  if (conv.unread && conv.lastRead > 0 && (conv.newSince === null || conv.newSince === undefined)) {
+    conv.newSince = conv.lastRead; // came while the page was hidden: marked as new
+    bus.emit("new-marker", conv);
+  }
   conv.unread = 0;
   conv.mentions = 0;
   conv.lastRead = last;
