@@ -75,9 +75,11 @@ async def _rows(page: Page) -> list[str]:
     `+` before a message that continues its sender's group."""
     return list(
         await page.locator("#messages > li").evaluate_all(
-            """rows => rows.map((r) => r.matches("li.msg")
-                ? `${r.classList.contains("cont") ? "+" : ""}${r.dataset.from}: ${r.querySelector(".body").innerText.trim()}`
-                : `-- ${r.innerText.trim()} --`)"""
+            """rows => rows.map((r) => {
+                if (!r.matches("li.msg")) return `-- ${r.innerText.trim()} --`;
+                const body = r.querySelector(".body").innerText.trim();
+                return `${r.classList.contains("cont") ? "+" : ""}${r.dataset.from}: ${body}`;
+            })"""
         )
     )
 
