@@ -8,6 +8,7 @@ logged a console error or threw.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from collections.abc import AsyncIterator
 from typing import Any
@@ -227,13 +228,12 @@ async def test_reasoning_traffic_is_shown_only_on_request(
     )
 
 
-async def test_the_operator_approves_a_proposal_and_sees_the_result(
+async def test_the_operator_approves_a_proposal_without_connecting_the_console_first(
     dgw: EngineGateway, watched: WatchedPage, sdk: Any
 ) -> None:
     await _calculator(sdk)
     agent: Participant = await sdk("agent", capabilities=PROPOSER_CAPS)
     page = await _open(watched, dgw)
-    await _console(page)
     call = asyncio.create_task(agent.call_tool("calc", "add", {"a": 2, "b": 3}, timeout=WAIT_S))
     item = page.locator("#proposals .proposal")
     await expect(item).to_have_count(1)
@@ -241,8 +241,11 @@ async def test_the_operator_approves_a_proposal_and_sees_the_result(
     await expect(item.locator(".args")).to_have_text('{"a":2,"b":3}')
     await expect(item.locator(".meta")).to_have_text("from agent · to calc · #general")
     await expect(page.locator("#proposals-count")).to_have_text("1")
-    await item.locator("button.approve").click()
-    await expect(item.locator(".outcome")).to_have_text("calc answered: 5")
+    await expect(page.locator("#console-main")).to_be_hidden()  # nobody connected the console
+    await item.locator("button.approve").click()  # it connects on demand, then approves
+    await expect(page.locator("#console-log")).to_contain_text("connected as operator")
+    done = page.locator("#proposals-settled .proposal")
+    await expect(done.locator(".outcome")).to_have_text("calc answered: 5")
     await expect(page.locator('#feed li[data-event="proposal-result"]')).to_contain_text(
         "calc answered proposal"
     )
@@ -252,7 +255,44 @@ async def test_the_operator_approves_a_proposal_and_sees_the_result(
     await expect(page.locator("#console-log")).to_contain_text("calc answered: 5")
     result = await asyncio.wait_for(call, WAIT_S)
     assert result.content[0].text == "5"  # type: ignore[union-attr]
+    # settled, it folds away from the pending list
     await expect(page.locator("#proposals-count")).to_have_text("")
+    await expect(page.locator("#proposals .proposal")).to_have_count(0)
+    await expect(page.locator("#proposals-empty")).to_be_visible()
+    await expect(done).to_be_hidden()  # folded
+    await expect(page.locator("#proposals-done-count")).to_have_text("1")
+    await page.locator("#proposals-done summary").click()
+    await expect(done).to_be_visible()
+
+
+async def test_a_withdrawn_proposal_folds_away_and_reject_connects_the_console(
+    dgw: EngineGateway, watched: WatchedPage, sdk: Any
+) -> None:
+    await _calculator(sdk)
+    agent: Participant = await sdk("agent", capabilities=PROPOSER_CAPS)
+    page = await _open(watched, dgw)
+    first = asyncio.create_task(agent.call_tool("calc", "add", {"a": 1, "b": 2}, timeout=WAIT_S))
+    item = page.locator("#proposals .proposal")
+    await expect(item).to_have_count(1)
+    proposal_id = await item.get_attribute("data-id")
+    assert proposal_id
+    await agent.withdraw(proposal_id, "changed my mind")
+    await expect(item).to_have_count(0)
+    withdrawn = page.locator(f'#proposals-settled .proposal[data-id="{proposal_id}"]')
+    await expect(withdrawn.locator(".outcome")).to_have_text("withdrawn by agent (changed my mind)")
+    with contextlib.suppress(Exception):  # the call ends with its withdrawal
+        await asyncio.wait_for(first, WAIT_S)
+    second = asyncio.create_task(agent.call_tool("calc", "add", {"a": 3, "b": 4}, timeout=WAIT_S))
+    await expect(item).to_have_count(1)
+    await item.locator("button.reject").click()  # the reason first; the console when sent
+    await expect(item.locator("input.reason")).to_be_focused()
+    await page.keyboard.type("not now")
+    await page.keyboard.press("Enter")
+    await expect(page.locator("#console-log")).to_contain_text("connected as operator")
+    with pytest.raises(ProposalRejected, match="not now"):
+        await asyncio.wait_for(second, WAIT_S)
+    await expect(item).to_have_count(0)
+    await expect(page.locator("#proposals-done-count")).to_have_text("2")
 
 
 async def test_the_operator_rejects_with_the_keyboard(
@@ -273,7 +313,10 @@ async def test_the_operator_rejects_with_the_keyboard(
     await expect(reason).to_be_focused()
     await page.keyboard.type("not with my numbers")
     await page.keyboard.press("Enter")
-    await expect(item.locator(".outcome")).to_have_text("rejected by operator: not with my numbers")
+    await expect(item).to_have_count(0)  # settled: folded away from the pending list
+    await expect(page.locator("#proposals-settled .proposal .outcome")).to_have_text(
+        "rejected by operator: not with my numbers"
+    )
     with pytest.raises(ProposalRejected, match="not with my numbers"):
         await asyncio.wait_for(call, WAIT_S)
     await expect(page.locator('#feed li[data-event="proposal-rejected"]')).to_contain_text(
@@ -350,3 +393,67 @@ async def test_a_human_participant_token_gets_the_console_only(
     assert got["to"] == ["bot"] and got["payload"]["text"] == "are you there?"
     await expect(page.locator("#console-tabs button[data-channel='@dm']")).to_be_visible()
     await expect(page.locator("button.kick")).to_have_count(0)
+
+
+async def test_the_console_shows_reasoning_and_errors_as_sentences(
+    dgw: EngineGateway, watched: WatchedPage
+) -> None:
+    thinker = await dgw.mew("thinker")
+    said = {"message": "Working on alice's message"}
+    await thinker.send({"kind": "reasoning/start", "channel": "#general", "payload": said})
+    await thinker.send(
+        {
+            "kind": "reasoning/cancel",
+            "channel": "#general",
+            "payload": {"reason": "yielded", "message": "yielded to maths"},
+        }
+    )
+    await dgw.synced(thinker)
+    page = await _open(watched, dgw)
+    await _console(page)
+    log = page.locator("#console-log")
+    await expect(log.locator('li[data-kind="reasoning/start"] .body')).to_have_text(
+        "Working on alice's message"
+    )
+    await expect(log.locator('li[data-kind="reasoning/cancel"] .body')).to_have_text(
+        "stopped: yielded to maths"
+    )
+    await thinker.send(
+        {"kind": "reasoning/conclusion", "channel": "#general", "payload": {"message": "answered"}}
+    )
+    await expect(log.locator('li[data-kind="reasoning/conclusion"] .body')).to_have_text(
+        "done: answered"
+    )
+    await page.fill("#console-input", "/join #bad name")
+    await page.press("#console-input", "Enter")
+    await expect(log.locator("li.error")).to_contain_text("commands: /dm id text")
+    await page.fill("#console-input", "/dm nobody@x hi")
+    await page.press("#console-input", "Enter")
+    await expect(log.locator("li.error").last).to_contain_text("nobody@x")
+    for text in await log.locator("li .body").all_inner_texts():
+        assert "{" not in text, text  # sentences, not JSON
+
+
+async def test_a_phone_sized_dashboard_fits_the_screen_and_approves(
+    dgw: EngineGateway, watched: WatchedPage, sdk: Any
+) -> None:
+    await _calculator(sdk)
+    agent: Participant = await sdk("agent", capabilities=PROPOSER_CAPS)
+    for pid in ("a-rather-long-participant-id", "another-long-id-here"):
+        await dgw.mew(pid)
+    page = watched.page
+    await page.set_viewport_size({"width": 390, "height": 844})
+    await _open(watched, dgw)
+    call = asyncio.create_task(agent.call_tool("calc", "add", {"a": 2, "b": 3}, timeout=WAIT_S))
+    item = page.locator("#proposals .proposal")
+    await expect(item).to_have_count(1)
+    await expect(page.locator(".participant")).to_have_count(4)
+    width = await page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= width[1] == 390, width  # no horizontal overflow
+    await item.locator("button.approve").click()
+    await expect(page.locator("#proposals-settled .proposal .outcome")).to_have_text(
+        "calc answered: 5"
+    )
+    await asyncio.wait_for(call, WAIT_S)
+    width = await page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= width[1], width

@@ -50,7 +50,9 @@ async def test_the_operator_approves_the_demo_proposal(
         await expect(item.locator(".what")).to_have_text("tools/call add")
         await expect(item.locator(".meta")).to_contain_text("from coder · to calculator")
         await item.locator("button.approve").click()
-        await expect(item.locator(".outcome")).to_have_text("calculator answered: 5555")
+        await expect(page.locator("#proposals-settled .proposal .outcome")).to_have_text(
+            "calculator answered: 5555"
+        )
         out = await _printed(capsys, seen, "[dm]       coder → alice:")
         assert "[proposal] approved by operator" in out
         assert "calculator runs add(1234, 4321) = 5555" in out

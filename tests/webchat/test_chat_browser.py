@@ -219,6 +219,16 @@ async def test_a_phone_sized_screen_in_dark_mode_with_less_motion(
     await dana.keyboard.press("Escape")
     await expect(sidebar).not_to_be_in_viewport()
     await expect(toggle).to_be_focused()
+    # the top bar says who you are; the drawer has a close button (and says it too)
+    await expect(dana.locator("#whoami")).to_be_in_viewport()
+    await expect(dana.locator("#me")).to_have_text("dana")
+    await toggle.click()
+    await expect(sidebar).to_be_in_viewport()
+    await expect(dana.locator("#drawer-me")).to_have_text("D dana")
+    await dana.locator("#nav-close").click()
+    await expect(sidebar).not_to_be_in_viewport()
+    await expect(toggle).to_have_attribute("aria-expanded", "false")
+    await expect(toggle).to_be_focused()
     background = await dana.evaluate("getComputedStyle(document.body).backgroundColor")
     assert background == "rgb(18, 21, 28)"  # the dark palette
     slide = await sidebar.evaluate("s => getComputedStyle(s).transitionDuration")
@@ -235,19 +245,31 @@ async def test_a_proposal_approved_inline_is_fulfilled(
     dana = await person("dana")
     await _write(dana, "@coder what is 1234+4321?")
     proposal = dana.locator(".entry.proposal")
-    await expect(proposal.locator(".what")).to_contain_text(
-        'proposes tools/call add {"a":1234,"b":4321} to calculator'
+    await expect(proposal.locator(".what")).to_contain_text("proposes tools/call add to calculator")
+    args = proposal.locator("dl.args")  # the arguments as a list, not JSON
+    await expect(args.locator("dt")).to_have_text(["a", "b"])
+    await expect(args.locator("dd")).to_have_text(["1234", "4321"])
+    waiting = dana.locator('#messages li.msg.activity[data-from="coder"]')
+    await expect(waiting.locator(".meta .state")).to_have_text("waiting for approval…")
+    before = await dana.locator("#messages > li").evaluate_all(
+        "rows => rows.map((r) => r.dataset.id || r.className)"
     )
     await proposal.locator("button.approve").focus()
     await dana.keyboard.press("Enter")
-    answer = dana.locator('#messages li.msg[data-from="coder"]')
+    answer = dana.locator('#messages li.msg:not(.activity)[data-from="coder"]')
     await expect(answer).to_contain_text("5555")
-    folded = answer.locator(".entry.proposal")  # under coder's answer now
-    await expect(folded).to_have_count(1)
-    await expect(folded.locator(".outcome.ok")).to_have_text("calculator answered: 5555")
-    fold = answer.locator("details.fold")
+    # the proposal keeps its place: its row is where it was, above the answer, now settled
+    kept = dana.locator(".entry.proposal")
+    await expect(kept).to_have_count(1)
+    await expect(kept.locator(".outcome.ok")).to_have_text("calculator answered: 5555")
+    await expect(waiting).to_have_count(1)
+    await expect(waiting.locator(".meta .state")).to_have_count(0)
+    after = await dana.locator("#messages > li").evaluate_all(
+        "rows => rows.map((r) => r.dataset.id || r.className)"
+    )
+    assert after[: len(before)] == before, (before, after)
+    fold = waiting.locator("details.fold")
     await expect(fold.locator("summary")).to_have_text("1 proposal · 2 thoughts")
-    await fold.locator("summary").click()
     await expect(fold.locator(".entry.thought").last).to_contain_text("returned: 5555")
 
 

@@ -155,10 +155,11 @@ async def test_a_proposal_is_shown_but_approve_and_reject_only_as_capabilities_a
     calc = await _member(tgw, "calc")
     call = {"method": "tools/call", "params": {"name": "add", "arguments": {"a": 2, "b": 3}}}
     await bot.send({"kind": "mcp/proposal", "channel": "#general", "to": ["calc"], "payload": call})
-    what = 'proposes tools/call add {"a":2,"b":3} to calc'
+    what = "proposes tools/call add to calc"
     # the host may approve and reject
     offered = host.locator(".entry.proposal")
     await expect(offered.locator(".what")).to_contain_text(what)
+    await expect(offered.locator("dl.args")).to_have_text("a2b3")  # a readable list: a 2, b 3
     await expect(offered.locator("button.approve")).to_be_visible()
     await expect(offered.locator("button.reject")).to_be_visible()
     await expect(offered.locator(".buttons")).to_have_text("Approve Reject")  # and nothing else

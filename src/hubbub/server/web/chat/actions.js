@@ -5,6 +5,7 @@
 
 import { $ } from "../common/dom.js";
 import { approveEnvelope, rejectEnvelope } from "../common/proposals.js";
+import { mentionedIds } from "../common/mentions.js";
 import { DM } from "../common/wire.js";
 import { may } from "./allowed.js";
 import { actionSent } from "./calls.js";
@@ -12,7 +13,7 @@ import { conversation } from "./conversations.js";
 import { addPending, forget, setStatus } from "./messages.js";
 import { startDms } from "./model.js";
 import { setRoster } from "./people.js";
-import { bus, chat, peersOf } from "./state.js";
+import { bus, chat, knownIds, peersOf } from "./state.js";
 import { markRead, viewing } from "./unread.js";
 
 const OLDER_PAGE = 50;
@@ -68,13 +69,15 @@ export function send(conv, text) {
       ? { kind: "chat", channel: conv.key, payload: { text } }
       : { kind: "chat", to: peersOf(conv.key), private: true, payload: { text } };
   if (conv.kind === "channel") {
-    const mentioned = [...text.matchAll(/(?:^|[^\w.-])@([A-Za-z0-9_.-]{1,32})/g)]
-      .map((m) => m[1].replace(/\.+$/, ""))
-      .filter((id) => id !== chat.me && chat.people.has(id));
-    if (mentioned.length) env.to = [...new Set(mentioned)]; // addressed to them (MEW `to`)
+    const mentioned = mentionedIds(text, knownIds()).filter((id) => id !== chat.me);
+    if (mentioned.length) env.to = mentioned; // addressed to them: they alone answer it
   }
   // a text with markers (@@cb:…@@, @@sleep:…@@) may be kept by the gateway without an echo
   const id = chat.session.post(env, { barrier: text.includes("@@") });
+  if (conv.newSince !== null && conv.newSince !== undefined) {
+    conv.newSince = null; // the person answered: what was new has been read
+    bus.emit("new-marker", conv);
+  }
   addPending(conv, env);
   return id;
 }
@@ -169,6 +172,9 @@ export function loadOlder(conv, pages = DM_PAGES_PER_ASK) {
 /** Show conversation `key` (a channel or a DM, made on first use). */
 export function openConversation(key) {
   const conv = conversation(key);
+  // "New messages" above the first one that came since the person last read here (not on a
+  // first visit, where everything is new)
+  conv.newSince = conv.unread && conv.lastRead > 0 ? conv.lastRead : null;
   chat.current = key;
   bus.emit("current", conv);
   if (viewing(conv)) markRead(conv);

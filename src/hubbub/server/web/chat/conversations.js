@@ -22,6 +22,7 @@ export function conversation(key) {
       unread: 0,
       mentions: 0,
       lastRead: loadPerson("read", {})[key] || 0,
+      newSince: null, // the "New messages" line goes above the first message after this seq
       open: new Map(), // agent id -> its activity item not yet folded under a message
     };
     chat.convs.set(key, conv);

@@ -7,6 +7,7 @@ import { Session } from "../common/session.js";
 import { CB_FIRE, SERVER } from "../common/wire.js";
 import { loadDms, openConversation, refreshRoster, refused } from "./actions.js";
 import { initActivity } from "./activity.js";
+import { avatar } from "./avatar.js";
 import { actionFailed } from "./calls.js";
 import { initComposer } from "./composer.js";
 import { expire } from "./floor.js";
@@ -30,6 +31,13 @@ function banner(text) {
   const box = $("banner");
   box.hidden = !text;
   box.textContent = text || "";
+}
+
+/** Who I am, in the top bar (on a phone too) and at the top of the drawer. */
+function renderMe() {
+  $("me").textContent = chat.me;
+  $("me-avatar").replaceChildren(avatar(chat.me, chat.kind));
+  $("drawer-me").replaceChildren(avatar(chat.me, chat.kind), ` ${chat.me}`);
 }
 
 function renderCallbacks() {
@@ -72,7 +80,7 @@ function connect(signin) {
   chat.signin = signin;
   chat.space = signin.space;
   chat.me = signin.id || signin.name;
-  $("me").textContent = chat.me;
+  renderMe();
   $("app").hidden = false;
   const channels = loadPerson("channels", null);
   const session = new Session({
@@ -91,7 +99,7 @@ function connect(signin) {
     welcomed = true;
     lastError = null;
     onWelcome(env);
-    $("me").textContent = chat.me;
+    renderMe();
     refreshRoster();
   });
   session.on("joined", (channel, info) => {

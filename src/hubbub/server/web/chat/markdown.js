@@ -8,8 +8,9 @@
 // Inline: `code`, **bold**, __bold__, *italic*, _italic_, ~~strike~~, [text](url),
 // <https://…>, bare https://… links, @mentions, backslash escapes.
 
+import { mentionAt } from "../common/mentions.js";
+
 const MAX_DEPTH = 4;
-const ID_CHARS = /[A-Za-z0-9_.-]/;
 const WORD = /[A-Za-z0-9_]/;
 const PUNCT = /[!-/:-@[-`{-~]/;
 const SAFE_SCHEMES = new Set(["http:", "https:", "mailto:"]);
@@ -180,18 +181,14 @@ function inline(text, ctx, depth) {
         }
       }
     }
-    if (c === "@" && !ID_CHARS.test(prev) && ID_CHARS.test(text[i + 1] || "")) {
-      let j = i + 1;
-      while (j < text.length && j - i <= 32 && ID_CHARS.test(text[j])) j++;
-      let id = text.slice(i + 1, j);
-      const trailing = /\.+$/.exec(id);
-      if (trailing) id = id.slice(0, -trailing[0].length);
-      if (id) {
-        const mine = ctx.me && id === ctx.me;
-        const span = wrap("span", ["@" + id], mine ? "mention mention-me" : "mention");
-        span.dataset.mention = id;
+    if (c === "@" && ctx.known) {
+      const found = mentionAt(text, i, ctx.known);
+      if (found) {
+        const mine = ctx.me && found.id === ctx.me;
+        const span = wrap("span", [text.slice(i, found.end)], mine ? "mention mention-me" : "mention");
+        span.dataset.mention = found.id;
         push(span);
-        i += 1 + id.length;
+        i = found.end;
         continue;
       }
     }
@@ -296,10 +293,11 @@ function blocks(lines, ctx, depth) {
   return out;
 }
 
-/** `text` as a fragment of safe elements; `me` (the reader's id) highlights its mentions. */
-export function renderMarkdown(text, { me = null } = {}) {
+/** `text` as a fragment of safe elements; the mentions of `known` ids (the one mention rule,
+ * ../common/mentions.js) are marked, those of `me` (the reader's id) highlighted. */
+export function renderMarkdown(text, { me = null, known = null } = {}) {
   const frag = document.createDocumentFragment();
   const lines = String(text).replace(/\r\n?/g, "\n").split("\n");
-  frag.append(...blocks(lines, { me, inLink: false }, 0));
+  frag.append(...blocks(lines, { me, known, inLink: false }, 0));
   return frag;
 }

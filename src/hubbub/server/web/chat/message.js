@@ -8,9 +8,10 @@ import { approveEnvelope } from "../common/proposals.js";
 import { SERVER } from "../common/wire.js";
 import { approve, discard, reject, retry } from "./actions.js";
 import { denied, may, maySome } from "./allowed.js";
+import { avatar } from "./avatar.js";
 import { answeringOn, yielders } from "./floor.js";
 import { renderMarkdown } from "./markdown.js";
-import { chat } from "./state.js";
+import { chat, knownIds } from "./state.js";
 import { mentionsMe } from "./unread.js";
 
 export function renderItem(item) {
@@ -19,9 +20,13 @@ export function renderItem(item) {
   return chatRow(item);
 }
 
+function kindOf(id) {
+  const person = chat.people.get(id);
+  return person && person.kind && person.kind !== "human" ? person.kind : null;
+}
+
 function meta(item, extra) {
-  const person = chat.people.get(item.from);
-  const kind = person && person.kind && person.kind !== "human" ? person.kind : null;
+  const kind = kindOf(item.from);
   return el(
     "div",
     { class: "meta" },
@@ -48,10 +53,11 @@ function chatRow(item) {
           : null;
   const cls = ["msg", mine ? "mine" : "", item.status !== "sent" ? item.status : "", !mine && mentionsMe(item.text) ? "mention-me" : ""];
   const body = el("div", { class: "body md" });
-  body.append(renderMarkdown(item.text, { me: chat.me }));
+  body.append(renderMarkdown(item.text, { me: chat.me, known: knownIds() }));
   return el(
     "li",
     { class: cls.filter(Boolean).join(" "), dataset: dataset(item) },
+    avatar(item.from, kindOf(item.from)),
     meta(item, state),
     body,
     item.status === "kept"
@@ -106,12 +112,21 @@ function noteRow(item) {
 }
 
 function activityRow(item) {
+  // an agent's tool calls and proposals before its message; a row with a proposal stays where
+  // it is once the agent has spoken (done), so that approving it does not move it
   return el(
     "li",
     { class: "msg activity", dataset: dataset(item) },
-    meta(item, el("span", { class: "state" }, "working…")),
+    avatar(item.from, kindOf(item.from)),
+    meta(item, activityState(item)),
     fold(item.entries, true),
   );
+}
+
+function activityState(item) {
+  const waits = item.entries.some((e) => e.type === "proposal" && e.status === "pending");
+  if (waits) return el("span", { class: "state" }, "waiting for approval…");
+  return item.done ? null : el("span", { class: "state" }, "working…");
 }
 
 function summary(entries) {
@@ -136,10 +151,39 @@ function fold(entries, standalone) {
   );
 }
 
+/** A value as a person reads it: text as it is, numbers and flags as written, the rest as JSON. */
+function valueText(value) {
+  if (typeof value === "string") return value;
+  if (typeof value === "number" || typeof value === "boolean" || value === null) return String(value);
+  return json(value);
+}
+
+/** Arguments as a readable list (`a 1234`, `b 4321`), one row per argument. */
+function argList(args) {
+  if (args && typeof args === "object" && !Array.isArray(args)) {
+    const entries = Object.entries(args);
+    if (!entries.length) return el("div", { class: "args none" }, "no arguments");
+    return el(
+      "dl",
+      { class: "args" },
+      ...entries.flatMap(([key, value]) => [el("dt", {}, key), el("dd", {}, valueText(value))]),
+    );
+  }
+  return el("div", { class: "args" }, valueText(args));
+}
+
+/** Arguments inline, for a tool call: `a: 1234, b: 4321`. */
+function argsInline(args) {
+  if (args && typeof args === "object" && !Array.isArray(args)) {
+    return Object.entries(args).map(([key, value]) => `${key}: ${valueText(value)}`).join(", ");
+  }
+  return args === undefined ? "" : valueText(args);
+}
+
 function entryRow(entry) {
-  if (entry.type === "thought") return el("li", { class: "entry thought" }, el("span", { class: "tag" }, "thought"), entry.text);
+  if (entry.type === "thought") return el("li", { class: "entry thought" }, el("span", { class: "tag" }, "thought"), el("span", { class: "text" }, entry.text));
   if (entry.type === "call") {
-    const args = entry.arguments === undefined ? "" : json(entry.arguments);
+    const args = argsInline(entry.arguments);
     const outcome =
       entry.result === null
         ? el("span", { class: "pending" }, " …")
@@ -149,8 +193,7 @@ function entryRow(entry) {
       { class: "entry call", dataset: { id: entry.id } },
       el("span", { class: "tag" }, "tool"),
       el("code", {}, `${entry.to.join(", ")}/${entry.tool}`),
-      " ",
-      args ? el("code", { class: "args" }, args) : null,
+      args ? el("span", { class: "args" }, ` (${args})`) : null,
       outcome,
     );
   }
@@ -160,7 +203,6 @@ function entryRow(entry) {
 function proposalRow(entry) {
   const p = entry.proposal;
   const what = p.tool ? `${p.method} ${p.tool}` : p.method || "?";
-  const args = p.arguments === undefined || p.arguments === null ? null : json(p.arguments);
   const row = el(
     "li",
     { class: "entry proposal", dataset: { id: entry.id, status: entry.status } },
@@ -170,10 +212,9 @@ function proposalRow(entry) {
       el("span", { class: "tag" }, "proposal"),
       "proposes ",
       el("code", {}, what),
-      args ? " " : null,
-      args ? el("code", { class: "args" }, args) : null,
       ` to ${p.to.join(", ") || "?"}`,
     ),
+    p.arguments === undefined || p.arguments === null ? null : argList(p.arguments),
   );
   const state = {
     approving: "approving…",

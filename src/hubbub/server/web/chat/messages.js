@@ -69,7 +69,11 @@ export function addChat(env, ctx) {
   const act = open.get(env.from);
   if (act && item.type === "chat") {
     open.delete(env.from);
-    if ((Date.parse(env.ts) || 0) - act.lastAt <= FOLD_WINDOW_MS) {
+    if (act.entries.some((entry) => entry.type === "proposal")) {
+      // a proposal keeps its place (a person may be approving it): the row stays, done
+      act.done = true;
+      if (!ctx.older) updated(act);
+    } else if ((Date.parse(env.ts) || 0) - act.lastAt <= FOLD_WINDOW_MS) {
       item.entries = act.entries;
       for (const entry of item.entries) entry.host = item;
       remove(conv, act);

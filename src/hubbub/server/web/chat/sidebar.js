@@ -163,7 +163,7 @@ export function initSidebar() {
     const open = document.body.classList.toggle("nav-open");
     $("nav-toggle").setAttribute("aria-expanded", String(open));
     if (open) {
-      const first = $("sidebar").querySelector("button");
+      const first = $("sidebar").querySelector("button.conv") || $("nav-close");
       if (first) first.focus();
     }
   });
@@ -172,6 +172,13 @@ export function initSidebar() {
       closeNav();
       $("nav-toggle").focus();
     }
+  });
+  $("conversation").addEventListener("click", () => {
+    if (document.body.classList.contains("nav-open")) closeNav(); // a tap beside the drawer
+  });
+  $("nav-close").addEventListener("click", () => {
+    closeNav();
+    $("nav-toggle").focus();
   });
   $("browse").addEventListener("toggle", () => {
     if ($("browse").open) listChannels();

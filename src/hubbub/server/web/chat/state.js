@@ -38,6 +38,13 @@ export const chat = {
 
 export const serverNow = () => Date.now() + chat.skew;
 
+/** The ids a mention can name: the people of the space and the members of my channels. */
+export function knownIds() {
+  const ids = new Set(chat.people.keys());
+  for (const conv of chat.convs.values()) for (const id of conv.members) ids.add(id);
+  return ids;
+}
+
 /** Per-person keys of what the page remembers (last read seqs, joined channels). */
 function personKey(what) {
   return `hubbub.chat.${what}.${chat.space}.${chat.me}`;

@@ -2,14 +2,14 @@
 // puts them, the view kept at the bottom while the person reads there), and older pages
 // loaded when the person scrolls to the top (or presses "Load older messages").
 
-import { $ } from "../common/dom.js";
+import { $, el } from "../common/dom.js";
 import { plural } from "../common/format.js";
 import { SERVER } from "../common/wire.js";
 import { leaveChannel, loadOlder } from "./actions.js";
 import { denied, may, maySome } from "./allowed.js";
 import { renderItem } from "./message.js";
 import { loadingOlder, olderAvailable } from "./model.js";
-import { bus, chat, convTitle, dmKey } from "./state.js";
+import { bus, chat, convTitle, dmKey, serverNow } from "./state.js";
 import { markRead, viewing } from "./unread.js";
 
 const NEAR_TOP_PX = 120;
@@ -76,6 +76,70 @@ function renderAll(conv) {
     return item.node;
   });
   $("messages").replaceChildren(...nodes);
+  decorate(conv);
+}
+
+/** A group goes on while one sender writes again within this long, the same day. */
+const GROUP_MS = 5 * 60000;
+
+function dayOf(ts) {
+  const d = new Date(ts);
+  return isNaN(d.getTime()) ? null : `${d.getFullYear()}-${d.getMonth()}-${d.getDate()}`;
+}
+
+/** `Today`, `Yesterday`, or the date (`Monday 24 November 2026`). */
+export function dayLabel(ts) {
+  const d = new Date(ts);
+  const now = new Date(serverNow());
+  const yesterday = new Date(now.getFullYear(), now.getMonth(), now.getDate() - 1);
+  if (dayOf(d) === dayOf(now)) return "Today";
+  if (dayOf(d) === dayOf(yesterday)) return "Yesterday";
+  return d.toLocaleDateString(undefined, { weekday: "long", day: "numeric", month: "long", year: "numeric" });
+}
+
+function separator(cls, text) {
+  return el("li", { class: cls, role: "separator", "aria-label": text }, el("span", {}, text));
+}
+
+/** Whether `item` continues the group of `prev` (same sender, soon after, same day). */
+function continues(prev, item) {
+  if (!prev || prev.type !== "chat" || item.type !== "chat" || prev.from !== item.from) return false;
+  if (prev.status === "failed" || item.status === "failed") return false;
+  const a = Date.parse(prev.ts);
+  const b = Date.parse(item.ts);
+  return !isNaN(a) && !isNaN(b) && b - a >= 0 && b - a <= GROUP_MS && dayOf(prev.ts) === dayOf(item.ts);
+}
+
+/** The first message of someone else after what I had read when I opened the conversation. */
+function firstNew(conv) {
+  if (conv.newSince === null || conv.newSince === undefined) return null;
+  return conv.order.find((i) => i.type === "chat" && i.era === conv.era && i.seq !== null && i.seq > conv.newSince && i.from !== chat.me) || null;
+}
+
+/** Day separators, the "new messages" line, and consecutive messages of one sender grouped. */
+function decorate(conv) {
+  const list = $("messages");
+  for (const node of list.querySelectorAll(":scope > li.day, :scope > li.new-marker")) node.remove();
+  const fresh = firstNew(conv);
+  let prev = null; // the row a message may continue
+  let lastDay = null;
+  for (const item of conv.order) {
+    const node = item.node;
+    if (!node || !node.isConnected) continue;
+    const day = item.ts && item.type !== "note" ? dayOf(item.ts) : null;
+    let broken = item.type === "note";
+    if (day && day !== lastDay) {
+      list.insertBefore(separator("day", dayLabel(item.ts)), node);
+      lastDay = day;
+      broken = true;
+    }
+    if (item === fresh) {
+      list.insertBefore(separator("new-marker", "New messages"), node);
+      broken = true;
+    }
+    node.classList.toggle("cont", !broken && continues(prev, item));
+    prev = item.type === "note" ? null : item;
+  }
 }
 
 /** Show the current conversation from scratch, scrolled to its end. */
@@ -97,6 +161,7 @@ function inserted(conv, item) {
   const list = $("messages");
   if (next && next.node && next.node.isConnected) list.insertBefore(item.node, next.node);
   else list.append(item.node);
+  decorate(conv);
   if (stick) toBottom();
   if (viewing(conv)) markRead(conv);
 }
@@ -108,6 +173,7 @@ function replaced(conv, item) {
   const focusedIn = item.node.contains(document.activeElement) ? document.activeElement : null;
   item.node.replaceWith(fresh);
   item.node = fresh;
+  decorate(conv);
   if (focusedIn && focusedIn.className) {
     // keep the keyboard where it was (a button re-rendered in place)
     const same = fresh.querySelector("." + [...focusedIn.classList].join("."));
@@ -121,7 +187,13 @@ export function initTimeline() {
   bus.on("item-added", inserted);
   bus.on("item-updated", replaced);
   bus.on("item-removed", (conv, item) => {
-    if (conv === current() && item.node) item.node.remove();
+    if (conv === current() && item.node) {
+      item.node.remove();
+      decorate(conv);
+    }
+  });
+  bus.on("new-marker", (conv) => {
+    if (conv === current()) decorate(conv);
   });
   bus.on("older", (conv) => {
     if (conv !== current()) return;

@@ -1,5 +1,6 @@
 // Unread counts and mentions of me, per conversation; what was read is remembered per person.
 
+import { mentions } from "../common/mentions.js";
 import { bus, chat, loadPerson, storePerson } from "./state.js";
 
 export function viewing(conv) {
@@ -29,6 +30,10 @@ export function markRead(conv) {
   let last = conv.lastRead;
   for (const item of conv.items) if (item.era === conv.era && item.seq !== null) last = Math.max(last, item.seq);
   const changed = conv.unread || conv.mentions || last !== conv.lastRead;
+  if (conv.unread && conv.lastRead > 0 && (conv.newSince === null || conv.newSince === undefined)) {
+    conv.newSince = conv.lastRead; // came while the page was hidden: marked as new
+    bus.emit("new-marker", conv);
+  }
   conv.unread = 0;
   conv.mentions = 0;
   conv.lastRead = last;
@@ -40,7 +45,5 @@ export function markRead(conv) {
 }
 
 export function mentionsMe(text) {
-  if (!chat.me || !text.includes("@" + chat.me)) return false;
-  const escaped = chat.me.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  return new RegExp(`(^|[^\\w.-])@${escaped}(?![\\w-]|\\.\\w)`).test(text);
+  return !!chat.me && mentions(text, chat.me);
 }

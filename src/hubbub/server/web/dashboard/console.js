@@ -3,7 +3,7 @@
 // proposals panel approves and rejects through it.
 
 import { $, el } from "../common/dom.js";
-import { clock, json, short } from "../common/format.js";
+import { clock, short } from "../common/format.js";
 import { proposalFrom, proposalWhat, resultText } from "../common/proposals.js";
 import { Session } from "../common/session.js";
 import { store } from "../common/store.js";
@@ -15,6 +15,7 @@ const LOG_MAX = 1000;
 
 export const cs = {
   session: null,
+  explicit: false, // connected because the person asked (not on demand for an approve)
   id: null,
   ready: false,
   channels: new Map(), // name -> {messages: Map(seq -> env), hasMore, unread}
@@ -38,15 +39,45 @@ export function consoleSend(env) {
   return id;
 }
 
-export function consoleConnect() {
+/** What to do once the console is connected (an approve or reject asked for before). */
+const waiting = [];
+
+/**
+ * Run `fn` on the console's connection: at once when it is connected, else once it is,
+ * connecting it now (`what` says why, e.g. "approve tools/call add"). False when this viewer
+ * has no console (the reason is shown).
+ */
+export function whenConsoleReady(what, fn) {
+  if (consoleReady()) {
+    fn();
+    return true;
+  }
   const v = st.viewer;
-  if (!v || !v.can_console || cs.session) return;
+  if (!v || !v.can_console) {
+    showNotice(`Cannot ${what}: approving and rejecting go through the operator console, which needs a human participant's token (or open mode).`);
+    return false;
+  }
+  waiting.push(fn);
+  if (!cs.session && !consoleConnect(false)) {
+    waiting.length = 0;
+    return false;
+  }
+  showNotice(`Connecting the operator console to ${what}…`, "info");
+  return true;
+}
+
+/** Open the console's connection (`explicit`: the person asked for it, so it takes the
+ * focus); false when the operator id is not valid. */
+export function consoleConnect(explicit = true) {
+  const v = st.viewer;
+  if (!v || !v.can_console || cs.session) return !!cs.session;
   const id = v.open ? $("console-id").value.trim() : v.id;
   if (!ID_RE.test(id || "")) {
     showNotice("The operator id must be 1-32 of A-Z a-z 0-9 _ . -");
     $("console-id").focus();
-    return;
+    return false;
   }
+  cs.explicit = explicit;
   if (v.open) store(CONSOLE_ID_KEY, id);
   const session = new Session({
     hello: () => {
@@ -83,6 +114,7 @@ export function consoleConnect() {
     }
   });
   session.start();
+  return true;
 }
 
 export function consoleDisconnect() {
@@ -102,6 +134,10 @@ function closed(detail) {
     detail.reason ||
     `closed (${detail.code})`;
   consoleLine("error", `console disconnected: ${why}`);
+  if (waiting.length) {
+    waiting.length = 0;
+    showNotice(`The operator console could not connect (${why}), so nothing was approved or rejected.`);
+  }
   $("console-connect").hidden = !(st.viewer && st.viewer.can_console);
   boardChanged();
 }
@@ -112,8 +148,11 @@ function welcomed(env) {
   cs.ready = true;
   $("console-main").hidden = false;
   consoleLine("system", `connected as ${cs.id}`);
+  const queued = waiting.splice(0);
+  if (queued.length) showNotice(null);
+  for (const fn of queued) fn();
   boardChanged();
-  $("console-input").focus();
+  if (cs.explicit) $("console-input").focus();
 }
 
 function joined(name, info) {
@@ -176,7 +215,7 @@ function onEnvelope(env) {
         if (!pid) continue;
         cs.requests.delete(cid);
         const err = p.error;
-        const text = err ? `${env.from} failed: ${err.message || json(err)}` : `${env.from} answered: ${resultText(p.result)}`;
+        const text = err ? `${env.from} failed: ${errorText(err)}` : `${env.from} answered: ${resultText(p.result)}`;
         settle(pid, "done", { ok: !err, text });
         consoleLine(err ? "error" : "system", `proposal ${short(pid)} — ${text}`);
         boardChanged();
@@ -201,11 +240,11 @@ function onEnvelope(env) {
     default:
       break;
   }
-  if (env.kind === "chat" || env.kind === "mcp/proposal") {
+  if (env.kind === "chat" || env.kind === "mcp/proposal" || env.kind.startsWith("reasoning/")) {
     const where = env.channel || DM;
     remember(where, env);
     const ch = channelState(where);
-    if (where !== cs.current) ch.unread += 1;
+    if (where !== cs.current && !env.kind.startsWith("reasoning/")) ch.unread += 1;
     renderConsole(false, where !== cs.current);
   }
 }
@@ -232,15 +271,59 @@ export function consoleLine(kind, text) {
   renderConsole();
 }
 
-function messageText(env) {
-  const p = env.payload || {};
-  if (env.kind === "mcp/proposal") {
-    const prop = proposalFrom(env);
-    return `proposes ${proposalWhat(prop)} on ${prop.to.join(", ")}`;
+/** What a message says, as a sentence (never its JSON): chat text, a proposal, reasoning,
+ * an error; anything else by its kind and its plain fields. */
+export function messageText(env) {
+  const p = env.payload && typeof env.payload === "object" ? env.payload : {};
+  const said = (key) => (typeof p[key] === "string" ? p[key].trim() : "");
+  let text;
+  switch (env.kind) {
+    case "chat":
+      text = said("text") || "(a message without text)";
+      break;
+    case "mcp/proposal": {
+      const prop = proposalFrom(env);
+      text = `proposes ${proposalWhat(prop)} on ${prop.to.join(", ")}`;
+      break;
+    }
+    case "reasoning/start":
+      text = said("message") || said("text") || "starts working on it…";
+      break;
+    case "reasoning/thought":
+      text = `thinks: ${said("message") || said("text") || "…"}`;
+      break;
+    case "reasoning/conclusion":
+      text = `done: ${said("message") || said("text") || "concluded"}`;
+      break;
+    case "reasoning/cancel":
+      text = `stopped: ${said("message") || said("reason") || "cancelled"}`;
+      break;
+    case "system/error":
+      text = `${said("message") || "the gateway refused a message"}${said("error") ? ` (${said("error")})` : ""}`;
+      break;
+    default: {
+      const plain = Object.entries(p)
+        .filter(([, v]) => ["string", "number", "boolean"].includes(typeof v))
+        .map(([k, v]) => `${k} ${v}`);
+      text = `${env.kind}${plain.length ? ": " + plain.join(", ") : ""}`;
+    }
   }
-  let text = typeof p.text === "string" ? p.text : json(p);
   if (!env.channel && env.to) text = `→ ${env.to.join(", ")}: ${text}`;
   return text;
+}
+
+/** An MCP error as a sentence: its message, else its code. */
+function errorText(err) {
+  if (err && typeof err.message === "string" && err.message) return err.message;
+  return err && err.code !== undefined ? `error ${err.code}` : "an error without a message";
+}
+
+/** The row class of a message in the log. */
+function rowClass(m) {
+  if (m.kind === "system/error") return "error";
+  if (m.from === cs.id) return "mine";
+  if (m.from === SERVER) return "system";
+  return m.kind.startsWith("reasoning/") ? "reasoning" : "";
 }
 
 function renderConsole(keepScroll, tabsOnly) {
@@ -281,7 +364,7 @@ function renderConsole(keepScroll, tabsOnly) {
     let last = 0;
     for (const m of msgs) {
       last = Math.max(last, Date.parse(m.ts) || 0);
-      const cls = m.from === cs.id ? "mine" : m.from === SERVER ? "system" : "";
+      const cls = rowClass(m);
       rows.push([
         last,
         0,

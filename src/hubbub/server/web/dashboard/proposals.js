@@ -5,7 +5,7 @@ import { $, el } from "../common/dom.js";
 import { json, short } from "../common/format.js";
 import { approveEnvelope, proposalWhat, rejectEnvelope } from "../common/proposals.js";
 import { board, nextPending, ordered, settle } from "./board.js";
-import { consoleLine, consoleReady, consoleSend, cs } from "./console.js";
+import { consoleLine, consoleReady, consoleSend, cs, whenConsoleReady } from "./console.js";
 import { showNotice, st } from "./state.js";
 
 function reasonInput() {
@@ -21,9 +21,9 @@ function reasonInput() {
 }
 
 function proposalsSignature() {
-  const parts = [consoleReady(), st.selected, st.rejecting];
+  const parts = [mayAct(), st.selected, st.rejecting];
   for (const p of st.proposals.values()) {
-    parts.push(p.id, p.status, p.approvedBy || "", p.outcome ? p.outcome.text : "");
+    parts.push(p.id, p.status, p.queued || "", p.approvedBy || "", p.outcome ? p.outcome.text : "");
   }
   return JSON.stringify(parts);
 }
@@ -38,35 +38,48 @@ export function renderProposals() {
   if (signature === st.proposalsSignature) return; // nothing changed: leave the focus alone
   st.proposalsSignature = signature;
   const list = $("proposals");
-  const hadFocus = list.contains(document.activeElement) ? document.activeElement : null;
+  const panel = $("proposals-panel");
+  const hadFocus = panel.contains(document.activeElement) ? document.activeElement : null;
   const focusedId = hadFocus && hadFocus.closest(".proposal") ? hadFocus.closest(".proposal").dataset.id : null;
   const reasonFocused = hadFocus && hadFocus === st.reasonInput;
   const caret = reasonFocused ? [hadFocus.selectionStart, hadFocus.selectionEnd] : null;
-  list.replaceChildren();
   const items = ordered();
-  const pending = items.filter((p) => p.status === "pending").length;
+  const open = items.filter((p) => !p.settledAt);
+  const settled = items.filter((p) => p.settledAt);
+  const pending = open.filter((p) => p.status === "pending").length;
   $("proposals-count").textContent = pending ? String(pending) : "";
-  $("proposals-empty").hidden = items.length > 0;
-  const ready = consoleReady();
-  for (const p of items) list.append(proposalItem(p, ready));
+  $("proposals-empty").hidden = open.length > 0;
+  const may = mayAct();
+  list.replaceChildren(...open.map((p) => proposalItem(p, may)));
+  // settled, rejected and withdrawn ones fold away below, newest first
+  $("proposals-done").hidden = settled.length === 0;
+  $("proposals-done-count").textContent = settled.length ? String(settled.length) : "";
+  $("proposals-settled").replaceChildren(...settled.map((p) => proposalItem(p, may)));
   if (reasonFocused && st.reasonInput.isConnected) {
     st.reasonInput.focus({ preventScroll: true });
     st.reasonInput.setSelectionRange(caret[0], caret[1]);
   } else if (focusedId) {
-    const again = list.querySelector(`.proposal[data-id="${CSS.escape(focusedId)}"]`);
+    const again = panel.querySelector(`.proposal[data-id="${CSS.escape(focusedId)}"]`);
     if (again) again.focus({ preventScroll: true });
   }
 }
 
-function proposalItem(p, ready) {
+/** Whether this viewer can approve and reject (through the console, connected on demand). */
+function mayAct() {
+  return !!(st.viewer && st.viewer.can_console);
+}
+
+function proposalItem(p, may) {
   const open = p.status === "pending";
   const buttons = el("div", { class: "buttons" });
   if (open) {
-    const why = ready ? null : "connect the operator console first";
+    const why = may ? null : "approving needs the operator console: a human participant's token (or open mode)";
+    const busy = !may || !!p.queued;
     buttons.append(
-      el("button", { type: "button", class: "approve", disabled: !ready, title: why || "approve (a)", onclick: (e) => { e.stopPropagation(); approve(p.id); } }, "Approve"),
-      el("button", { type: "button", class: "danger reject", disabled: !ready, title: why || "reject (r)", onclick: (e) => { e.stopPropagation(); startReject(p.id); } }, "Reject"),
+      el("button", { type: "button", class: "approve", disabled: busy, title: why || "approve (a)", onclick: (e) => { e.stopPropagation(); approve(p.id); } }, "Approve"),
+      el("button", { type: "button", class: "danger reject", disabled: busy, title: why || "reject (r)", onclick: (e) => { e.stopPropagation(); startReject(p.id); } }, "Reject"),
     );
+    if (p.queued) buttons.append(el("span", { class: "hint" }, `connecting the console to ${p.queued}…`));
     if (st.rejecting === p.id) {
       const form = el(
         "form",
@@ -107,19 +120,19 @@ export function select(id, focus) {
   if (!id) return;
   if (st.selected !== id) {
     st.selected = id;
-    for (const node of document.querySelectorAll("#proposals .proposal")) {
+    for (const node of document.querySelectorAll("#proposals-panel .proposal")) {
       node.setAttribute("aria-selected", String(node.dataset.id === id));
     }
   }
   if (focus) {
-    const node = document.querySelector(`#proposals .proposal[data-id="${CSS.escape(id)}"]`);
+    const node = document.querySelector(`#proposals-panel .proposal[data-id="${CSS.escape(id)}"]`);
     if (node) node.focus();
   }
 }
 
 /** Select the next (1) or previous (-1) proposal. */
 export function move(delta) {
-  const items = ordered();
+  const items = ordered().filter((p) => !p.settledAt); // the settled ones are folded away
   if (!items.length) return;
   const at = items.findIndex((p) => p.id === st.selected);
   const next = items[Math.min(items.length - 1, Math.max(0, at < 0 ? 0 : at + delta))];
@@ -128,11 +141,7 @@ export function move(delta) {
 
 export function approve(id) {
   const p = st.proposals.get(id);
-  if (!p || p.status !== "pending") return;
-  if (!consoleReady()) {
-    showNotice("Connect the operator console to approve or reject proposals.");
-    return;
-  }
+  if (!p || p.status !== "pending" || p.queued) return;
   if (!p.payload) {
     showNotice(`Proposal ${short(id)} is too large for the feed; wait for it in the console's channel.`);
     return;
@@ -141,6 +150,24 @@ export function approve(id) {
     showNotice(`Proposal ${short(id)} names no target, so it cannot be fulfilled.`);
     return;
   }
+  onConsole(p, "approve", () => sendApprove(p));
+}
+
+/** Do `fn` on the console (connecting it if need be), the proposal marked meanwhile. */
+function onConsole(p, verb, fn) {
+  const what = `${verb} ${proposalWhat(p)}`;
+  if (!consoleReady()) p.queued = what;
+  const ok = whenConsoleReady(what, () => {
+    p.queued = null;
+    if (p.status === "pending") fn();
+    else renderProposals();
+  });
+  if (!ok) p.queued = null;
+  renderProposals();
+}
+
+function sendApprove(p) {
+  const id = p.id;
   const cid = consoleSend(approveEnvelope(p));
   if (!cid) return;
   cs.actions.set(cid, p.id);
@@ -155,11 +182,7 @@ export function approve(id) {
 
 export function startReject(id) {
   const p = st.proposals.get(id);
-  if (!p || p.status !== "pending") return;
-  if (!consoleReady()) {
-    showNotice("Connect the operator console to approve or reject proposals.");
-    return;
-  }
+  if (!p || p.status !== "pending" || p.queued || !mayAct()) return;
   st.rejecting = id;
   reasonInput().value = "";
   st.selected = id;
@@ -182,6 +205,12 @@ function confirmReject(id, reason) {
     renderProposals();
     return;
   }
+  onConsole(p, "reject", () => sendReject(p, reason));
+  if (st.selected) select(st.selected, true);
+}
+
+function sendReject(p, reason) {
+  const id = p.id;
   const env = rejectEnvelope(p, reason);
   const cid = consoleSend(env);
   if (!cid) return;
@@ -191,5 +220,4 @@ function confirmReject(id, reason) {
   settle(id, "rejected", { ok: false, text: `rejected by ${cs.id}: ${why}` });
   consoleLine("system", `rejected ${proposalWhat(p)} from ${p.participant}: ${why}`);
   renderProposals();
-  if (st.selected) select(st.selected, true);
 }

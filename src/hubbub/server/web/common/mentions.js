@@ -1,0 +1,92 @@
+// The mention rule: when a message's text mentions a participant, and whom it addresses. A
+// port of hubbub.protocol.mentions (one rule for the gateway, the SDK, `hubbub chat` and the
+// pages), held equal to it by tests/webchat/test_mentions_parity.py:
+//
+// - a mention is `@` followed by a participant's id, or by its display name, compared without
+//   regard to case (`@Maths` mentions `maths`);
+// - it stands as a word of its own: the `@` does not follow a letter, digit or one of
+//   `_ . - @` (`bob@maths.org` mentions nobody), and the name is not continued by a letter,
+//   digit, `_` or `-`, nor by `.` and a letter or digit (`@maths.` at the end of a sentence
+//   mentions `maths`; `@maths.org` does not);
+// - a message *addresses* a participant when its `to` lists it or its text mentions it.
+//
+// Python's `\w` is Unicode-aware; JavaScript's is not, so it is spelled `[\p{L}\p{N}_]` here
+// (with the `u` flag, which also gives Python's case folding to the `i` flag).
+
+const W = "\\p{L}\\p{N}_";
+const BEFORE = `(?<![${W}.@-])@`;
+const AFTER = `(?![${W}-]|\\.[${W}])`;
+
+/** An `@id` written in a text (group 1: the id as written; a trailing `.` is punctuation). */
+export const MENTION_ID_RE = new RegExp(`${BEFORE}([A-Za-z0-9_.-]{1,32})`, "gu");
+
+const SPECIAL = /[\\^$.*+?()[\]{}|/]/g;
+const patterns = new Map();
+const PATTERNS_MAX = 4096;
+
+function pattern(name) {
+  let re = patterns.get(name);
+  if (!re) {
+    if (patterns.size >= PATTERNS_MAX) patterns.clear();
+    re = new RegExp(BEFORE + name.replace(SPECIAL, "\\$&") + AFTER, "iu");
+    patterns.set(name, re);
+  }
+  return re;
+}
+
+/** Whether `text` mentions the participant by `@id` or `@display name`. */
+export function mentions(text, participantId, displayName = null) {
+  if (typeof text !== "string" || !text.includes("@")) return false;
+  for (const name of [participantId, displayName]) {
+    if (name && pattern(name).test(text)) return true;
+  }
+  return false;
+}
+
+/** The ids among `known` that `text` mentions, in the order first written, once each (as they
+ * are spelled in `known`). */
+export function mentionedIds(text, known) {
+  if (typeof text !== "string" || !text.includes("@")) return [];
+  const byLower = new Map();
+  for (const pid of known) byLower.set(pid.toLowerCase(), pid);
+  const found = new Set();
+  for (const match of text.matchAll(MENTION_ID_RE)) {
+    const written = match[1];
+    for (const candidate of [written, written.replace(/\.+$/, "")]) {
+      const pid = byLower.get(candidate.toLowerCase());
+      if (pid !== undefined && mentions(text, pid)) {
+        found.add(pid);
+        break;
+      }
+    }
+  }
+  return [...found];
+}
+
+/** Whether a message with this `to` and `text` addresses the participant. */
+export function addresses(to, text, participantId, displayName = null) {
+  if (Array.isArray(to) && to.includes(participantId)) return true;
+  return mentions(text, participantId, displayName);
+}
+
+/** The mention that starts at `text[at]` (an `@`) of one of the `known` ids, as
+ * `{id, end}` (`id` as spelled in `known`, `end` just after the name), else null: where a
+ * renderer marks the mentions `mentionedIds` finds. */
+export function mentionAt(text, at, known) {
+  if (text[at] !== "@") return null;
+  const written = sticky(MENTION_ID_RE.source, "u", at, text);
+  if (!written) return null;
+  const byLower = new Map();
+  for (const pid of known) byLower.set(pid.toLowerCase(), pid);
+  for (const candidate of [written[1], written[1].replace(/\.+$/, "")]) {
+    const pid = byLower.get(candidate.toLowerCase());
+    if (pid !== undefined && sticky(pattern(pid).source, "iu", at, text)) return { id: pid, end: at + 1 + candidate.length };
+  }
+  return null;
+}
+
+function sticky(source, flags, at, text) {
+  const re = new RegExp(source, flags + "y");
+  re.lastIndex = at;
+  return re.exec(text);
+}

@@ -1,0 +1,110 @@
+"""A person asks in the web chat, one agent answers: the demo's four agents (maths, travel,
+chef, coder on the offline model, with the calculator) on a real gateway, a person in
+Chromium.
+
+The page records every "is answering" line that appears above the message box (a
+MutationObserver), so that a test can say how often each agent appeared, not only what the
+page shows at the end. Every wait is on visible state or on the agents' own decisions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from playwright.async_api import Page, expect
+
+from hubbub.demo.cast import SKILLS
+from hubbub.sdk import Agent
+from tests.conftest import RunningGateway
+from tests.floor.test_agents import settled
+from tests.webchat.conftest import WAIT_S
+
+RECORD = """() => {
+  window.appeared = [];
+  const box = document.getElementById("activity");
+  let shown = new Set();
+  new MutationObserver(() => {
+    const now = new Set([...box.querySelectorAll(".answering")].map((row) => row.dataset.pid));
+    for (const pid of now) if (!shown.has(pid)) window.appeared.push(pid);
+    shown = now;
+  }).observe(box, { childList: true, subtree: true });
+}"""
+"""Record in ``window.appeared`` each agent every time its "is answering" line appears."""
+
+
+async def _four(cast: Any) -> list[Agent]:
+    agents = [await cast(name, 0.5) for name in SKILLS]
+    for agent in agents:
+        await agent.wait_for_tools("calculator", timeout=WAIT_S)
+    return agents
+
+
+async def _decided(agents: list[Agent], msg_id: str) -> dict[str, list[str]]:
+    """Once every agent has decided about ``msg_id`` and settled: the rules each applied."""
+    await agents[0].wait_until(
+        lambda: all(any(r.envelope.id == msg_id for r in a.decisions) for a in agents), WAIT_S
+    )
+    await settled(*agents, timeout=WAIT_S)
+    return {a.id: [r.decision.rule for r in a.decisions if r.envelope.id == msg_id] for a in agents}
+
+
+async def _ask(page: Page, text: str) -> str:
+    await page.evaluate(RECORD)
+    await page.locator("#composer-input").fill(text)
+    await page.locator("#composer-input").press("Enter")
+    question = page.locator("#messages li.msg", has_text=text)
+    await expect(question).to_have_attribute("data-status", "sent")
+    msg_id = await question.get_attribute("data-id")
+    assert msg_id
+    return msg_id
+
+
+def _answers(page: Page) -> Any:
+    names = ",".join(f'#messages li.msg:not(.activity)[data-from="{n}"]' for n in SKILLS)
+    return page.locator(names)
+
+
+async def test_a_person_mentions_maths_among_four_agents_and_maths_alone_answers(
+    cgw: RunningGateway, person: Any, cast: Any
+) -> None:
+    agents = await _four(cast)
+    watcher = await cgw.mew("watcher", kind="human")
+    dana = await person("dana")
+    msg_id = await _ask(dana, "@maths what is 6*7?")
+    sent = await watcher.next_where(lambda f: f.get("id") == msg_id)
+    assert sent["to"] == ["maths"]  # the page addressed it to the one it mentions
+    question = dana.locator(f'#messages li.msg[data-id="{msg_id}"]')
+    await expect(question.locator(".mention")).to_have_text("@maths")
+    await expect(_answers(dana)).to_have_count(1)
+    await expect(_answers(dana)).to_have_attribute("data-from", "maths")
+    await expect(_answers(dana).locator(".body")).to_have_text("6 * 7 = 42.")
+    await expect(dana.locator("#activity")).to_be_empty()
+    rules = await _decided(agents, msg_id)
+    assert rules == {
+        "maths": ["direct"],  # in `to`: addressed directly
+        "travel": ["addressed_to_others"],
+        "chef": ["addressed_to_others"],
+        "coder": ["addressed_to_others"],
+    }
+    assert await dana.evaluate("window.appeared") == ["maths"]  # the indicator, once
+    await expect(_answers(dana)).to_have_count(1)  # and still one answer once all settled
+
+
+@pytest.mark.parametrize(
+    ("text", "who"),
+    [("hello everyone, who can help me plan dinner?", "chef"), ("what is 12*7?", "maths")],
+)
+async def test_a_persons_open_question_is_answered_once_by_the_skilled_agent(
+    cgw: RunningGateway, person: Any, cast: Any, text: str, who: str
+) -> None:
+    agents = await _four(cast)
+    dana = await person("dana")
+    msg_id = await _ask(dana, text)
+    await expect(_answers(dana)).to_have_count(1)
+    await expect(_answers(dana)).to_have_attribute("data-from", who)
+    await expect(dana.locator("#activity")).to_be_empty()
+    rules = await _decided(agents, msg_id)
+    assert all(r == ["classifier"] for r in rules.values()), rules
+    assert await dana.evaluate("window.appeared") == [who]
+    await expect(_answers(dana)).to_have_count(1)
