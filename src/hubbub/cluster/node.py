@@ -27,8 +27,8 @@ from hubbub.server.access import request_token
 from hubbub.server.auth import Authenticator
 from hubbub.server.config import SpaceConfig
 from hubbub.server.connection import CLOSE_GOING_AWAY
+from hubbub.server.gateway import Gateway
 from hubbub.server.metrics import Metrics
-from hubbub.server.router import Router
 from hubbub.store.base import Store
 from hubbub.store.redis import redis_client
 
@@ -76,9 +76,9 @@ class Node:
         self,
         settings: ClusterSettings,
         spaces: list[SpaceConfig],
-        build_router: Callable[[list[SpaceConfig], Store], Router],
+        build_router: Callable[[list[SpaceConfig], Store], Gateway],
         metrics: Metrics,
-        build_app: Callable[[Router], web.Application],
+        build_app: Callable[[Gateway], web.Application],
     ) -> None:
         self.settings = settings
         self.name = settings.node
@@ -103,11 +103,11 @@ class Node:
 
     # ------------------------------------------------------------------ what a seat needs
 
-    def build_router(self, space: str, store: Store) -> Router:
+    def build_router(self, space: str, store: Store) -> Gateway:
         """A router for one space over ``store``."""
         return self._build_router([self.configs[space]], store)
 
-    def build_app(self, router: Router) -> web.Application:
+    def build_app(self, router: Gateway) -> web.Application:
         """The gateway application serving ``router``."""
         return self._build_app(router)
 

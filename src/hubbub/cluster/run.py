@@ -10,8 +10,8 @@ from hubbub.cluster.app import serve_node
 from hubbub.cluster.node import ClusterSettings, Node
 from hubbub.server.app import build_app
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig
+from hubbub.server.gateway import Gateway
 from hubbub.server.metrics import Metrics
-from hubbub.server.router import Router
 from hubbub.store.base import Store
 
 log = logging.getLogger("hubbub")
@@ -40,8 +40,8 @@ def serve_cluster(
         settings.node = node
     metrics = Metrics()
 
-    def build_router(configs: list[SpaceConfig], store: Store) -> Router:
-        return Router(configs, store, limits, metrics, engine_settings=engines)
+    def build_router(configs: list[SpaceConfig], store: Store) -> Gateway:
+        return Gateway(configs, store, limits, metrics, engine_settings=engines)
 
     log.info(
         "hubbub %s node %s serving ws://%s:%d/ws in the cluster on %s",

@@ -24,7 +24,7 @@ MAKE_OBSERVER = "hubbub token create --space space.yaml --id ops --kind human --
 
 
 class Directory(Protocol):
-    """Who exists on the gateway: its spaces, their tokens and bans (the router implements it)."""
+    """Who exists on the gateway: its spaces, their tokens and bans (the gateway implements it)."""
 
     @property
     def auth(self) -> Authenticator:

@@ -23,7 +23,7 @@ BANNED_REASON = "banned by an admin"
 
 
 class AdminGateway(Directory, Protocol):
-    """The gateway as the kill switch uses it (the router implements it)."""
+    """The gateway as the kill switch uses it (the gateway implements it)."""
 
     @property
     def activity(self) -> Activity:

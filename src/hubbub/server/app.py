@@ -16,16 +16,17 @@ from hubbub.protocol.agentchat import AgentchatDialect, is_agentchat_frame, is_a
 from hubbub.protocol.dialect import Dialect
 from hubbub.protocol.envelope import PROTOCOL, Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
+from hubbub.protocol.ids import SERVER_ID
 from hubbub.protocol.mew import MewDialect, is_mew_hello
 from hubbub.server.admin import add_admin_routes
 from hubbub.server.chat_http import add_chat_routes
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig, open_space
 from hubbub.server.connection import CLOSE_POLICY, CLOSE_TOO_BIG, Connection, ws_text_frame
 from hubbub.server.dashboard_http import add_dashboard_routes
+from hubbub.server.gateway import Gateway
 from hubbub.server.http_api import add_http_routes
 from hubbub.server.listener import GuardedSite
 from hubbub.server.metrics import Metrics
-from hubbub.server.router import Router
 from hubbub.server.space import Session
 from hubbub.server.web_assets import add_asset_routes
 from hubbub.server.web_guard import browser_guard
@@ -35,7 +36,7 @@ from hubbub.store.sqlite import SqliteStore
 
 log = logging.getLogger("hubbub.server")
 
-ROUTER_KEY = web.AppKey("router", Router)
+ROUTER_KEY = web.AppKey("router", Gateway)
 _MEW = MewDialect()
 _AGENTCHAT = AgentchatDialect()
 
@@ -45,8 +46,8 @@ def error_frames(dialect: Dialect, exc: ProtocolError) -> bytes:
     env = Envelope(
         kind="system/error",
         protocol=PROTOCOL,
-        from_="system:gateway",
-        payload={"error": exc.code.value, "message": exc.message, **exc.extra},
+        from_=SERVER_ID,
+        payload=exc.payload(),
     )
     return b"".join(ws_text_frame(p) for p in dialect.encode(env))
 
@@ -154,7 +155,7 @@ async def handshake(
 
 
 async def open_session(
-    router: Router, dialect: Dialect, frame: dict[str, object], conn: Connection
+    router: Gateway, dialect: Dialect, frame: dict[str, object], conn: Connection
 ) -> tuple[Session | None, ProtocolError | None]:
     """Authenticate a hello and attach its connection: the session, or why it is refused."""
     try:
@@ -197,7 +198,7 @@ async def websocket_endpoint(request: web.Request) -> web.StreamResponse:
 async def serve_websocket(
     request: web.Request,
     limits: Limits,
-    router: Router,
+    router: Gateway,
     not_websocket: Callable[[web.Request], Awaitable[web.StreamResponse]],
 ) -> web.StreamResponse:
     """Serve one client WebSocket on ``router`` (a plain GET of ``/``: ``not_websocket``)."""
@@ -246,7 +247,7 @@ async def accept_websocket(
     return Accepted(ws, transport, hello[0], hello[1], str(request.remote))
 
 
-async def run_session(accepted: Accepted, router: Router) -> None:
+async def run_session(accepted: Accepted, router: Gateway) -> None:
     """Attach an accepted client to ``router`` and route its frames until it goes."""
     limits = router.limits
     conn = Connection(
@@ -280,7 +281,7 @@ async def health(request: web.Request) -> web.Response:
     )
 
 
-def build_app(router: Router) -> web.Application:
+def build_app(router: Gateway) -> web.Application:
     """The aiohttp application serving the gateway on one port."""
     app = web.Application(
         client_max_size=router.limits.max_frame_bytes + 4096,
@@ -318,15 +319,15 @@ def make_router(
     engines: EngineSettings | None = None,
     clock: Callable[[], float] | None = None,
     durability: Durability = "process",
-) -> Router:
-    """A router over the given spaces (open mode when none) and store (SQLite in data_dir)."""
+) -> Gateway:
+    """A gateway over the given spaces (open mode when none) and store (SQLite in data_dir)."""
     if store is None:
         store = (
             MemoryStore()
             if data_dir is None
             else SqliteStore(Path(data_dir) / "hubbub.db", durability)
         )
-    return Router(
+    return Gateway(
         spaces or [open_space()],
         store,
         limits or Limits(),
@@ -337,7 +338,7 @@ def make_router(
 
 
 async def serve_forever(
-    router: Router, host: str, port: int, stop: asyncio.Event | None = None
+    router: Gateway, host: str, port: int, stop: asyncio.Event | None = None
 ) -> None:
     """Run the gateway until ``stop`` is set or the task is cancelled, then shut down cleanly."""
     runner = web.AppRunner(

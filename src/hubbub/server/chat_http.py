@@ -21,7 +21,7 @@ from aiohttp import web
 
 from hubbub.protocol.errors import ProtocolError
 from hubbub.server.access import request_token
-from hubbub.server.router import Router
+from hubbub.server.gateway import Gateway
 from hubbub.server.web_assets import page_response
 
 MAKE_TOKEN = "hubbub token create --space space.yaml --id <your name> --kind human"
@@ -31,7 +31,7 @@ def _refuse(status: int, error: str, message: str) -> web.Response:
     return web.json_response({"error": error, "message": message}, status=status)
 
 
-def chat_session(router: Router, token: str | None, wanted: str | None) -> web.Response:
+def chat_session(router: Gateway, token: str | None, wanted: str | None) -> web.Response:
     """Who signs in with ``token`` (or how to sign in to space ``wanted`` without one)."""
     default = "default" if len(router.spaces) != 1 else next(iter(router.spaces))
     if token:
@@ -84,12 +84,12 @@ def chat_session(router: Router, token: str | None, wanted: str | None) -> web.R
     return web.json_response(body)
 
 
-def _open(router: Router, sid: str) -> bool:
+def _open(router: Gateway, sid: str) -> bool:
     space = router.spaces.get(sid)
     return space is not None and space.config.open
 
 
-def add_chat_routes(app: web.Application, key: web.AppKey[Router]) -> None:
+def add_chat_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
     """Register ``/chat`` and ``/chat/session``."""
 
     async def page(request: web.Request) -> web.Response:

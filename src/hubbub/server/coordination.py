@@ -1,8 +1,15 @@
-"""Wires the coordination engines into the router: floor claims, callbacks, sleep/wake.
+"""Wires the coordination engines into the pipeline: floor claims, callbacks, sleep/wake.
 
 The engines decide; this module turns their decisions into envelopes, presence changes,
 stored callbacks and activity events, and runs the one timer that serves every deadline: it
 sleeps until the earliest due entry (at most ``cb_poll_ms``), never on a fixed tick.
+
+The pipeline consults it at two hooks: :meth:`Coordination.before_send` once a message is
+admitted (markers, a sleeping sender's wake; it returns what is left to deliver and the sleep
+to apply after it) and the :class:`~hubbub.server.delivery.SleepHook` at delivery (what a
+sleeping member buffers). What the server itself says (a wake DM, a callback's fire) goes
+out through :attr:`Coordination.post`, which the gateway wires to the sequencer: never back
+through the routing of the message being handled.
 """
 
 from __future__ import annotations
@@ -55,9 +62,13 @@ def now_ms() -> float:
     return time.time() * 1000
 
 
+ServerPost = Callable[[HttpSender, Envelope], Envelope]
+"""Sends a message from the server: numbered, stored and delivered as any other."""
+
+
 class CoordinationHost(Protocol):
-    """The gateway as coordination uses it (the router implements it): the spaces, where
-    callbacks are stored, how envelopes reach participants, and routing for ``@server``."""
+    """The gateway as coordination uses it (the gateway implements it): the spaces, where
+    callbacks are stored, and how envelopes reach participants."""
 
     @property
     def spaces(self) -> Mapping[str, SpaceState]:
@@ -94,18 +105,6 @@ class CoordinationHost(Protocol):
         """Writes to sessions: relays, yields, presence, errors."""
         ...
 
-    def deliver_to(self, s: Session, env: Envelope) -> None:
-        """Send a stored or server-made envelope to one session (a held DM counts as read)."""
-        ...
-
-    def check_destination(self, sender: Sender, env: Envelope) -> None:
-        """Raise the error delivery would raise for ``env``'s channel or recipients."""
-        ...
-
-    def route(self, sender: Sender, env: Envelope, frame_len: int = 0) -> Envelope:
-        """Validate, authorize, stamp and deliver one envelope."""
-        ...
-
 
 class Coordination:
     """Floor control, callbacks and sleep/wake for every space of a router."""
@@ -117,6 +116,8 @@ class Coordination:
         clock: Callable[[], float] = now_ms,
     ) -> None:
         self.router = router
+        self.post: ServerPost | None = None
+        """Sends the server's own messages (the gateway wires the router's ``post`` in)."""
         self.settings = settings
         self.clock = clock
         """Unix ms now; tests inject a manual clock and call :meth:`run_due`."""
@@ -272,7 +273,7 @@ class Coordination:
         for loser in out.yielded:
             target = space.online.get(loser)
             if target is not None:
-                r.deliver_to(
+                r.delivery.deliver_to(
                     target,
                     r.delivery.server_env(
                         "floor/yield",
@@ -376,9 +377,9 @@ class Coordination:
 
         A sleeping sender wakes (unless the message only renews its sleep); ``@@cb`` markers
         schedule callbacks (a refused one answers an error, the rest still goes through).
-        A message that is refused as a whole (a sleep over HTTP, an unknown destination) is
-        refused before anything is scheduled. Returns whether anything is left to relay, and
-        the sleep to apply after delivery.
+        A message that is refused as a whole (a sleep over HTTP; an unknown destination was
+        refused by admission already) is refused before anything is scheduled. Returns whether
+        anything is left to relay, and the sleep to apply after delivery.
         """
         parsed: Parsed | None = None
         if env.kind == "chat":
@@ -387,14 +388,12 @@ class Coordination:
                 parsed = parse_markers(text)
                 if not parsed.callbacks and not parsed.sleeps:
                     parsed = None
-        if parsed is not None:
-            if parsed.sleeps and not isinstance(sender, Session):
-                raise ProtocolError(
-                    ErrorCode.INVALID_ENVELOPE,
-                    "@@sleep markers need a WebSocket connection: only a connected participant "
-                    "can sleep",
-                )
-            self.router.check_destination(sender, env)
+        if parsed is not None and parsed.sleeps and not isinstance(sender, Session):
+            raise ProtocolError(
+                ErrorCode.INVALID_ENVELOPE,
+                "@@sleep markers need a WebSocket connection: only a connected participant "
+                "can sleep",
+            )
         renews = parsed is not None and bool(parsed.sleeps)
         if isinstance(sender, Session) and sender.wake_at is not None and not renews:
             self.wake(sender, reason="spoke")
@@ -497,7 +496,7 @@ class Coordination:
         def deliver_buffered() -> None:  # after the wake DM, before anything sent later
             if s.space.online.get(s.id) is s:
                 for env in buffered:
-                    r.deliver_to(s, env)
+                    r.delivery.deliver_to(s, env)
 
         r.store.after_commit(deliver_buffered)
         r.delivery.queue_presence(s.space, "update", s.summary())
@@ -531,8 +530,9 @@ class Coordination:
     # ------------------------------------------------------------------ delivery by the server
 
     def server_send(self, space: SpaceState, env: Envelope) -> Envelope:
-        """Route a message from ``@server`` (a DM when it has ``to``, else to its channel)."""
-        return self.router.route(self._servers[space.id], env)
+        """Send a message from ``@server`` (a DM when it has ``to``, else to its channel)."""
+        assert self.post is not None, "the gateway wires Coordination.post"
+        return self.post(self._servers[space.id], env)
 
     # ------------------------------------------------------------------ the timer
 

@@ -13,7 +13,7 @@ from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import is_participant_id, normalize_channel
 from hubbub.server.auth import Identity
 from hubbub.server.authorization import channel_access
-from hubbub.server.router import Router
+from hubbub.server.gateway import Gateway
 from hubbub.server.sender import HttpSender
 from hubbub.server.space import SpaceState
 
@@ -48,7 +48,7 @@ def _bearer(request: web.Request) -> str | None:
     return None
 
 
-def _resolve(router: Router, request: web.Request) -> tuple[SpaceState, Identity | None]:
+def _resolve(router: Gateway, request: web.Request) -> tuple[SpaceState, Identity | None]:
     """The space a request addresses and who makes it (None in open mode without a token)."""
     token = _bearer(request)
     wanted = request.query.get("space")
@@ -84,7 +84,7 @@ def _resolve(router: Router, request: web.Request) -> tuple[SpaceState, Identity
     return space, None
 
 
-def add_http_routes(app: web.Application, key: web.AppKey[Router]) -> None:
+def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
     """Register the HTTP API handlers on ``app``."""
 
     async def post_message(request: web.Request) -> web.Response:

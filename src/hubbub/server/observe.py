@@ -1,8 +1,9 @@
-"""What the dashboard sees: state snapshots of a space, proposals, and activity event hooks.
+"""What the dashboard sees: state snapshots of a space, proposals, and activity events.
 
-The router and delivery call the small hooks here (``routed``, ``presence``) and the
-dashboard's event stream calls :func:`snapshot` / :func:`state`. Nothing here sends to
-participants. What it reads of the gateway is :class:`Observed` (the router implements it).
+:class:`ActivityWatcher` subscribes to the pipeline's events (the gateway wires it; the
+pipeline never imports this module) and turns deliveries and presence changes into activity
+events; the dashboard's event stream calls :func:`snapshot` / :func:`state`. Nothing here
+sends to participants. What it reads of the gateway is :class:`Observed`.
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ class EngineView(Protocol):
 
 
 class Observed(Protocol):
-    """The gateway as the dashboard reads it (the router implements it)."""
+    """The gateway as the dashboard reads it (the gateway implements it)."""
 
     @property
     def activity(self) -> Activity:
@@ -187,7 +188,26 @@ class Observed(Protocol):
         ...
 
 
-# ---------------------------------------------------------------------- router hooks
+# ---------------------------------------------------------------------- pipeline events
+
+
+class ActivityWatcher:
+    """Turns the pipeline's events into activity events (an :class:`~.events.Watcher`)."""
+
+    def __init__(self, gateway: Observed) -> None:
+        self.gateway = gateway
+
+    def wants(self, env: Envelope) -> bool:
+        """Proposals always (the board tracks them), other messages while someone watches."""
+        return self.gateway.activity.watched or env.kind.startswith("mcp/")
+
+    def routed(self, space: SpaceState, env: Envelope) -> None:
+        """A message was delivered."""
+        routed(self.gateway, space, env)
+
+    def presence(self, space: str, event: str, entry: dict[str, Any], channel: str | None) -> None:
+        """A presence change was announced."""
+        presence(self.gateway.activity, space, event, entry, channel)
 
 
 def message_fields(env: Envelope) -> dict[str, Any]:

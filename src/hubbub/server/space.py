@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from hubbub.protocol.capabilities import CapabilitySet
+from hubbub.protocol.dialects import DIALECTS
 from hubbub.protocol.envelope import encode
 from hubbub.protocol.ids import Clock
 from hubbub.server.config import SpaceConfig
@@ -229,8 +230,8 @@ class Channel:
         self.assigned = seq
         self.joining: set[str] = set()
         self.members: dict[str, Session] = {}
-        self.by_dialect: dict[str, dict[str, Connection]] = {"mew": {}, "agentchat": {}}
-        self.groups: dict[str, dict[FanoutGroup, dict[str, int]]] = {"mew": {}, "agentchat": {}}
+        self.by_dialect: dict[str, dict[str, Connection]] = {d: {} for d in DIALECTS}
+        self.groups: dict[str, dict[FanoutGroup, dict[str, int]]] = {d: {} for d in DIALECTS}
         self.sleepers: dict[str, Session] = {}
         self.recent: deque[tuple[int, bytes]] = deque(maxlen=cache_size)
 
