@@ -12,10 +12,10 @@ from aiohttp import WSMsgType, web
 
 from hubbub.cluster import wire
 from hubbub.protocol.dialect import Dialect
+from hubbub.protocol.dialects import DIALECTS, NATIVE
 from hubbub.protocol.errors import ProtocolError
 from hubbub.server.app import error_frames, open_session
 from hubbub.server.connection import CLOSE_POLICY, Connection, ws_binary_frame
-from hubbub.server.delivery import DIALECTS
 from hubbub.server.gateway import Gateway
 from hubbub.server.space import Session
 
@@ -156,7 +156,7 @@ class LeaderLink:
                     self._opening[sid].append(None)  # gone while attaching
 
     async def _open(self, sid: int, dialect_name: str, hello: bytes, peer: str) -> None:
-        dialect = DIALECTS.get(dialect_name, DIALECTS["mew"])
+        dialect = DIALECTS.get(dialect_name, NATIVE)
         conn = RemoteConnection(self, sid, dialect, peer)
         try:
             frame = msgspec.json.decode(hello)
@@ -199,7 +199,7 @@ async def serve_link(request: web.Request, router: Gateway, node: str) -> web.We
     await ws.prepare(request)
     transport = request.transport
     assert transport is not None
-    conn = Connection(transport, DIALECTS["mew"], LINK_BUFFER_BYTES, lambda c: None, node)
+    conn = Connection(transport, NATIVE, LINK_BUFFER_BYTES, lambda c: None, node)
     link = LeaderLink(router, node, conn)
     log.info("node %s linked", node)
     router.metrics.cluster_links += 1

@@ -12,12 +12,12 @@ import msgspec
 from aiohttp import WSMsgType, web
 
 from hubbub import __version__
-from hubbub.protocol.agentchat import AgentchatDialect, is_agentchat_frame, is_agentchat_hello
+from hubbub.protocol.agentchat import is_agentchat_frame, is_agentchat_hello
 from hubbub.protocol.dialect import Dialect
+from hubbub.protocol.dialects import AGENTCHAT, MEW, dialect_of_hello
 from hubbub.protocol.envelope import PROTOCOL, Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import SERVER_ID
-from hubbub.protocol.mew import MewDialect, is_mew_hello
 from hubbub.server.admin import add_admin_routes
 from hubbub.server.chat_http import add_chat_routes
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig, open_space
@@ -37,8 +37,8 @@ from hubbub.store.sqlite import SqliteStore
 log = logging.getLogger("hubbub.server")
 
 ROUTER_KEY = web.AppKey("router", Gateway)
-_MEW = MewDialect()
-_AGENTCHAT = AgentchatDialect()
+_MEW = MEW  # the registry's codecs (protocol/dialects.py)
+_AGENTCHAT = AGENTCHAT
 
 
 def error_frames(dialect: Dialect, exc: ProtocolError) -> bytes:
@@ -138,10 +138,9 @@ async def handshake(
         if not transport.is_closing():
             transport.write(error_frames(_AGENTCHAT, refusal))
     if isinstance(frame, dict):
-        if is_mew_hello(frame):
-            return _MEW, frame
-        if is_agentchat_hello(frame):
-            return _AGENTCHAT, frame
+        dialect = dialect_of_hello(frame)
+        if dialect is not None:
+            return dialect, frame
         what = (
             'first frame must be {"type":"join",...} (MEW) or {"type":"IDENTIFY",...} (agentchat)'
         )
