@@ -51,37 +51,19 @@ def _bearer(request: web.Request) -> str | None:
 def _resolve(router: Gateway, request: web.Request) -> tuple[SpaceState, Identity | None]:
     """The space a request addresses and who makes it (None in open mode without a token)."""
     token = _bearer(request)
-    wanted = request.query.get("space")
-    owner = router.auth.lookup_token(token) if token else None
-    if token and owner is None:
-        sid = router.auth.addressed_space(wanted)
-        who = request.match_info.get("pid", "an HTTP client")
-        if not router.auth.ignores_unknown_token(sid, who):  # open mode ignores it
-            raise ProtocolError(
-                ErrorCode.AUTH_FAILED,
-                "unknown bearer token; create one with `hubbub token create`",
+    who = request.match_info.get("pid", "an HTTP client")
+    try:
+        caller = router.auth.resolve(token, request.query.get("space"), who)
+    except ProtocolError as exc:
+        if exc.code is ErrorCode.AUTH_FAILED:
+            exc.message = (
+                "unknown bearer token; create one with `hubbub token create`"
+                if token
+                else "this endpoint needs 'Authorization: Bearer <token>' "
+                "(create a token with `hubbub token create`)"
             )
-    if owner is not None:
-        sid, pid = owner
-        if wanted and wanted != sid:
-            raise ProtocolError(
-                ErrorCode.WRONG_SPACE, f"this token belongs to space {sid!r}, not {wanted!r}"
-            )
-        cfg = router.spaces[sid].config
-        p = cfg.participants[pid]
-        ident = Identity(sid, pid, p.kind, p.role, tuple(p.effective_capabilities()))
-        return router.spaces[sid], ident
-    sid = router.auth.addressed_space(wanted)
-    space = router.spaces.get(sid)
-    if space is None:
-        raise ProtocolError(ErrorCode.UNKNOWN_SPACE, f"space {sid!r} does not exist on this server")
-    if not space.config.open:
-        raise ProtocolError(
-            ErrorCode.AUTH_FAILED,
-            "this endpoint needs 'Authorization: Bearer <token>' "
-            "(create a token with `hubbub token create`)",
-        )
-    return space, None
+        raise
+    return router.spaces[caller.space], router.auth.identity(caller)
 
 
 def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
