@@ -31,7 +31,7 @@ from hubbub.server.dm_marks import DmMarks
 from hubbub.server.events import Events
 from hubbub.server.grants import Grants
 from hubbub.server.metrics import Metrics
-from hubbub.server.observe import ActivityWatcher, ProposalBoard
+from hubbub.server.observe import ActivityWatcher
 from hubbub.server.requests import Requests
 from hubbub.server.router import Router
 from hubbub.server.sender import Sender
@@ -131,7 +131,6 @@ class Gateway:
             self.ids,
         )
         self.coordination.post = self.router.post
-        self.proposal_board = ProposalBoard()  # dashboard (hubbub.server.observe)
         self.events.subscribe(ActivityWatcher(self))
 
     @property
