@@ -20,9 +20,9 @@ from hubbub.protocol.hello import Hello
 from hubbub.protocol.ids import SERVER_ID
 from hubbub.protocol.markers import WAKE
 from hubbub.server.config import Limits, open_space
-from hubbub.server.connection import Connection
 from hubbub.server.gateway import Gateway
-from hubbub.server.space import Session
+from hubbub.server.state.connection import Connection
+from hubbub.server.state.space import Session
 from hubbub.store.memory import MemoryStore
 
 

@@ -15,9 +15,9 @@ from hubbub.protocol.dialect import Dialect
 from hubbub.protocol.dialects import DIALECTS, NATIVE
 from hubbub.protocol.errors import ProtocolError
 from hubbub.server.app import error_frames, open_session
-from hubbub.server.connection import CLOSE_POLICY, Connection, ws_binary_frame
 from hubbub.server.gateway import Gateway
-from hubbub.server.space import Session
+from hubbub.server.state.connection import CLOSE_POLICY, Connection, ws_binary_frame
+from hubbub.server.state.space import Session
 
 log = logging.getLogger("hubbub.cluster")
 

@@ -23,12 +23,12 @@ from prometheus_client.registry import Collector
 
 from hubbub.cluster.seat import Seat
 from hubbub.protocol.hello import Hello
-from hubbub.server.access import request_token
-from hubbub.server.auth import Authenticator
+from hubbub.server.admission.auth import Authenticator
 from hubbub.server.config import SpaceConfig
-from hubbub.server.connection import CLOSE_GOING_AWAY
 from hubbub.server.gateway import Gateway
-from hubbub.server.metrics import Metrics
+from hubbub.server.http.access import request_token
+from hubbub.server.state.connection import CLOSE_GOING_AWAY
+from hubbub.server.state.metrics import Metrics
 from hubbub.store.base import Store
 from hubbub.store.redis import redis_client
 

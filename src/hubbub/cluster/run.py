@@ -11,7 +11,7 @@ from hubbub.cluster.node import ClusterSettings, Node
 from hubbub.server.app import build_app
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig
 from hubbub.server.gateway import Gateway
-from hubbub.server.metrics import Metrics
+from hubbub.server.state.metrics import Metrics
 from hubbub.store.base import Store
 
 log = logging.getLogger("hubbub")

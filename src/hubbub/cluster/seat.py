@@ -17,9 +17,9 @@ from hubbub.cluster import wire
 from hubbub.cluster.edge import Uplink
 from hubbub.cluster.leader_link import serve_link
 from hubbub.cluster.lease import LeaderInfo, Lease, lease_key
-from hubbub.server.connection import CLOSE_SERVICE_RESTART
 from hubbub.server.gateway import Gateway
-from hubbub.server.metrics import Metrics
+from hubbub.server.state.connection import CLOSE_SERVICE_RESTART
+from hubbub.server.state.metrics import Metrics
 from hubbub.store.base import Store
 from hubbub.store.redis import RedisStore
 

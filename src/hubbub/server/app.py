@@ -18,16 +18,17 @@ from hubbub.protocol.dialects import AGENTCHAT, MEW, dialect_of_hello
 from hubbub.protocol.envelope import PROTOCOL, Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import SERVER_ID
-from hubbub.server.admin import add_admin_routes
-from hubbub.server.chat_http import add_chat_routes
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig, open_space
-from hubbub.server.connection import CLOSE_POLICY, CLOSE_TOO_BIG, Connection, ws_text_frame
-from hubbub.server.dashboard_http import add_dashboard_routes
 from hubbub.server.gateway import Gateway
-from hubbub.server.http_api import add_http_routes
+from hubbub.server.http.admin import add_admin_routes
+from hubbub.server.http.chat_http import add_chat_routes
+from hubbub.server.http.dashboard_http import add_dashboard_routes
+from hubbub.server.http.http_api import add_http_routes
+from hubbub.server.http.observe import ActivityWatcher
 from hubbub.server.listener import GuardedSite
-from hubbub.server.metrics import Metrics
-from hubbub.server.space import Session
+from hubbub.server.state.connection import CLOSE_POLICY, CLOSE_TOO_BIG, Connection, ws_text_frame
+from hubbub.server.state.metrics import Metrics
+from hubbub.server.state.space import Session
 from hubbub.server.web_assets import add_asset_routes
 from hubbub.server.web_guard import browser_guard
 from hubbub.store.base import Durability, Store
@@ -287,6 +288,7 @@ def build_app(router: Gateway) -> web.Application:
         middlewares=[browser_guard(router.limits.allowed_origins)],
     )
     app[ROUTER_KEY] = router
+    router.events.subscribe(ActivityWatcher(router))  # the dashboard's feed
     app.router.add_get("/ws", websocket_endpoint)
     app.router.add_get("/", websocket_endpoint)
     app.router.add_get("/health", health)

@@ -4,7 +4,7 @@ Built in the order data flows: admission, the sequencer, delivery; the coordinat
 (consulted by the router at its hook, by delivery for sleepers; they post the server's own
 messages through the router's :meth:`~hubbub.server.router.Router.post`); sessions and
 requests; the router that takes each frame through them. Observers (the dashboard's feed)
-subscribe to :class:`~hubbub.server.events.Events` here; the pipeline never imports them.
+subscribe to :class:`~hubbub.server.core.events.Events` here; the pipeline never imports them.
 The HTTP surfaces and the cluster use the gateway's public calls below.
 """
 
@@ -19,26 +19,25 @@ from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.errors import ProtocolError
 from hubbub.protocol.hello import Hello
 from hubbub.protocol.ids import Clock, UlidGenerator
-from hubbub.server.activity import Activity
-from hubbub.server.admission import Admission
-from hubbub.server.auth import Authenticator, Identity
-from hubbub.server.bans import BanList
+from hubbub.server.admission.admit import Admission
+from hubbub.server.admission.auth import Authenticator, Identity
+from hubbub.server.admission.bans import BanList
+from hubbub.server.admission.grants import Grants
+from hubbub.server.admission.sender import Sender
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig
-from hubbub.server.connection import CLOSE_GOING_AWAY, Connection
-from hubbub.server.coordination import Coordination, now_ms
-from hubbub.server.delivery import Delivery
-from hubbub.server.dm_marks import DmMarks
-from hubbub.server.events import Events
-from hubbub.server.grants import Grants
-from hubbub.server.metrics import Metrics
-from hubbub.server.observe import ActivityWatcher
-from hubbub.server.requests import Requests
+from hubbub.server.core.coordination import Coordination, now_ms
+from hubbub.server.core.delivery import Delivery
+from hubbub.server.core.dm_marks import DmMarks
+from hubbub.server.core.events import Events
+from hubbub.server.core.requests import Requests
+from hubbub.server.core.sequencer import Sequencer
+from hubbub.server.core.sessions import Sessions
+from hubbub.server.core.tasks import Tasks
 from hubbub.server.router import Router
-from hubbub.server.sender import Sender
-from hubbub.server.sequencer import Sequencer
-from hubbub.server.sessions import Sessions
-from hubbub.server.space import RateBuckets, Session, SpaceState
-from hubbub.server.tasks import Tasks
+from hubbub.server.state.activity import Activity
+from hubbub.server.state.connection import CLOSE_GOING_AWAY, Connection
+from hubbub.server.state.metrics import Metrics
+from hubbub.server.state.space import RateBuckets, Session, SpaceState
 from hubbub.store.base import Store
 
 
@@ -68,7 +67,7 @@ class Gateway:
         self.activity = Activity()
         """The feed of what happened, for the dashboard."""
         self.events = Events()
-        self.bans = BanList(self.store)  # admin kill switch (hubbub.server.bans, admin)
+        self.bans = BanList(self.store)  # admin kill switch (hubbub.server.admission.bans, admin)
         self.grants = Grants(self.store)
         self.rates = RateBuckets(limits.rate_per_s, limits.rate_burst)
         marks = DmMarks(self.store)
@@ -131,7 +130,6 @@ class Gateway:
             self.ids,
         )
         self.coordination.post = self.router.post
-        self.events.subscribe(ActivityWatcher(self))
 
     @property
     def epoch(self) -> str:

@@ -8,7 +8,8 @@
 
 Nothing here awaits: a message is admitted, numbered and queued for storage in one step,
 and delivered from the store's commit callback. Only history reads (joins, pages, replays)
-run as background tasks, in :mod:`hubbub.server.sequencer` and :mod:`hubbub.server.requests`.
+run as background tasks, in :mod:`~hubbub.server.core.sequencer` and
+:mod:`~hubbub.server.core.requests`.
 """
 
 from __future__ import annotations
@@ -22,17 +23,17 @@ from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import Clock, UlidGenerator
 from hubbub.protocol.kinds import KINDS
 from hubbub.protocol.markers import SleepMarker
-from hubbub.server.admission import PRESENCE, REQUEST, Admission, Destination
-from hubbub.server.connection import ws_text_frame
-from hubbub.server.coordination import Coordination
-from hubbub.server.delivery import Delivery
-from hubbub.server.events import Events
-from hubbub.server.metrics import Metrics
-from hubbub.server.requests import Requests
-from hubbub.server.sender import HttpSender, Sender
-from hubbub.server.sequencer import After, Sequencer
-from hubbub.server.sessions import Sessions
-from hubbub.server.space import Session
+from hubbub.server.admission.admit import PRESENCE, REQUEST, Admission, Destination
+from hubbub.server.admission.sender import HttpSender, Sender
+from hubbub.server.core.coordination import Coordination
+from hubbub.server.core.delivery import Delivery
+from hubbub.server.core.events import Events
+from hubbub.server.core.requests import Requests
+from hubbub.server.core.sequencer import After, Sequencer
+from hubbub.server.core.sessions import Sessions
+from hubbub.server.state.connection import ws_text_frame
+from hubbub.server.state.metrics import Metrics
+from hubbub.server.state.space import Session
 from hubbub.store.base import Store
 
 log = logging.getLogger("hubbub.router")

@@ -11,11 +11,11 @@ from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.envelope import decode_envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import is_participant_id, normalize_channel
-from hubbub.server.auth import Identity
-from hubbub.server.authorization import channel_access
+from hubbub.server.admission.auth import Identity
+from hubbub.server.admission.authorization import channel_access
+from hubbub.server.admission.sender import HttpSender
 from hubbub.server.gateway import Gateway
-from hubbub.server.sender import HttpSender
-from hubbub.server.space import SpaceState
+from hubbub.server.state.space import SpaceState
 
 _STATUS = {
     ErrorCode.AUTH_FAILED: 401,
@@ -89,7 +89,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
                     ErrorCode.AUTH_FAILED,
                     f"the bearer token belongs to {ident.id!r}, not {pid!r}",
                 )
-            router.bans.check(space.id, ident.id)  # admin kill switch (hubbub.server.admin)
+            router.bans.check(space.id, ident.id)  # admin kill switch (hubbub.server.http.admin)
             body = await request.read()
             try:
                 # the WebSocket decoder: also refuses invalid UTF-8 and too deep nesting
@@ -160,7 +160,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
                 channel_access(
                     router.bans, space, None, CapabilitySet(space.config.open_capabilities()), name
                 )
-            else:  # the WebSocket's rule (server/authorization.py)
+            else:  # the WebSocket's rule (server/admission/authorization.py)
                 channel_access(router.bans, space, ident.id, router.capabilities_for(ident), name)
             after = _int_param(request, "after_seq")
             before = _int_param(request, "before_seq")

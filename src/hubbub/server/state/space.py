@@ -13,9 +13,9 @@ from hubbub.protocol.dialects import DIALECTS
 from hubbub.protocol.envelope import encode
 from hubbub.protocol.ids import Clock
 from hubbub.server.config import SpaceConfig
-from hubbub.server.connection import Connection, FanoutGroup
-from hubbub.server.message_ids import MessageIds
-from hubbub.server.proposals import ProposalLedger
+from hubbub.server.state.connection import Connection, FanoutGroup
+from hubbub.server.state.message_ids import MessageIds
+from hubbub.server.state.proposals import ProposalLedger
 
 _ISO = Clock()
 

@@ -16,11 +16,11 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from hubbub.server import observe
-from hubbub.server.access import AccessDenied, Viewer, request_token, resolve_viewer
-from hubbub.server.activity import Event
 from hubbub.server.gateway import Gateway
-from hubbub.server.space import SpaceState
+from hubbub.server.http import observe
+from hubbub.server.http.access import AccessDenied, Viewer, request_token, resolve_viewer
+from hubbub.server.state.activity import Event
+from hubbub.server.state.space import SpaceState
 from hubbub.server.web_assets import page_response
 
 STATE_INTERVAL_S = 0.2

@@ -6,7 +6,7 @@ sleeps until the earliest due entry (at most ``cb_poll_ms``), never on a fixed t
 
 The pipeline consults it at two hooks: :meth:`Coordination.before_send` once a message is
 admitted (markers, a sleeping sender's wake; it returns what is left to deliver and the sleep
-to apply after it) and the :class:`~hubbub.server.delivery.SleepHook` at delivery (what a
+to apply after it) and the :class:`~hubbub.server.core.delivery.SleepHook` at delivery (what a
 sleeping member buffers). What the server itself says (a wake DM, a callback's fire) goes
 out through :attr:`Coordination.post`, which the gateway wires to the sequencer: never back
 through the routing of the message being handled.
@@ -40,16 +40,16 @@ from hubbub.protocol.markers import (
     SleepMode,
     parse_markers,
 )
-from hubbub.server.activity import Activity
-from hubbub.server.auth import Identity
-from hubbub.server.authorization import channel_access
-from hubbub.server.bans import BanList
+from hubbub.server.admission.auth import Identity
+from hubbub.server.admission.authorization import channel_access
+from hubbub.server.admission.bans import BanList
+from hubbub.server.admission.sender import HttpSender, Sender
 from hubbub.server.config import EngineSettings
-from hubbub.server.delivery import Delivery
-from hubbub.server.metrics import Metrics
-from hubbub.server.sender import HttpSender, Sender
-from hubbub.server.space import Channel, Session, SpaceState
-from hubbub.server.space_engines import SpaceEngines
+from hubbub.server.core.delivery import Delivery
+from hubbub.server.core.space_engines import SpaceEngines
+from hubbub.server.state.activity import Activity
+from hubbub.server.state.metrics import Metrics
+from hubbub.server.state.space import Channel, Session, SpaceState
 from hubbub.store.base import Store
 
 log = logging.getLogger("hubbub.engines")

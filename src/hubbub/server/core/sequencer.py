@@ -4,7 +4,7 @@ Channels and the DM stream go through one path (:meth:`Sequencer.accept`): the n
 of the place, the message's id remembered (so a resend is answered with the original,
 :meth:`Sequencer.resent`), the stored bytes queued with the next group commit, and — once
 that commit is durable — the place's delivered ``seq`` and recent cache moved on and the
-message handed to :class:`~hubbub.server.delivery.Delivery`. The same state serves the
+message handed to :class:`~hubbub.server.core.delivery.Delivery`. The same state serves the
 readers: a join reads the history and enters the live stream without a gap
 (:meth:`Sequencer.join`), a reconnect gets the DMs it missed (:meth:`Sequencer.replay_dms`).
 """
@@ -18,14 +18,14 @@ import msgspec
 
 from hubbub.protocol.envelope import PROTOCOL, Envelope, encode
 from hubbub.protocol.ids import DM_STREAM, Clock
-from hubbub.server.admission import Destination
+from hubbub.server.admission.admit import Destination
+from hubbub.server.admission.sender import Sender
 from hubbub.server.config import Limits
-from hubbub.server.delivery import Delivery
-from hubbub.server.dm_marks import DmMarks
-from hubbub.server.metrics import Metrics
-from hubbub.server.sender import Sender
-from hubbub.server.space import Channel, Session, SpaceState
-from hubbub.server.tasks import Tasks
+from hubbub.server.core.delivery import Delivery
+from hubbub.server.core.dm_marks import DmMarks
+from hubbub.server.core.tasks import Tasks
+from hubbub.server.state.metrics import Metrics
+from hubbub.server.state.space import Channel, Session, SpaceState
 from hubbub.store.base import MessageRef, Store
 
 HISTORY_CACHE: Final = 512

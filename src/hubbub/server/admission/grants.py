@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from hubbub.protocol.capabilities import CapabilityError, CapabilitySet
-from hubbub.server.space import SpaceState
+from hubbub.server.state.space import SpaceState
 from hubbub.store.base import Store
 
 log = logging.getLogger("hubbub.router")

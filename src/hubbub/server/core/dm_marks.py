@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hubbub.server.space import Session, SpaceState
+from hubbub.server.state.space import Session, SpaceState
 from hubbub.store.base import Store
 
 

@@ -17,17 +17,17 @@ from hubbub.protocol.envelope import Envelope, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import DM_STREAM, SERVER_ID, is_participant_id
 from hubbub.protocol.kinds import HANDSHAKE_KINDS, KINDS
-from hubbub.server.authorization import channel_access
-from hubbub.server.bans import BanList
+from hubbub.server.admission.authorization import channel_access
+from hubbub.server.admission.bans import BanList
+from hubbub.server.admission.sender import Sender
 from hubbub.server.config import Limits
-from hubbub.server.sender import Sender
-from hubbub.server.space import Channel, RateBuckets, Session, SpaceState
+from hubbub.server.state.space import Channel, RateBuckets, Session, SpaceState
 from hubbub.store.base import MessageRef, Store
 
 MAX_ID_LEN: Final = 128
 """Longest client-chosen message id (MEW ids are UUIDs or ULIDs; 128 leaves room)."""
 REQUEST: Final = "request"
-"""The place of a kind the gateway answers itself (see :mod:`hubbub.server.requests`)."""
+"""The place of a kind the gateway answers itself (see :mod:`hubbub.server.core.requests`)."""
 PRESENCE: Final = "presence"
 """The place of a bare presence change: its presence broadcast is its delivery."""
 PRESENCE_FIELDS: Final = frozenset({"presence", "status_text"})

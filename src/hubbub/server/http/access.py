@@ -14,9 +14,9 @@ from typing import Any, Literal, Protocol
 from aiohttp import web
 
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.server.auth import Authenticator
-from hubbub.server.bans import BanList
-from hubbub.server.space import SpaceState
+from hubbub.server.admission.auth import Authenticator
+from hubbub.server.admission.bans import BanList
+from hubbub.server.state.space import SpaceState
 
 Need = Literal["page", "observe", "admin"]
 

@@ -19,17 +19,17 @@ from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import DM_STREAM, is_channel
 from hubbub.protocol.kinds import REQUEST_KINDS
-from hubbub.server.admission import Admission, Destination
-from hubbub.server.authorization import check_grant
+from hubbub.server.admission.admit import Admission, Destination
+from hubbub.server.admission.authorization import check_grant
+from hubbub.server.admission.grants import Grants
+from hubbub.server.admission.sender import Sender
 from hubbub.server.config import Limits
-from hubbub.server.coordination import Coordination
-from hubbub.server.delivery import Delivery
-from hubbub.server.grants import Grants
-from hubbub.server.sender import Sender
-from hubbub.server.sequencer import HISTORY_CACHE, Sequencer, clamp_seq
-from hubbub.server.sessions import Sessions
-from hubbub.server.space import Channel, Session
-from hubbub.server.tasks import Tasks
+from hubbub.server.core.coordination import Coordination
+from hubbub.server.core.delivery import Delivery
+from hubbub.server.core.sequencer import HISTORY_CACHE, Sequencer, clamp_seq
+from hubbub.server.core.sessions import Sessions
+from hubbub.server.core.tasks import Tasks
+from hubbub.server.state.space import Channel, Session
 from hubbub.store.base import Store
 
 Handler = Callable[[Sender, Envelope, int], None]

@@ -13,19 +13,19 @@ from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.hello import Hello
 from hubbub.protocol.ids import DM_STREAM
-from hubbub.server.admission import Admission
-from hubbub.server.auth import Authenticator, Identity
-from hubbub.server.authorization import may_join
-from hubbub.server.bans import BanList
+from hubbub.server.admission.admit import Admission
+from hubbub.server.admission.auth import Authenticator, Identity
+from hubbub.server.admission.authorization import may_join
+from hubbub.server.admission.bans import BanList
+from hubbub.server.admission.grants import Grants
+from hubbub.server.admission.sender import Sender
 from hubbub.server.config import AUTO_JOIN_MAX, Limits
-from hubbub.server.connection import CLOSE_REPLACED, Connection
-from hubbub.server.coordination import Coordination
-from hubbub.server.delivery import Delivery
-from hubbub.server.grants import Grants
-from hubbub.server.metrics import Metrics
-from hubbub.server.sender import Sender
-from hubbub.server.sequencer import Sequencer, clamp_seq
-from hubbub.server.space import RateBuckets, Session, SpaceState
+from hubbub.server.core.coordination import Coordination
+from hubbub.server.core.delivery import Delivery
+from hubbub.server.core.sequencer import Sequencer, clamp_seq
+from hubbub.server.state.connection import CLOSE_REPLACED, Connection
+from hubbub.server.state.metrics import Metrics
+from hubbub.server.state.space import RateBuckets, Session, SpaceState
 
 SETTABLE_PRESENCE: Final = ("online", "away", "busy", "listening", "offline")
 """Presence values a participant may set itself (agentchat's set; ``sleeping`` is the server's)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from hubbub.protocol.envelope import Envelope
-from hubbub.server.space import SpaceState
+from hubbub.server.state.space import SpaceState
 
 
 class Watcher(Protocol):

@@ -20,8 +20,8 @@ from typing import Any
 from aiohttp import web
 
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.server.access import request_token
 from hubbub.server.gateway import Gateway
+from hubbub.server.http.access import request_token
 from hubbub.server.web_assets import page_response
 
 MAKE_TOKEN = "hubbub token create --space space.yaml --id <your name> --kind human"

@@ -8,8 +8,8 @@ from collections.abc import Coroutine
 from typing import Any
 
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.server.delivery import Delivery
-from hubbub.server.space import Session
+from hubbub.server.core.delivery import Delivery
+from hubbub.server.state.space import Session
 
 log = logging.getLogger("hubbub.router")
 

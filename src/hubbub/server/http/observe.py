@@ -17,11 +17,11 @@ import msgspec
 from hubbub import __version__
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.ids import SERVER_ID
-from hubbub.server.activity import Activity, Event
-from hubbub.server.bans import BanList
-from hubbub.server.proposals import Proposal
-from hubbub.server.space import SpaceState
-from hubbub.server.space_engines import SpaceEngines
+from hubbub.server.admission.bans import BanList
+from hubbub.server.core.space_engines import SpaceEngines
+from hubbub.server.state.activity import Activity, Event
+from hubbub.server.state.proposals import Proposal
+from hubbub.server.state.space import SpaceState
 
 TEXT_MAX = 500
 """Longest message text copied into an activity event (the rest is cut with an ellipsis)."""

@@ -22,14 +22,14 @@ from hubbub.protocol.dialects import DIALECTS as DIALECTS
 from hubbub.protocol.envelope import PROTOCOL, Envelope
 from hubbub.protocol.errors import ProtocolError
 from hubbub.protocol.ids import SERVER_ID, Clock, UlidGenerator
-from hubbub.server.activity import Activity
+from hubbub.server.admission.sender import Sender
 from hubbub.server.config import Limits
-from hubbub.server.connection import ws_text_frame, ws_text_frames
-from hubbub.server.dm_marks import DmMarks
-from hubbub.server.events import Events
-from hubbub.server.metrics import Metrics
-from hubbub.server.sender import Sender
-from hubbub.server.space import Channel, Session, SpaceState
+from hubbub.server.core.dm_marks import DmMarks
+from hubbub.server.core.events import Events
+from hubbub.server.state.activity import Activity
+from hubbub.server.state.connection import ws_text_frame, ws_text_frames
+from hubbub.server.state.metrics import Metrics
+from hubbub.server.state.space import Channel, Session, SpaceState
 
 
 class SleepHook(Protocol):
