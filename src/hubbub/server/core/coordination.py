@@ -25,7 +25,6 @@ from typing import Any, Protocol, cast
 import msgspec
 
 from hubbub.engines.callbacks import Callback, CallbackRejected
-from hubbub.engines.floor import ClaimRejected, Release
 from hubbub.engines.timers import TimerQueue
 from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.envelope import Envelope
@@ -41,11 +40,11 @@ from hubbub.protocol.markers import (
     parse_markers,
 )
 from hubbub.server.admission.auth import Identity
-from hubbub.server.admission.authorization import channel_access
 from hubbub.server.admission.bans import BanList
 from hubbub.server.admission.sender import HttpSender, Sender
 from hubbub.server.config import EngineSettings
 from hubbub.server.core.delivery import Delivery
+from hubbub.server.core.floor_claims import FloorClaims
 from hubbub.server.core.space_engines import SpaceEngines
 from hubbub.server.state.activity import Activity
 from hubbub.server.state.metrics import Metrics
@@ -135,8 +134,9 @@ class Coordination:
         }
         self._handle: asyncio.TimerHandle | None = None
         self._handle_at = float("inf")
-        self._relays: dict[Channel, list[Envelope]] = {}
-        self._relay_handle: asyncio.Handle | None = None
+        self.floor = FloorClaims(
+            router.activity, router.delivery, router.bans, self.spaces, lambda: self.clock()
+        )
         self._late: dict[Session, list[Callback]] = {}
         """Callbacks that fell due while the gateway restarted, for a session still attaching."""
         self.fire_errors_ms: deque[float] = deque(maxlen=10_000)
@@ -198,7 +198,7 @@ class Coordination:
             self._deliver_callback(s.space, cb, "offline", self.clock())
         eng = self.spaces[s.space.id]
         for rel in eng.floor.disconnected(s.id):
-            self._released(s.space, rel)
+            self.floor.released(s.space, rel)
         if eng.sleep.forget(s.id):
             s.wake_at = None
             self.router.activity.publish("sleep-cancelled", s.space.id, participant=s.id)
@@ -211,164 +211,23 @@ class Coordination:
     # ------------------------------------------------------------------ floor control
 
     def claim(self, sender: Sender, env: Envelope) -> None:
-        """Handle ``floor/responding-to``: validate, track, relay, and send the yields."""
-        r = self.router
-        if not isinstance(sender, Session):
-            raise ProtocolError(
-                ErrorCode.INVALID_CLAIM, "floor claims need a WebSocket connection (to get YIELD)"
-            )
-        if env.channel is None or env.channel.startswith("@"):
-            raise ProtocolError(
-                ErrorCode.INVALID_CLAIM,
-                "a claim needs 'channel' (a '#channel'): floor control applies to channel "
-                "messages only (DMs are always answered)",
-            )
-        ch = channel_access(r.bans, sender.space, sender.id, sender.caps, env.channel)
-        msg_id, started_at = env.payload.get("msg_id"), env.payload.get("started_at")
-        if not isinstance(msg_id, str) or not msg_id:
-            raise ProtocolError(
-                ErrorCode.INVALID_CLAIM, "a claim needs 'msg_id': the id of the message answered"
-            )
-        if not isinstance(started_at, int) or isinstance(started_at, bool):
-            raise ProtocolError(
-                ErrorCode.INVALID_CLAIM,
-                "a claim needs 'started_at': Unix time in ms (an integer) taken before inference",
-            )
-        eng = self.spaces[sender.space.id]
-        env.payload = {"msg_id": msg_id, "started_at": started_at}
-        burst = self._relay_handle is not None  # another claim was relayed in this turn
-        if not eng.floor.enabled:
-            self._relay(ch, env, burst)  # AGENTCHAT_RESPOND_ENABLED=false: relay only
-            return
-        ref = sender.space.ids.get(msg_id)  # claims name a recent message of this channel
-        msg_ts = (
-            ref.ts_ms if ref is not None and ref.place == ch.name and ref.seq <= ch.seq else None
-        )
-        try:
-            out = eng.floor.claim(
-                self.clock(),
-                ch.name,
-                msg_id,
-                sender.id,
-                started_at,
-                msg_ts=msg_ts,
-                human=sender.kind == "human",
-            )
-        except ClaimRejected as exc:
-            raise ProtocolError(ErrorCode.INVALID_CLAIM, str(exc)) from None
-        space = sender.space
-        if out.changed:  # the feed tells the new holder before the yields it causes
-            h = out.holder
-            r.activity.publish(
-                "claim",
-                space.id,
-                channel=ch.name,
-                msg_id=msg_id,
-                participant=h.holder,
-                started_at=h.started_at,
-                expires_at=int(h.expires_at),
-            )
-        if out.relay:
-            self._relay(ch, env, burst)
-        for loser in out.yielded:
-            target = space.online.get(loser)
-            if target is not None:
-                r.delivery.deliver_to(
-                    target,
-                    r.delivery.server_env(
-                        "floor/yield",
-                        {
-                            "msg_id": msg_id,
-                            "winner": out.winner,
-                            "winner_started_at": out.holder.started_at,
-                            "reason": out.reason,
-                        },
-                        to=[loser],
-                        channel=ch.name,
-                    ),
-                )
-            r.activity.publish(
-                "yield",
-                space.id,
-                channel=ch.name,
-                msg_id=msg_id,
-                participant=loser,
-                winner=out.winner,
-            )
-        if out.changed:
-            self._relay(
-                ch,
-                r.delivery.server_env(
-                    "floor/claimed",
-                    {
-                        "msg_id": msg_id,
-                        "holder": h.holder,
-                        "started_at": h.started_at,
-                        "expires_at": int(h.expires_at),
-                    },
-                    channel=ch.name,
-                ),
-                burst,
-            )
+        """Handle ``floor/responding-to`` (see :meth:`FloorClaims.claim`)."""
+        self.floor.claim(sender, env)
         self._rearm()
-
-    def _relay(self, ch: Channel, env: Envelope, burst: bool) -> None:
-        """Send an informational floor envelope to ``ch``: at once, or with its burst.
-
-        Claims come in bursts (every agent that saw a message claims it at once); relaying
-        each claim, and each change of holder, to every member as it was handled cost one
-        write per member per envelope, and delayed the yields of the claims handled after it
-        (20 claims in 21 members' channel: 8 ms to the last yield). So only the first claim
-        handled in a turn of the event loop is relayed at once; the relays of later claims in
-        the same turn (``burst``) follow at the end of the turn, one write per member, in the
-        order the claims were handled, after their yields.
-        """
-        if not burst:
-            self.router.delivery.fanout(ch, env)
-        else:
-            queued = self._relays.get(ch)
-            if queued is None:
-                self._relays[ch] = [env]
-            else:
-                queued.append(env)
-        if self._relay_handle is None:
-            self._relay_handle = asyncio.get_running_loop().call_soon(self.flush_relays)
 
     @property
     def relays_pending(self) -> bool:
         """Whether claim relays wait for the end of this turn (a message must not pass them)."""
-        return bool(self._relays)
+        return self.floor.relays_pending
 
     def flush_relays(self) -> None:
-        """Write the queued relays now (the event loop calls this at the end of a turn)."""
-        if self._relay_handle is not None:
-            self._relay_handle.cancel()
-            self._relay_handle = None
-        relays, self._relays = self._relays, {}
-        for ch, envs in relays.items():
-            self.router.delivery.fanout_all(ch, envs)
+        """Write the queued claim relays now."""
+        self.floor.flush_relays()
 
     def spoke(self, sender: Sender, env: Envelope) -> None:
         """``sender`` wrote in a channel: the claims it holds there are done."""
-        eng = self.spaces[sender.space.id]
-        if not eng.floor.holds(sender.id) or env.channel is None:
-            return
-        cid = env.correlation_id
-        reply_to = [cid] if isinstance(cid, str) else cid
-        for rel in eng.floor.spoke(env.channel, sender.id, reply_to):
-            self._released(sender.space, rel)
-        self._rearm()
-
-    def _released(self, space: SpaceState, rel: Release) -> None:
-        c = rel.claim
-        self.router.activity.publish(
-            "claim-released",
-            space.id,
-            channel=c.channel,
-            msg_id=c.msg_id,
-            participant=c.holder,
-            reason=rel.reason,
-        )
+        if self.floor.spoke(sender, env):
+            self._rearm()
 
     # ------------------------------------------------------------------ markers and sleep
 
@@ -596,7 +455,7 @@ class Coordination:
         elif what == "floor":
             rel = eng.floor.expire(ident, parts[3])
             if rel is not None:
-                self._released(space, rel)
+                self.floor.released(space, rel)
 
     def _deliver_callback(
         self, space: SpaceState, cb: Callback, dropped: str | None, now: float
