@@ -15,8 +15,8 @@ from aiohttp import web
 
 from hubbub.server.app import build_app, make_router
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig
+from hubbub.server.gateway import Gateway
 from hubbub.server.listener import GuardedSite
-from hubbub.server.router import Router
 
 
 class Door:
@@ -73,7 +73,7 @@ class Door:
 class RunningGateway(Door):
     """A gateway listening on 127.0.0.1 for one test."""
 
-    router: Router
+    router: Gateway
     runner: web.AppRunner
     port: int
     data_dir: Path

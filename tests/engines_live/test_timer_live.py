@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hubbub.server.coordination import Coordination
+from hubbub.server.core.coordination import Coordination
 from tests.conftest import stop_gateway
 from tests.engines_live.conftest import EngineGateway, ManualClock, start_engine_gateway
 

@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.ids import Clock, UlidGenerator
-from hubbub.server.activity import Activity
 from hubbub.server.config import Limits, SpaceConfig
-from hubbub.server.connection import Connection
-from hubbub.server.delivery import DIALECTS, Delivery
-from hubbub.server.metrics import Metrics
-from hubbub.server.space import Channel, Session, SpaceState, TokenBucket
+from hubbub.server.core.delivery import DIALECTS, Delivery
+from hubbub.server.state.activity import Activity
+from hubbub.server.state.connection import Connection
+from hubbub.server.state.metrics import Metrics
+from hubbub.server.state.space import Channel, Session, SpaceState, TokenBucket
 
 PIDS = ["a", "b", "c", "d"]
 PLACES = ["local", "g1", "g2"]  # a local connection, or one reached through group g1 / g2

@@ -7,7 +7,7 @@ import gc
 import tracemalloc
 
 from hubbub.protocol.ids import UlidGenerator
-from hubbub.server.message_ids import DAY_MS, MessageIds
+from hubbub.server.state.message_ids import DAY_MS, MessageIds
 from hubbub.store.base import DM_STREAM, MessageRef
 
 T0 = 1_800_000_000_000

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hubbub.server.space import RateBuckets
+from hubbub.server.state.space import RateBuckets
 
 SLOW = 0.001
 """Refill rate low enough that a spent bucket stays spent for the whole test."""

@@ -55,7 +55,7 @@ async def clocked(tmp_path: Path) -> AsyncIterator[ClockedGateway]:
     gw = await start_gateway(tmp_path, limits=Limits(rate_per_s=0))
     gw.__class__ = ClockedGateway
     gw.stamps = ShiftedClock()  # type: ignore[attr-defined]
-    gw.router.clock = gw.stamps  # type: ignore[attr-defined]
+    gw.router.router.clock = gw.stamps  # type: ignore[attr-defined]  # the clock that stamps
     yield gw  # type: ignore[misc]
     await stop_gateway(gw)
 

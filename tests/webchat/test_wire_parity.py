@@ -12,7 +12,7 @@ from typing import Any
 from hubbub.protocol.ids import DM_STREAM, PARTICIPANT_ID_RE, SERVER_ID, is_participant_id
 from hubbub.protocol.markers import CB_FIRE, WAKE
 from hubbub.sdk.client import NO_RECONNECT_CODES
-from hubbub.server.connection import CLOSE_KICKED, CLOSE_POLICY, CLOSE_REPLACED
+from hubbub.server.state.connection import CLOSE_KICKED, CLOSE_POLICY, CLOSE_REPLACED
 from tests.conftest import RunningGateway
 from tests.webchat.conftest import OpenPage
 

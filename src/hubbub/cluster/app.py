@@ -14,8 +14,8 @@ from hubbub.cluster.proxy import forward, unavailable
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.server.app import Accepted, accept_websocket, pump, run_session
 from hubbub.server.config import Limits
-from hubbub.server.connection import Connection
 from hubbub.server.listener import GuardedSite
+from hubbub.server.state.connection import Connection
 from hubbub.server.web_guard import browser_guard
 
 NODE_KEY = web.AppKey("node", Node)

@@ -11,8 +11,8 @@ import aiohttp
 import msgspec
 
 from hubbub.cluster import wire
-from hubbub.server.connection import CLOSE_SERVICE_RESTART, Connection
-from hubbub.server.metrics import Metrics
+from hubbub.server.state.connection import CLOSE_SERVICE_RESTART, Connection
+from hubbub.server.state.metrics import Metrics
 
 log = logging.getLogger("hubbub.cluster")
 

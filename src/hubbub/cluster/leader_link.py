@@ -12,12 +12,12 @@ from aiohttp import WSMsgType, web
 
 from hubbub.cluster import wire
 from hubbub.protocol.dialect import Dialect
+from hubbub.protocol.dialects import DIALECTS, NATIVE
 from hubbub.protocol.errors import ProtocolError
 from hubbub.server.app import error_frames, open_session
-from hubbub.server.connection import CLOSE_POLICY, Connection, ws_binary_frame
-from hubbub.server.delivery import DIALECTS
-from hubbub.server.router import Router
-from hubbub.server.space import Session
+from hubbub.server.gateway import Gateway
+from hubbub.server.state.connection import CLOSE_POLICY, Connection, ws_binary_frame
+from hubbub.server.state.space import Session
 
 log = logging.getLogger("hubbub.cluster")
 
@@ -80,7 +80,7 @@ class RemoteConnection(Connection):
 class LeaderLink:
     """One edge node's link on the leader: attach, route and detach its clients."""
 
-    def __init__(self, router: Router, node: str, conn: Connection) -> None:
+    def __init__(self, router: Gateway, node: str, conn: Connection) -> None:
         self.router = router
         self.node = node
         self.conn = conn
@@ -147,7 +147,7 @@ class LeaderLink:
                     self._opening[sid].append(msg[2])
             elif kind == wire.OPEN:
                 self._opening[sid] = []
-                self.router._spawn(self._open(sid, str(msg[2]), bytes(msg[3]), str(msg[4])))
+                self.router.spawn(self._open(sid, str(msg[2]), bytes(msg[3]), str(msg[4])))
             elif kind == wire.GONE:
                 session = self.sessions.pop(sid, None)
                 if session is not None:
@@ -156,7 +156,7 @@ class LeaderLink:
                     self._opening[sid].append(None)  # gone while attaching
 
     async def _open(self, sid: int, dialect_name: str, hello: bytes, peer: str) -> None:
-        dialect = DIALECTS.get(dialect_name, DIALECTS["mew"])
+        dialect = DIALECTS.get(dialect_name, NATIVE)
         conn = RemoteConnection(self, sid, dialect, peer)
         try:
             frame = msgspec.json.decode(hello)
@@ -193,13 +193,13 @@ class LeaderLink:
         self._opening.clear()
 
 
-async def serve_link(request: web.Request, router: Router, node: str) -> web.WebSocketResponse:
+async def serve_link(request: web.Request, router: Gateway, node: str) -> web.WebSocketResponse:
     """Serve one edge node's link until it closes."""
     ws = web.WebSocketResponse(max_msg_size=0, compress=False, heartbeat=5.0)
     await ws.prepare(request)
     transport = request.transport
     assert transport is not None
-    conn = Connection(transport, DIALECTS["mew"], LINK_BUFFER_BYTES, lambda c: None, node)
+    conn = Connection(transport, NATIVE, LINK_BUFFER_BYTES, lambda c: None, node)
     link = LeaderLink(router, node, conn)
     log.info("node %s linked", node)
     router.metrics.cluster_links += 1

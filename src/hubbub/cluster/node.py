@@ -23,13 +23,13 @@ from prometheus_client.registry import Collector
 
 from hubbub.cluster.seat import Seat
 from hubbub.protocol.hello import Hello
-from hubbub.server.access import request_token
-from hubbub.server.auth import Authenticator
+from hubbub.server.admission.auth import Authenticator
 from hubbub.server.config import Limits, SpaceConfig
-from hubbub.server.connection import CLOSE_GOING_AWAY
+from hubbub.server.gateway import Gateway
+from hubbub.server.http.access import request_token
 from hubbub.server.listener import ConnectionGate, connection_caps, link_caps, open_file_limit
-from hubbub.server.metrics import Metrics
-from hubbub.server.router import Router
+from hubbub.server.state.connection import CLOSE_GOING_AWAY
+from hubbub.server.state.metrics import Metrics
 from hubbub.store.base import Store
 from hubbub.store.redis import redacted_url, redis_client
 
@@ -77,9 +77,9 @@ class Node:
         self,
         settings: ClusterSettings,
         spaces: list[SpaceConfig],
-        build_router: Callable[[list[SpaceConfig], Store], Router],
+        build_router: Callable[[list[SpaceConfig], Store], Gateway],
         metrics: Metrics,
-        build_app: Callable[[Router], web.Application],
+        build_app: Callable[[Gateway], web.Application],
     ) -> None:
         self.settings = settings
         self.name = settings.node
@@ -105,11 +105,11 @@ class Node:
 
     # ------------------------------------------------------------------ what a seat needs
 
-    def build_router(self, space: str, store: Store) -> Router:
+    def build_router(self, space: str, store: Store) -> Gateway:
         """A router for one space over ``store``."""
         return self._build_router([self.configs[space]], store)
 
-    def build_app(self, router: Router) -> web.Application:
+    def build_app(self, router: Gateway) -> web.Application:
         """The gateway application serving ``router``."""
         return self._build_app(router)
 

@@ -10,8 +10,8 @@ from hubbub.cluster.node import ClusterSettings, Node
 from hubbub.process import run_until_signal
 from hubbub.server.app import build_app
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig
-from hubbub.server.metrics import Metrics
-from hubbub.server.router import Router
+from hubbub.server.gateway import Gateway
+from hubbub.server.state.metrics import Metrics
 from hubbub.store.base import Store
 from hubbub.store.redis import redacted_url
 
@@ -41,8 +41,8 @@ def serve_cluster(
         settings.node = node
     metrics = Metrics()
 
-    def build_router(configs: list[SpaceConfig], store: Store) -> Router:
-        return Router(configs, store, limits, metrics, engine_settings=engines)
+    def build_router(configs: list[SpaceConfig], store: Store) -> Gateway:
+        return Gateway(configs, store, limits, metrics, engine_settings=engines)
 
     log.info(
         "hubbub %s node %s serving ws://%s:%d/ws in the cluster on %s",

@@ -18,10 +18,10 @@ from hubbub.cluster.edge import Uplink
 from hubbub.cluster.leader_link import serve_link
 from hubbub.cluster.lease import LeaderInfo, Lease, lease_key
 from hubbub.server.config import Limits
-from hubbub.server.connection import CLOSE_SERVICE_RESTART
+from hubbub.server.gateway import Gateway
 from hubbub.server.listener import ConnectionGate, GuardedSite
-from hubbub.server.metrics import Metrics
-from hubbub.server.router import Router
+from hubbub.server.state.connection import CLOSE_SERVICE_RESTART
+from hubbub.server.state.metrics import Metrics
 from hubbub.server.web_guard import FORWARDED_BY_NODE
 from hubbub.store.base import Store
 from hubbub.store.redis import RedisStore
@@ -40,10 +40,10 @@ class SeatHost(Protocol):
     metrics: Metrics
     stopping: bool
 
-    def build_router(self, space: str, store: Store) -> Router:
+    def build_router(self, space: str, store: Store) -> Gateway:
         """A router for ``space`` over ``store``."""
 
-    def build_app(self, router: Router) -> web.Application:
+    def build_app(self, router: Gateway) -> web.Application:
         """The gateway application serving ``router``."""
 
     def has_fair_share(self) -> bool:
@@ -61,7 +61,7 @@ class Seat:
     ) -> None:
         self.node = node
         self.space = space
-        self.router: Router | None = None
+        self.router: Gateway | None = None
         """The space's router while this node leads it."""
         self.uplink: Uplink | None = None
         """The link to the space's leader while another node leads it."""

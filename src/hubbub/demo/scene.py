@@ -37,8 +37,8 @@ from hubbub.protocol.envelope import Envelope
 from hubbub.sdk import Agent, Participant
 from hubbub.sdk.server_notes import CallbackFired, Wake
 from hubbub.server.app import build_app, make_router
+from hubbub.server.gateway import Gateway as Router  # the wiring object
 from hubbub.server.listener import GuardedSite
-from hubbub.server.router import Router
 
 Moment = Callable[[], Awaitable[None]]
 QUESTIONS = (

@@ -14,7 +14,7 @@ from hubbub.protocol.dialect import Reply
 from hubbub.protocol.envelope import Envelope, check_payload_depth, decode_envelope, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.hello import Hello
-from hubbub.protocol.ids import Clock, iso_to_ms
+from hubbub.protocol.ids import SERVER_ID, Clock, iso_to_ms
 
 SERVER_NAME = "@server"
 CLIENT_TYPES = (
@@ -174,7 +174,7 @@ def is_agentchat_hello(frame: dict[str, Any]) -> bool:
 
 def at(pid: str) -> str:
     """A participant id as written on this dialect."""
-    return SERVER_NAME if pid == "system:gateway" else "@" + pid
+    return SERVER_NAME if pid == SERVER_ID else "@" + pid
 
 
 def _bare(name: str) -> str:
@@ -183,7 +183,7 @@ def _bare(name: str) -> str:
 
 def _name(pid: str) -> str:
     """A participant's display name on this dialect: its id (``server`` for the server)."""
-    return "server" if pid == "system:gateway" else pid
+    return "server" if pid == SERVER_ID else pid
 
 
 def _ms(env: Envelope) -> int:
@@ -212,6 +212,7 @@ class AgentchatDialect:
     name = "agentchat"
     server_id = SERVER_NAME
     channel_presence = True
+    frames_are_envelopes = False
 
     def parse_hello(self, frame: dict[str, Any]) -> Hello:
         """Read ``{"type":"IDENTIFY","name":...,"token"?:...}``."""

@@ -24,6 +24,9 @@ class Dialect(Protocol):
     channel_presence: bool
     """Membership events go per channel to that channel's other members (agentchat's
     ``AGENT_JOINED``/``AGENT_LEFT``) instead of to the whole space (MEW's ``system/presence``)."""
+    frames_are_envelopes: bool
+    """Every frame is the envelope's own JSON (``encode(env) == [envelope JSON]`` for all but
+    the kinds it rewrites): a channel message's stored bytes are sent as they are."""
 
     def parse_hello(self, frame: dict[str, Any]) -> Hello:
         """Turn the first frame into a Hello, or raise ProtocolError."""

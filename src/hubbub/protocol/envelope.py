@@ -8,6 +8,29 @@ from typing import Any, Final
 import msgspec
 
 from hubbub.protocol.errors import ErrorCode, ProtocolError
+from hubbub.protocol.kinds import (  # the kind table (one home); re-exported for clients
+    CLIENT_KINDS,
+    CONTROL_KINDS,
+    SERVER_KINDS,
+    STANDARD_KINDS,
+    STORED_KINDS,
+)
+
+__all__ = [
+    "CLIENT_KINDS",
+    "CONTROL_KINDS",
+    "MAX_NESTING",
+    "PROTOCOL",
+    "PROTOCOL_RE",
+    "SERVER_KINDS",
+    "STANDARD_KINDS",
+    "STORED_KINDS",
+    "Envelope",
+    "check_payload_depth",
+    "decode_envelope",
+    "encode",
+    "to_builtins",
+]
 
 PROTOCOL: Final = "mew/v0.4"
 PROTOCOL_RE: Final = re.compile(r"mew/v0\.[0-9]{1,3}")
@@ -45,69 +68,6 @@ class Envelope(msgspec.Struct, omit_defaults=True, kw_only=True):
             return []
         return [cid] if isinstance(cid, str) else cid
 
-
-# Kinds of MEW v0.4 that the gateway routes as they are.
-STANDARD_KINDS: Final = frozenset(
-    {
-        "chat",
-        "chat/acknowledge",
-        "chat/cancel",
-        "mcp/request",
-        "mcp/response",
-        "mcp/proposal",
-        "mcp/withdraw",
-        "mcp/reject",
-        "reasoning/start",
-        "reasoning/thought",
-        "reasoning/conclusion",
-        "reasoning/cancel",
-        "capability/grant",
-        "capability/revoke",
-        "capability/grant-ack",
-        "system/heartbeat",
-        "participant/pause",
-        "participant/resume",
-        "participant/status",
-        "participant/request-status",
-    }
-)
-
-# Kinds a client sends that the gateway itself answers or acts on.
-CONTROL_KINDS: Final = frozenset(
-    {
-        "channel/join",
-        "channel/leave",
-        "channel/create",
-        "channel/list",
-        "channel/members",
-        "history/request",
-        "floor/responding-to",
-    }
-)
-
-# Kinds only the server may send.
-SERVER_KINDS: Final = frozenset(
-    {
-        "system/welcome",
-        "system/presence",
-        "system/error",
-        "channel/joined",
-        "channel/left",
-        "channel/created",
-        "channel/list-response",
-        "channel/members-response",
-        "history/response",
-        "floor/yield",
-        "floor/claimed",
-        "system/session-displaced",
-    }
-)
-
-CLIENT_KINDS: Final = STANDARD_KINDS | CONTROL_KINDS
-
-STORED_KINDS: Final = STANDARD_KINDS - {"system/heartbeat"}
-"""Kinds the gateway stores and echoes to their sender: their ``id`` names a message that a
-resend can repeat (control kinds and heartbeats are answered, not stored)."""
 
 _decoder = msgspec.json.Decoder(Envelope)
 _encoder = msgspec.json.Encoder()

@@ -54,3 +54,7 @@ class ProtocolError(Exception):
         self.message = message
         self.correlation_id = correlation_id
         self.extra = extra or {}
+
+    def payload(self) -> dict[str, object]:
+        """The payload of the ``system/error`` envelope that reports this error."""
+        return {"error": self.code.value, "message": self.message, **self.extra}

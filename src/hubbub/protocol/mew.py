@@ -10,6 +10,7 @@ from hubbub.protocol.dialect import Reply
 from hubbub.protocol.envelope import Envelope, decode_envelope, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.hello import Hello
+from hubbub.protocol.ids import SERVER_ID
 
 
 class _JoinFrame(msgspec.Struct, kw_only=True, rename={"participant_id": "participantId"}):
@@ -33,8 +34,9 @@ class MewDialect:
     """Codec for MEW envelopes; every kind is expressible."""
 
     name = "mew"
-    server_id = "system:gateway"
+    server_id = SERVER_ID
     channel_presence = False
+    frames_are_envelopes = True
 
     def parse_hello(self, frame: dict[str, Any]) -> Hello:
         """Read ``{"type":"join",...}`` or ``{"kind":"system/join","payload":{...}}``."""

@@ -12,21 +12,23 @@ import msgspec
 from aiohttp import WSMsgType, web
 
 from hubbub import __version__
-from hubbub.protocol.agentchat import AgentchatDialect, is_agentchat_frame, is_agentchat_hello
+from hubbub.protocol.agentchat import is_agentchat_frame, is_agentchat_hello
 from hubbub.protocol.dialect import Dialect
+from hubbub.protocol.dialects import AGENTCHAT, MEW, dialect_of_hello
 from hubbub.protocol.envelope import PROTOCOL, Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.protocol.mew import MewDialect, is_mew_hello
-from hubbub.server.admin import add_admin_routes
-from hubbub.server.chat_http import add_chat_routes
+from hubbub.protocol.ids import SERVER_ID
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig, open_space
-from hubbub.server.connection import CLOSE_POLICY, CLOSE_TOO_BIG, Connection, ws_text_frame
-from hubbub.server.dashboard_http import add_dashboard_routes
-from hubbub.server.http_api import add_http_routes
+from hubbub.server.gateway import Gateway
+from hubbub.server.http.admin import add_admin_routes
+from hubbub.server.http.chat_http import add_chat_routes
+from hubbub.server.http.dashboard_http import add_dashboard_routes
+from hubbub.server.http.http_api import add_http_routes
+from hubbub.server.http.observe import ActivityWatcher
 from hubbub.server.listener import GuardedSite
-from hubbub.server.metrics import Metrics
-from hubbub.server.router import Router
-from hubbub.server.space import Session
+from hubbub.server.state.connection import CLOSE_POLICY, CLOSE_TOO_BIG, Connection, ws_text_frame
+from hubbub.server.state.metrics import Metrics
+from hubbub.server.state.space import Session
 from hubbub.server.web_assets import add_asset_routes
 from hubbub.server.web_guard import browser_guard
 from hubbub.store.base import Durability, Store
@@ -35,9 +37,9 @@ from hubbub.store.sqlite import SqliteStore
 
 log = logging.getLogger("hubbub.server")
 
-ROUTER_KEY = web.AppKey("router", Router)
-_MEW = MewDialect()
-_AGENTCHAT = AgentchatDialect()
+ROUTER_KEY = web.AppKey("router", Gateway)
+_MEW = MEW  # the registry's codecs (protocol/dialects.py)
+_AGENTCHAT = AGENTCHAT
 
 
 def error_frames(dialect: Dialect, exc: ProtocolError) -> bytes:
@@ -45,8 +47,8 @@ def error_frames(dialect: Dialect, exc: ProtocolError) -> bytes:
     env = Envelope(
         kind="system/error",
         protocol=PROTOCOL,
-        from_="system:gateway",
-        payload={"error": exc.code.value, "message": exc.message, **exc.extra},
+        from_=SERVER_ID,
+        payload=exc.payload(),
     )
     return b"".join(ws_text_frame(p) for p in dialect.encode(env))
 
@@ -137,10 +139,9 @@ async def handshake(
         if not transport.is_closing():
             transport.write(error_frames(_AGENTCHAT, refusal))
     if isinstance(frame, dict):
-        if is_mew_hello(frame):
-            return _MEW, frame
-        if is_agentchat_hello(frame):
-            return _AGENTCHAT, frame
+        dialect = dialect_of_hello(frame)
+        if dialect is not None:
+            return dialect, frame
         what = (
             'first frame must be {"type":"join",...} (MEW) or {"type":"IDENTIFY",...} (agentchat)'
         )
@@ -154,7 +155,7 @@ async def handshake(
 
 
 async def open_session(
-    router: Router, dialect: Dialect, frame: dict[str, object], conn: Connection
+    router: Gateway, dialect: Dialect, frame: dict[str, object], conn: Connection
 ) -> tuple[Session | None, ProtocolError | None]:
     """Authenticate a hello and attach its connection: the session, or why it is refused."""
     try:
@@ -197,7 +198,7 @@ async def websocket_endpoint(request: web.Request) -> web.StreamResponse:
 async def serve_websocket(
     request: web.Request,
     limits: Limits,
-    router: Router,
+    router: Gateway,
     not_websocket: Callable[[web.Request], Awaitable[web.StreamResponse]],
 ) -> web.StreamResponse:
     """Serve one client WebSocket on ``router`` (a plain GET of ``/``: ``not_websocket``)."""
@@ -246,7 +247,7 @@ async def accept_websocket(
     return Accepted(ws, transport, hello[0], hello[1], str(request.remote))
 
 
-async def run_session(accepted: Accepted, router: Router) -> None:
+async def run_session(accepted: Accepted, router: Gateway) -> None:
     """Attach an accepted client to ``router`` and route its frames until it goes."""
     limits = router.limits
     conn = Connection(
@@ -287,13 +288,14 @@ async def health(request: web.Request) -> web.Response:
     return web.json_response(body)
 
 
-def build_app(router: Router) -> web.Application:
+def build_app(router: Gateway) -> web.Application:
     """The aiohttp application serving the gateway on one port."""
     app = web.Application(
         client_max_size=router.limits.max_frame_bytes + 4096,
         middlewares=[browser_guard(router.limits.allowed_origins, router.limits.allowed_hosts)],
     )
     app[ROUTER_KEY] = router
+    router.events.subscribe(ActivityWatcher(router))  # the dashboard's feed
     app.router.add_get("/ws", websocket_endpoint)
     app.router.add_get("/", websocket_endpoint)
     app.router.add_get("/health", health)
@@ -325,15 +327,15 @@ def make_router(
     engines: EngineSettings | None = None,
     clock: Callable[[], float] | None = None,
     durability: Durability = "process",
-) -> Router:
-    """A router over the given spaces (open mode when none) and store (SQLite in data_dir)."""
+) -> Gateway:
+    """A gateway over the given spaces (open mode when none) and store (SQLite in data_dir)."""
     if store is None:
         store = (
             MemoryStore()
             if data_dir is None
             else SqliteStore(Path(data_dir) / "hubbub.db", durability)
         )
-    return Router(
+    return Gateway(
         spaces or [open_space()],
         store,
         limits or Limits(),
@@ -344,7 +346,7 @@ def make_router(
 
 
 async def serve_forever(
-    router: Router, host: str, port: int, stop: asyncio.Event | None = None
+    router: Gateway, host: str, port: int, stop: asyncio.Event | None = None
 ) -> None:
     """Run the gateway until ``stop`` is set or the task is cancelled, then shut down cleanly."""
     runner = web.AppRunner(

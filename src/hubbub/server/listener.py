@@ -36,7 +36,7 @@ from typing import cast
 from aiohttp import web
 
 from hubbub.server.config import Limits
-from hubbub.server.metrics import Metrics
+from hubbub.server.state.metrics import Metrics
 
 log = logging.getLogger("hubbub.server.listener")
 

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Callable
-from typing import Any, Literal, NamedTuple
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 from hubbub.protocol.ids import DM_STREAM
 
-__all__ = ["DM_STREAM", "Durability", "MessageRef", "Store", "StoreError", "StoredMessage"]
+__all__ = [
+    "DM_STREAM",
+    "Durability",
+    "GroupCommit",
+    "MessageRef",
+    "Store",
+    "StoreError",
+    "StoredMessage",
+]
+
+log = logging.getLogger("hubbub.store")
+_Batch = TypeVar("_Batch")
 
 _SCAN_PAGE = 1000
 """Rows read per step where a store pages forward to answer a backward question."""
@@ -39,6 +52,74 @@ class MessageRef(NamedTuple):
     place: str
     seq: int
     ts_ms: int
+
+
+class GroupCommit(Generic[_Batch]):
+    """The group commit of a store: everything queued since the last commit is committed in
+    one go, then the callbacks queued before it run, in order (acknowledged means durable).
+
+    The store keeps its own queue and says how to take a batch off it (``take``: None when
+    nothing is queued) and how to commit one (``commit``: it retries until the batch is
+    stored; False when it never will be, and the loop stops, as a fenced Redis store does).
+    """
+
+    def __init__(
+        self,
+        take: Callable[[], _Batch | None],
+        commit: Callable[[_Batch], Awaitable[bool]],
+        queued: Callable[[], bool],
+    ) -> None:
+        self._take = take
+        self._commit = commit
+        self._queued = queued
+        self.waiters: list[Callable[[], None]] = []
+        """Callbacks to run after the commit that holds everything queued before them."""
+        self.stopped = False
+        """Set once commits will never succeed again: nothing more is committed or run."""
+        self._task: asyncio.Task[None] | None = None
+
+    def after_commit(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` after the commit that holds everything queued so far."""
+        self.waiters.append(fn)
+        self.kick()
+
+    def kick(self) -> None:
+        """Make sure a commit follows what was just queued."""
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    @property
+    def pending(self) -> bool:
+        """Whether anything waits for a commit."""
+        return self._queued() or bool(self.waiters)
+
+    async def _loop(self) -> None:
+        while not self.stopped and self.pending:
+            batch = self._take()
+            waiters, self.waiters = self.waiters, []
+            if batch is not None and not await self._commit(batch):
+                return
+            for fn in waiters:
+                try:
+                    fn()
+                except Exception:
+                    log.exception("a callback after a commit failed")
+
+    async def cancel(self) -> None:
+        """Stop the commit in progress (a store closing while its commits keep failing)."""
+        task = self._task
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def flush(self) -> None:
+        """Wait until every queued write is committed and its callbacks have run (or the
+        commits stopped)."""
+        while self._task is not None and not self._task.done():
+            await asyncio.shield(self._task)
+        if not self.stopped and self.pending:
+            self.kick()
+            await self.flush()
 
 
 class Store(ABC):

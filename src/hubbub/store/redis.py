@@ -22,7 +22,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from hubbub.store.base import DM_STREAM, MessageRef, Store, StoredMessage
+from hubbub.store.base import DM_STREAM, GroupCommit, MessageRef, Store, StoredMessage
 from hubbub.store.retry import retry_pauses
 
 __all__ = ["Fence", "FencedError", "RedisStore", "redacted_url", "redis_client"]
@@ -285,8 +285,7 @@ class RedisStore(Store):
         """The queued operations, in order (see the commit script for their forms)."""
         self._blobs: list[bytes] = []
         self._blob_len = 0
-        self._waiters: list[Callable[[], None]] = []
-        self._commit_task: asyncio.Task[None] | None = None
+        self._group = GroupCommit(self._take_batch, self._commit_batch, lambda: bool(self._ops))
         self._conn: AbstractConnection | None = None
         """The commit connection: the pool's per-call bookkeeping costs the leader more CPU
         than the round trip itself, and commits are one at a time anyway."""
@@ -396,8 +395,7 @@ class RedisStore(Store):
         """Run ``fn`` after the commit that holds everything queued so far (never, once fenced)."""
         if self._fenced:
             return
-        self._waiters.append(fn)
-        self._kick()
+        self._group.after_commit(fn)
 
     def _blob(self, data: bytes) -> tuple[int, int]:
         """Add ``data`` to the batch's binary argument; its (1-based start, length) there."""
@@ -415,21 +413,16 @@ class RedisStore(Store):
     # ------------------------------------------------------------------ group commit
 
     def _kick(self) -> None:
-        if self._commit_task is None or self._commit_task.done():
-            self._commit_task = asyncio.get_running_loop().create_task(self._commit_loop())
+        self._group.kick()
 
-    async def _commit_loop(self) -> None:
-        while not self._fenced and (self._ops or self._waiters):
-            ops, blob = self._ops, b"".join(self._blobs)
-            self._ops, self._blobs, self._blob_len = [], [], 0
-            waiters, self._waiters = self._waiters, []
-            if ops and not await self._commit_until_done(ops, blob):
-                return
-            for fn in waiters:
-                try:
-                    fn()
-                except Exception:
-                    log.exception("a callback after a commit failed")
+    def _take_batch(self) -> tuple[list[list[Any]], bytes] | None:
+        """Everything queued since the last commit and its binary argument (None: nothing)."""
+        ops, blob = self._ops, b"".join(self._blobs)
+        self._ops, self._blobs, self._blob_len = [], [], 0
+        return (ops, blob) if ops else None
+
+    async def _commit_batch(self, batch: tuple[list[list[Any]], bytes]) -> bool:
+        return await self._commit_until_done(*batch)
 
     async def _commit_until_done(self, ops: list[list[Any]], blob: bytes) -> bool:
         """Commit one batch, trying again after failures; False when it was fenced."""
@@ -503,7 +496,8 @@ class RedisStore(Store):
     def _stop_fenced(self, why: str) -> None:
         """Stop for good: drop what is queued, never run the waiters, tell the owner."""
         self._fenced = True
-        self._ops, self._blobs, self._blob_len, self._waiters = [], [], 0, []
+        self._group.stopped = True
+        self._ops, self._blobs, self._blob_len, self._group.waiters = [], [], 0, []
         log.error("Redis store fenced (%s): this node stops writing and must step down", why)
         if self._on_fenced is not None:
             try:
@@ -514,15 +508,11 @@ class RedisStore(Store):
     async def flush(self) -> None:
         """Wait until every queued write is committed (and its callbacks have run); raises
         :class:`FencedError` once the store was fenced (those writes will never be stored)."""
-        while self._commit_task is not None and not self._commit_task.done():
-            await asyncio.shield(self._commit_task)
+        await self._group.flush()
         if self._fenced:
             raise FencedError(
                 "this node's writes were refused: another node holds the leader lease"
             )
-        if self._ops or self._waiters:
-            self._kick()
-            await self.flush()
 
     # ------------------------------------------------------------------ reads
 

@@ -13,7 +13,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from hubbub.store.base import DM_STREAM, Durability, MessageRef, Store, StoredMessage, StoreError
+from hubbub.store.base import (
+    DM_STREAM,
+    Durability,
+    GroupCommit,
+    MessageRef,
+    Store,
+    StoredMessage,
+    StoreError,
+)
 from hubbub.store.retry import retry_pauses
 
 log = logging.getLogger("hubbub.store")
@@ -138,8 +146,7 @@ class SqliteStore(Store):
         """DM marks by (space, participant): the latest value of a batch wins."""
         self._pending_rows: list[tuple[str, tuple[Any, ...]]] = []
         """Single-row saves and deletions (callbacks, bans, capabilities, channels), in order."""
-        self._waiters: list[Callable[[], None]] = []
-        self._commit_task: asyncio.Task[None] | None = None
+        self._group = GroupCommit(self._take_batch, self._commit_batch, self._pending_work)
         self._epoch = ""
         self.commits = 0
         self.failed_commits = 0
@@ -199,10 +206,7 @@ class SqliteStore(Store):
                 CLOSE_WAIT_S,
                 self.problem,
             )
-            task = self._commit_task
-            if task is not None:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+            await self._group.cancel()
             return False
 
     async def _run(self, fn: Any, *args: Any) -> Any:
@@ -231,8 +235,7 @@ class SqliteStore(Store):
 
     def after_commit(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` after the commit that holds everything queued so far."""
-        self._waiters.append(fn)
-        self._kick()
+        self._group.after_commit(fn)
 
     def forget_refs(self, space: str, before_ms: int) -> None:
         """Queue dropping id records older than ``before_ms``."""
@@ -297,28 +300,24 @@ class SqliteStore(Store):
         self._kick()
 
     def _kick(self) -> None:
-        if self._commit_task is None or self._commit_task.done():
-            self._commit_task = asyncio.get_running_loop().create_task(self._commit_loop())
+        self._group.kick()
 
-    async def _commit_loop(self) -> None:
-        while self._pending_work() or self._waiters:
-            batch = (
-                self._pending_msgs,
-                self._pending_dms,
-                self._pending_refs,
-                self._pending_marks,
-                self._pending_rows,
-            )
-            self._pending_msgs, self._pending_dms, self._pending_refs = [], [], []
-            self._pending_marks, self._pending_rows = {}, []
-            waiters, self._waiters = self._waiters, []
-            if any(batch):
-                await self._commit_until_done(batch)
-            for fn in waiters:
-                try:
-                    fn()
-                except Exception:
-                    log.exception("a callback after a commit failed")
+    def _take_batch(self) -> tuple[Any, ...] | None:
+        """Everything queued since the last commit, as one batch (None: nothing)."""
+        batch = (
+            self._pending_msgs,
+            self._pending_dms,
+            self._pending_refs,
+            self._pending_marks,
+            self._pending_rows,
+        )
+        self._pending_msgs, self._pending_dms, self._pending_refs = [], [], []
+        self._pending_marks, self._pending_rows = {}, []
+        return batch if any(batch) else None
+
+    async def _commit_batch(self, batch: tuple[Any, ...]) -> bool:
+        await self._commit_until_done(batch)
+        return True
 
     async def _commit_until_done(self, batch: tuple[Any, ...]) -> None:
         """Commit one batch; on failure (disk full, I/O error) log and try again, so that
@@ -425,11 +424,7 @@ class SqliteStore(Store):
 
     async def flush(self) -> None:
         """Wait until every queued write is committed (and its callbacks have run)."""
-        while self._commit_task is not None and not self._commit_task.done():
-            await asyncio.shield(self._commit_task)
-        if self._pending_work() or self._waiters:
-            self._kick()
-            await self.flush()
+        await self._group.flush()
 
     async def history(
         self,

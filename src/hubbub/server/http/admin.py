@@ -1,6 +1,6 @@
 """The admin kill switch: disconnect or ban a participant, also a sleeping one.
 
-Bans are per space and saved in the store (:mod:`hubbub.server.bans`), so a restart keeps
+Bans are per space and saved in the store (:mod:`hubbub.server.admission.bans`), so a restart keeps
 them; only an unban lifts one. A banned id is refused at connect (``banned``, close 1008) and
 on ``POST /participants/{id}/messages`` (403).
 """
@@ -13,17 +13,17 @@ from aiohttp import web
 
 from hubbub.protocol.errors import ProtocolError
 from hubbub.protocol.ids import is_participant_id
-from hubbub.server.access import AccessDenied, Directory, resolve_viewer
-from hubbub.server.activity import Activity
-from hubbub.server.connection import CLOSE_KICKED
-from hubbub.server.space import Session, SpaceState
+from hubbub.server.http.access import AccessDenied, Directory, resolve_viewer
+from hubbub.server.state.activity import Activity
+from hubbub.server.state.connection import CLOSE_KICKED
+from hubbub.server.state.space import Session, SpaceState
 
 KICKED_REASON = "disconnected by an admin"
 BANNED_REASON = "banned by an admin"
 
 
 class AdminGateway(Directory, Protocol):
-    """The gateway as the kill switch uses it (the router implements it)."""
+    """The gateway as the kill switch uses it (the gateway implements it)."""
 
     @property
     def activity(self) -> Activity:

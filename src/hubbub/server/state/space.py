@@ -9,12 +9,13 @@ from typing import Any
 import msgspec
 
 from hubbub.protocol.capabilities import CapabilitySet
+from hubbub.protocol.dialects import DIALECTS
 from hubbub.protocol.envelope import encode
 from hubbub.protocol.ids import Clock
 from hubbub.server.config import SpaceConfig
-from hubbub.server.connection import Connection, FanoutGroup
-from hubbub.server.message_ids import MessageIds
-from hubbub.server.proposals import ProposalLedger
+from hubbub.server.state.connection import Connection, FanoutGroup
+from hubbub.server.state.message_ids import MessageIds
+from hubbub.server.state.proposals import ProposalLedger
 
 _ISO = Clock()
 
@@ -229,8 +230,8 @@ class Channel:
         self.assigned = seq
         self.joining: set[str] = set()
         self.members: dict[str, Session] = {}
-        self.by_dialect: dict[str, dict[str, Connection]] = {"mew": {}, "agentchat": {}}
-        self.groups: dict[str, dict[FanoutGroup, dict[str, int]]] = {"mew": {}, "agentchat": {}}
+        self.by_dialect: dict[str, dict[str, Connection]] = {d: {} for d in DIALECTS}
+        self.groups: dict[str, dict[FanoutGroup, dict[str, int]]] = {d: {} for d in DIALECTS}
         self.sleepers: dict[str, Session] = {}
         self.recent: deque[tuple[int, bytes]] = deque(maxlen=cache_size)
 

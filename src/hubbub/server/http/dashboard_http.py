@@ -16,11 +16,11 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from hubbub.server import observe
-from hubbub.server.access import AccessDenied, Viewer, request_token, resolve_viewer
-from hubbub.server.activity import Event
-from hubbub.server.router import Router
-from hubbub.server.space import SpaceState
+from hubbub.server.gateway import Gateway
+from hubbub.server.http import observe
+from hubbub.server.http.access import AccessDenied, Viewer, request_token, resolve_viewer
+from hubbub.server.state.activity import Event
+from hubbub.server.state.space import SpaceState
 from hubbub.server.web_assets import page_response
 
 STATE_INTERVAL_S = 0.2
@@ -44,7 +44,7 @@ def _changes_state(event: Event, space: SpaceState) -> bool:
 class _Stream:
     """One dashboard's event stream."""
 
-    def __init__(self, router: Router, viewer: Viewer, resp: web.StreamResponse) -> None:
+    def __init__(self, router: Gateway, viewer: Viewer, resp: web.StreamResponse) -> None:
         self.router = router
         self.viewer = viewer
         self.space = viewer.space
@@ -89,7 +89,7 @@ class _Stream:
             router.activity.unsubscribe(queue)
 
 
-def add_dashboard_routes(app: web.Application, key: web.AppKey[Router]) -> None:
+def add_dashboard_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
     """Register ``/dashboard``, ``/dashboard/session`` and ``/dashboard/events``."""
     app[STREAMS_KEY] = set()
 

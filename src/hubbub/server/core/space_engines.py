@@ -8,7 +8,7 @@ from hubbub.engines.sleep import SleepEngine
 from hubbub.engines.timers import TimerQueue
 from hubbub.protocol.envelope import Envelope
 from hubbub.server.config import EngineSettings
-from hubbub.server.space import SpaceState
+from hubbub.server.state.space import SpaceState
 
 
 class SpaceEngines:

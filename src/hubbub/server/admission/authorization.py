@@ -26,8 +26,8 @@ from typing import Any
 from hubbub.protocol.capabilities import CapabilitySet, uncovered
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import is_channel
-from hubbub.server.bans import BanList
-from hubbub.server.space import Channel, SpaceState
+from hubbub.server.admission.bans import BanList
+from hubbub.server.state.space import Channel, SpaceState
 
 
 def may_join(caps: CapabilitySet, name: str) -> bool:

@@ -13,10 +13,10 @@ from typing import Any, Literal, Protocol
 
 from aiohttp import web
 
-from hubbub.protocol.errors import ProtocolError
-from hubbub.server.auth import Authenticator
-from hubbub.server.bans import BanList
-from hubbub.server.space import SpaceState
+from hubbub.protocol.errors import ErrorCode, ProtocolError
+from hubbub.server.admission.auth import Authenticator
+from hubbub.server.admission.bans import BanList
+from hubbub.server.state.space import SpaceState
 
 Need = Literal["page", "observe", "admin"]
 
@@ -24,7 +24,7 @@ MAKE_OBSERVER = "hubbub token create --space space.yaml --id ops --kind human --
 
 
 class Directory(Protocol):
-    """Who exists on the gateway: its spaces, their tokens and bans (the router implements it)."""
+    """Who exists on the gateway: its spaces, their tokens and bans (the gateway implements it)."""
 
     @property
     def auth(self) -> Authenticator:
@@ -109,23 +109,25 @@ def request_token(request: web.Request) -> str | None:
 def resolve_viewer(router: Directory, request: web.Request, need: Need) -> Viewer:
     """Authenticate a dashboard/admin request and check it may do ``need``."""
     token = request_token(request)
-    wanted = request.query.get("space")
-    owner = router.auth.lookup_token(token) if token else None
-    if token and owner is None:
-        sid = router.auth.addressed_space(wanted)
-        if not router.auth.ignores_unknown_token(sid, "a dashboard viewer"):  # open mode
-            raise AccessDenied(
-                401,
-                "auth_failed",
-                "unknown token: use an observer or admin token of this server's space "
-                f"(create one with `{MAKE_OBSERVER}`)",
-            )
-    if owner is not None:
-        sid, pid = owner
-        if wanted and wanted != sid:
-            raise AccessDenied(
-                403, "wrong_space", f"this token belongs to space {sid!r}, not {wanted!r}"
-            )
+    try:
+        caller = router.auth.resolve(token, request.query.get("space"), "a dashboard viewer")
+    except ProtocolError as exc:
+        if exc.code is ErrorCode.WRONG_SPACE:
+            raise AccessDenied(403, "wrong_space", exc.message) from None
+        if exc.code is ErrorCode.UNKNOWN_SPACE:
+            raise AccessDenied(404, "unknown_space", exc.message) from None
+        raise AccessDenied(
+            401,
+            "auth_failed",
+            "unknown token: use an observer or admin token of this server's space "
+            f"(create one with `{MAKE_OBSERVER}`)"
+            if token
+            else "the dashboard needs an observer or admin token: open /dashboard?token=hb_… "
+            "(or send 'Authorization: Bearer hb_…'); "
+            f"create one with `{MAKE_OBSERVER}`",
+        ) from None
+    sid, pid = caller.space, caller.id
+    if pid is not None:
         try:
             router.bans.check(sid, pid)
         except ProtocolError as exc:
@@ -133,24 +135,7 @@ def resolve_viewer(router: Directory, request: web.Request, need: Need) -> Viewe
         p = router.spaces[sid].config.participants[pid]
         viewer = Viewer(router.spaces[sid], pid, p.kind, p.role, False)
     else:
-        sid = router.auth.addressed_space(wanted)
-        space = router.spaces.get(sid)
-        if space is None:
-            raise AccessDenied(
-                404,
-                "unknown_space",
-                f"space {sid!r} does not exist on this server; "
-                f"known spaces: {', '.join(sorted(router.spaces))}",
-            )
-        if not space.config.open:
-            raise AccessDenied(
-                401,
-                "auth_failed",
-                "the dashboard needs an observer or admin token: open /dashboard?token=hb_… "
-                "(or send 'Authorization: Bearer hb_…'); "
-                f"create one with `{MAKE_OBSERVER}`",
-            )
-        viewer = Viewer(space, None, None, "admin", True)
+        viewer = Viewer(router.spaces[sid], None, None, "admin", True)
     _check(viewer, need)
     return viewer
 

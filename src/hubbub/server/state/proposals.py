@@ -8,12 +8,16 @@ ledger remembers proposal → (proposer, targets) and fulfilment → proposer, s
 - refuses a fulfilment whose ``to`` is not the proposal's ``to``,
 - refuses a withdrawal by anyone but the proposer,
 - and also delivers the response (and any ``mcp/reject``) to the proposer.
+
+The same ledger is the dashboard's proposal board: which proposals are open (pending, or
+approved and running) and what each routed MCP envelope meant for them
+(:meth:`ProposalLedger.outcome`, read once the envelope is delivered).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
@@ -21,14 +25,47 @@ from hubbub.protocol.errors import ErrorCode, ProtocolError
 _V = TypeVar("_V")
 
 
+BOARD_MAX: Final = 1000
+"""Open proposals a board lists (the newest)."""
+
+
+class Proposal:
+    """One proposal: who made it, for whom, the envelope, and where it stands."""
+
+    __slots__ = ("approved_by", "env", "open", "proposer", "targets")
+
+    def __init__(self, env: Envelope) -> None:
+        self.env = env
+        self.proposer = env.from_
+        self.targets = frozenset(env.to or ())
+        self.open = True
+        """Pending, or approved and running (not yet answered, rejected or withdrawn)."""
+        self.approved_by: str | None = None
+
+
+class _Fulfilment:
+    __slots__ = ("proposal", "proposer", "reported")
+
+    def __init__(self, proposal: str, proposer: str) -> None:
+        self.proposal = proposal
+        self.proposer = proposer
+        self.reported = False
+
+
+Outcome = tuple[str, str]
+"""What a routed envelope meant for the board: (event, proposal id)."""
+
+
 class ProposalLedger:
     """Bounded maps of recent proposals and fulfilments (oldest forgotten first)."""
 
     def __init__(self, capacity: int = 10_000) -> None:
         self.capacity = capacity
-        self._proposals: OrderedDict[str, tuple[str, frozenset[str]]] = OrderedDict()
-        """Proposal id → (proposer, the ids in its ``to``)."""
-        self._fulfilment: OrderedDict[str, str] = OrderedDict()
+        self._proposals: OrderedDict[str, Proposal] = OrderedDict()
+        self._fulfilment: OrderedDict[str, _Fulfilment] = OrderedDict()
+        """Request id → the proposal it fulfils (and its proposer)."""
+        self._outcomes: OrderedDict[str, Outcome] = OrderedDict()
+        """Envelope id → what it meant for the board, until :meth:`outcome` reads it."""
 
     def _remember(self, table: OrderedDict[str, _V], key: str, value: _V) -> None:
         table[key] = value
@@ -55,7 +92,7 @@ class ProposalLedger:
             known = self._proposals.get(cid)
             if known is None:
                 continue
-            proposer, targets = known
+            proposer, targets = known.proposer, known.targets
             if kind == "mcp/withdraw" and proposer != sender:
                 raise ProtocolError(
                     ErrorCode.CAPABILITY_VIOLATION,
@@ -74,20 +111,51 @@ class ProposalLedger:
                 )
 
     def observe(self, env: Envelope) -> list[str]:
-        """Record a routed MCP envelope; return extra recipients (the proposer) if any."""
+        """Record an accepted MCP envelope; return extra recipients (the proposer) if any."""
         kind = env.kind
         if kind == "mcp/proposal":
-            self._remember(self._proposals, env.id, (env.from_, frozenset(env.to or ())))
+            self._remember(self._proposals, env.id, Proposal(env))
+            self._note(env.id, ("proposal", env.id))
             return []
         extra: list[str] = []
         for cid in env.correlation_ids():
             known = self._proposals.get(cid)
             if kind == "mcp/request" and known is not None:
-                self._remember(self._fulfilment, env.id, known[0])
+                self._remember(self._fulfilment, env.id, _Fulfilment(cid, known.proposer))
+                if known.open:
+                    known.approved_by = env.from_
+                    self._note(env.id, ("proposal-approved", cid))
             elif kind == "mcp/response" and cid in self._fulfilment:
-                extra.append(self._fulfilment[cid])
+                done = self._fulfilment[cid]
+                extra.append(done.proposer)
+                answered = self._proposals.get(done.proposal)
+                if not done.reported and answered is not None and answered.open:
+                    done.reported, answered.open = True, False
+                    self._note(env.id, ("proposal-result", done.proposal))
             elif kind == "mcp/reject" and known is not None:
-                extra.append(known[0])
+                extra.append(known.proposer)
+                if known.open:
+                    known.open = False
+                    self._note(env.id, ("proposal-rejected", cid))
             elif kind == "mcp/withdraw":
-                self._proposals.pop(cid, None)
+                gone = self._proposals.pop(cid, None)
+                if gone is not None and gone.open:
+                    self._note(env.id, ("proposal-withdrawn", cid))
         return extra
+
+    def _note(self, env_id: str, outcome: Outcome) -> None:
+        """Keep the first outcome of an envelope for :meth:`outcome`."""
+        if env_id not in self._outcomes:
+            self._remember(self._outcomes, env_id, outcome)
+
+    def outcome(self, env: Envelope) -> Outcome | None:
+        """What the delivered ``env`` meant for the board (once: the note is dropped)."""
+        return self._outcomes.pop(env.id, None) if self._outcomes else None
+
+    def get(self, proposal_id: str) -> Proposal | None:
+        """A recent proposal, by id."""
+        return self._proposals.get(proposal_id)
+
+    def open(self) -> list[Proposal]:
+        """The open proposals, oldest first (at most :data:`BOARD_MAX`, the newest)."""
+        return [p for p in self._proposals.values() if p.open][-BOARD_MAX:]

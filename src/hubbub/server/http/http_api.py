@@ -11,11 +11,11 @@ from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.envelope import decode_envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import is_participant_id, normalize_channel
-from hubbub.server.auth import Identity
-from hubbub.server.authorization import channel_access
-from hubbub.server.router import Router
-from hubbub.server.sender import HttpSender
-from hubbub.server.space import SpaceState
+from hubbub.server.admission.auth import Identity
+from hubbub.server.admission.authorization import channel_access
+from hubbub.server.admission.sender import HttpSender
+from hubbub.server.gateway import Gateway
+from hubbub.server.state.space import SpaceState
 
 _STATUS = {
     ErrorCode.AUTH_FAILED: 401,
@@ -49,43 +49,25 @@ def _bearer(request: web.Request) -> str | None:
     return None
 
 
-def _resolve(router: Router, request: web.Request) -> tuple[SpaceState, Identity | None]:
+def _resolve(router: Gateway, request: web.Request) -> tuple[SpaceState, Identity | None]:
     """The space a request addresses and who makes it (None in open mode without a token)."""
     token = _bearer(request)
-    wanted = request.query.get("space")
-    owner = router.auth.lookup_token(token) if token else None
-    if token and owner is None:
-        sid = router.auth.addressed_space(wanted)
-        who = request.match_info.get("pid", "an HTTP client")
-        if not router.auth.ignores_unknown_token(sid, who):  # open mode ignores it
-            raise ProtocolError(
-                ErrorCode.AUTH_FAILED,
-                "unknown bearer token; create one with `hubbub token create`",
+    who = request.match_info.get("pid", "an HTTP client")
+    try:
+        caller = router.auth.resolve(token, request.query.get("space"), who)
+    except ProtocolError as exc:
+        if exc.code is ErrorCode.AUTH_FAILED:
+            exc.message = (
+                "unknown bearer token; create one with `hubbub token create`"
+                if token
+                else "this endpoint needs 'Authorization: Bearer <token>' "
+                "(create a token with `hubbub token create`)"
             )
-    if owner is not None:
-        sid, pid = owner
-        if wanted and wanted != sid:
-            raise ProtocolError(
-                ErrorCode.WRONG_SPACE, f"this token belongs to space {sid!r}, not {wanted!r}"
-            )
-        cfg = router.spaces[sid].config
-        p = cfg.participants[pid]
-        ident = Identity(sid, pid, p.kind, p.role, tuple(p.effective_capabilities()))
-        return router.spaces[sid], ident
-    sid = router.auth.addressed_space(wanted)
-    space = router.spaces.get(sid)
-    if space is None:
-        raise ProtocolError(ErrorCode.UNKNOWN_SPACE, f"space {sid!r} does not exist on this server")
-    if not space.config.open:
-        raise ProtocolError(
-            ErrorCode.AUTH_FAILED,
-            "this endpoint needs 'Authorization: Bearer <token>' "
-            "(create a token with `hubbub token create`)",
-        )
-    return space, None
+        raise
+    return router.spaces[caller.space], router.auth.identity(caller)
 
 
-def add_http_routes(app: web.Application, key: web.AppKey[Router]) -> None:
+def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
     """Register the HTTP API handlers on ``app``."""
 
     async def post_message(request: web.Request) -> web.Response:
@@ -108,7 +90,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Router]) -> None:
                     ErrorCode.AUTH_FAILED,
                     f"the bearer token belongs to {ident.id!r}, not {pid!r}",
                 )
-            router.bans.check(space.id, ident.id)  # admin kill switch (hubbub.server.admin)
+            router.bans.check(space.id, ident.id)  # admin kill switch (hubbub.server.http.admin)
             body = await request.read()
             try:
                 # the WebSocket decoder: also refuses invalid UTF-8 and too deep nesting
@@ -179,7 +161,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Router]) -> None:
                 channel_access(
                     router.bans, space, None, CapabilitySet(space.config.open_capabilities()), name
                 )
-            else:  # the WebSocket's rule (server/authorization.py)
+            else:  # the WebSocket's rule (server/admission/authorization.py)
                 channel_access(router.bans, space, ident.id, router.capabilities_for(ident), name)
             after = _int_param(request, "after_seq")
             before = _int_param(request, "before_seq")

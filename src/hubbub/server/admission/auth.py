@@ -34,6 +34,15 @@ class Identity:
         return CapabilitySet(self.capabilities)
 
 
+@dataclass(frozen=True)
+class Caller:
+    """Who makes an HTTP request: a space and the participant its token names (``id`` None:
+    no token, in an open space)."""
+
+    space: str
+    id: str | None
+
+
 class Authenticator:
     """Maps token hashes to participants across all spaces of the server."""
 
@@ -73,6 +82,49 @@ class Authenticator:
                 who,
             )
         return True
+
+    def resolve(
+        self,
+        token: str | None,
+        space: str | None,
+        who: str = "an HTTP client",
+        *,
+        open_ok: bool = True,
+    ) -> Caller:
+        """The caller of an HTTP request with ``token`` addressed to ``space`` (``?space=``);
+        raise ProtocolError: ``auth_failed`` (a token nobody owns — ignored in an open space
+        when ``open_ok`` — or none for a space that needs one), ``wrong_space``,
+        ``unknown_space``. Every HTTP surface asks this (bans are the surface's to check)."""
+        owner = self.lookup_token(token) if token else None
+        if token and owner is None:
+            sid = self.addressed_space(space)
+            if not (open_ok and self.ignores_unknown_token(sid, who)):  # open mode ignores it
+                raise ProtocolError(ErrorCode.AUTH_FAILED, "unknown token")
+        if owner is not None:
+            sid, pid = owner
+            if space and space != sid:
+                raise ProtocolError(
+                    ErrorCode.WRONG_SPACE, f"this token belongs to space {sid!r}, not {space!r}"
+                )
+            return Caller(sid, pid)
+        sid = self.addressed_space(space)
+        cfg = self.spaces.get(sid)
+        if cfg is None:
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_SPACE,
+                f"space {sid!r} does not exist on this server; "
+                f"known spaces: {', '.join(sorted(self.spaces))}",
+            )
+        if not cfg.open:
+            raise ProtocolError(ErrorCode.AUTH_FAILED, f"space {sid!r} needs a token")
+        return Caller(sid, None)
+
+    def identity(self, caller: Caller) -> Identity | None:
+        """The configured identity of a caller with a token (None without one)."""
+        if caller.id is None:
+            return None
+        p = self.spaces[caller.space].participants[caller.id]
+        return Identity(caller.space, caller.id, p.kind, p.role, tuple(p.effective_capabilities()))
 
     def authenticate(self, hello: Hello) -> Identity:
         """Check a hello against the configs; raise ProtocolError with a fix-it message."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.errors import ProtocolError
-from hubbub.server.auth import Identity
-from hubbub.server.space import Session, SpaceState
+from hubbub.server.admission.auth import Identity
+from hubbub.server.state.space import Session, SpaceState
 
 
 class HttpSender:

@@ -2,8 +2,8 @@
 
 Bans are saved in the store (the SQLite file by default), so a restart keeps them; only an
 unban lifts one (with ``--store memory`` they last as long as the process). The admin kill
-switch (:mod:`hubbub.server.admin`) bans and unbans; admission (``Router.authenticate``,
-:func:`hubbub.server.authorization.channel_access`, the HTTP API) checks.
+switch (:mod:`hubbub.server.http.admin`) bans and unbans; admission (``Sessions.authenticate``,
+:func:`hubbub.server.admission.authorization.channel_access`, the HTTP API) checks.
 """
 
 from __future__ import annotations

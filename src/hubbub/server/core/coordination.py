@@ -1,8 +1,15 @@
-"""Wires the coordination engines into the router: floor claims, callbacks, sleep/wake.
+"""Wires the coordination engines into the pipeline: floor claims, callbacks, sleep/wake.
 
 The engines decide; this module turns their decisions into envelopes, presence changes,
 stored callbacks and activity events, and runs the one timer that serves every deadline: it
 sleeps until the earliest due entry (at most ``cb_poll_ms``), never on a fixed tick.
+
+The pipeline consults it at two hooks: :meth:`Coordination.before_send` once a message is
+admitted (markers, a sleeping sender's wake; it returns what is left to deliver and the sleep
+to apply after it) and the :class:`~hubbub.server.core.delivery.SleepHook` at delivery (what a
+sleeping member buffers). What the server itself says (a wake DM, a callback's fire) goes
+out through :attr:`Coordination.post`, which the gateway wires to the sequencer: never back
+through the routing of the message being handled.
 """
 
 from __future__ import annotations
@@ -18,7 +25,6 @@ from typing import Any, Protocol, cast
 import msgspec
 
 from hubbub.engines.callbacks import Callback, CallbackRejected
-from hubbub.engines.floor import ClaimRejected, Release
 from hubbub.engines.timers import TimerQueue
 from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.envelope import Envelope
@@ -33,16 +39,16 @@ from hubbub.protocol.markers import (
     SleepMode,
     parse_markers,
 )
-from hubbub.server.activity import Activity
-from hubbub.server.auth import Identity
-from hubbub.server.authorization import channel_access
-from hubbub.server.bans import BanList
+from hubbub.server.admission.auth import Identity
+from hubbub.server.admission.bans import BanList
+from hubbub.server.admission.sender import HttpSender, Sender
 from hubbub.server.config import EngineSettings
-from hubbub.server.delivery import Delivery
-from hubbub.server.metrics import Metrics
-from hubbub.server.sender import HttpSender, Sender
-from hubbub.server.space import Channel, Session, SpaceState
-from hubbub.server.space_engines import SpaceEngines
+from hubbub.server.core.delivery import Delivery
+from hubbub.server.core.floor_claims import FloorClaims
+from hubbub.server.core.space_engines import SpaceEngines
+from hubbub.server.state.activity import Activity
+from hubbub.server.state.metrics import Metrics
+from hubbub.server.state.space import Channel, Session, SpaceState
 from hubbub.store.base import Store
 
 log = logging.getLogger("hubbub.engines")
@@ -55,9 +61,13 @@ def now_ms() -> float:
     return time.time() * 1000
 
 
+ServerPost = Callable[[HttpSender, Envelope], Envelope]
+"""Sends a message from the server: numbered, stored and delivered as any other."""
+
+
 class CoordinationHost(Protocol):
-    """The gateway as coordination uses it (the router implements it): the spaces, where
-    callbacks are stored, how envelopes reach participants, and routing for ``@server``."""
+    """The gateway as coordination uses it (the gateway implements it): the spaces, where
+    callbacks are stored, and how envelopes reach participants."""
 
     @property
     def spaces(self) -> Mapping[str, SpaceState]:
@@ -94,18 +104,6 @@ class CoordinationHost(Protocol):
         """Writes to sessions: relays, yields, presence, errors."""
         ...
 
-    def deliver_to(self, s: Session, env: Envelope) -> None:
-        """Send a stored or server-made envelope to one session (a held DM counts as read)."""
-        ...
-
-    def check_destination(self, sender: Sender, env: Envelope) -> None:
-        """Raise the error delivery would raise for ``env``'s channel or recipients."""
-        ...
-
-    def route(self, sender: Sender, env: Envelope, frame_len: int = 0) -> Envelope:
-        """Validate, authorize, stamp and deliver one envelope."""
-        ...
-
 
 class Coordination:
     """Floor control, callbacks and sleep/wake for every space of a router."""
@@ -117,6 +115,8 @@ class Coordination:
         clock: Callable[[], float] = now_ms,
     ) -> None:
         self.router = router
+        self.post: ServerPost | None = None
+        """Sends the server's own messages (the gateway wires the router's ``post`` in)."""
         self.settings = settings
         self.clock = clock
         """Unix ms now; tests inject a manual clock and call :meth:`run_due`."""
@@ -134,8 +134,9 @@ class Coordination:
         }
         self._handle: asyncio.TimerHandle | None = None
         self._handle_at = float("inf")
-        self._relays: dict[Channel, list[Envelope]] = {}
-        self._relay_handle: asyncio.Handle | None = None
+        self.floor = FloorClaims(
+            router.activity, router.delivery, router.bans, self.spaces, lambda: self.clock()
+        )
         self._late: dict[Session, list[Callback]] = {}
         """Callbacks that fell due while the gateway restarted, for a session still attaching."""
         self.fire_errors_ms: deque[float] = deque(maxlen=10_000)
@@ -197,7 +198,7 @@ class Coordination:
             self._deliver_callback(s.space, cb, "offline", self.clock())
         eng = self.spaces[s.space.id]
         for rel in eng.floor.disconnected(s.id):
-            self._released(s.space, rel)
+            self.floor.released(s.space, rel)
         if eng.sleep.forget(s.id):
             s.wake_at = None
             self.router.activity.publish("sleep-cancelled", s.space.id, participant=s.id)
@@ -210,164 +211,23 @@ class Coordination:
     # ------------------------------------------------------------------ floor control
 
     def claim(self, sender: Sender, env: Envelope) -> None:
-        """Handle ``floor/responding-to``: validate, track, relay, and send the yields."""
-        r = self.router
-        if not isinstance(sender, Session):
-            raise ProtocolError(
-                ErrorCode.INVALID_CLAIM, "floor claims need a WebSocket connection (to get YIELD)"
-            )
-        if env.channel is None or env.channel.startswith("@"):
-            raise ProtocolError(
-                ErrorCode.INVALID_CLAIM,
-                "a claim needs 'channel' (a '#channel'): floor control applies to channel "
-                "messages only (DMs are always answered)",
-            )
-        ch = channel_access(r.bans, sender.space, sender.id, sender.caps, env.channel)
-        msg_id, started_at = env.payload.get("msg_id"), env.payload.get("started_at")
-        if not isinstance(msg_id, str) or not msg_id:
-            raise ProtocolError(
-                ErrorCode.INVALID_CLAIM, "a claim needs 'msg_id': the id of the message answered"
-            )
-        if not isinstance(started_at, int) or isinstance(started_at, bool):
-            raise ProtocolError(
-                ErrorCode.INVALID_CLAIM,
-                "a claim needs 'started_at': Unix time in ms (an integer) taken before inference",
-            )
-        eng = self.spaces[sender.space.id]
-        env.payload = {"msg_id": msg_id, "started_at": started_at}
-        burst = self._relay_handle is not None  # another claim was relayed in this turn
-        if not eng.floor.enabled:
-            self._relay(ch, env, burst)  # AGENTCHAT_RESPOND_ENABLED=false: relay only
-            return
-        ref = sender.space.ids.get(msg_id)  # claims name a recent message of this channel
-        msg_ts = (
-            ref.ts_ms if ref is not None and ref.place == ch.name and ref.seq <= ch.seq else None
-        )
-        try:
-            out = eng.floor.claim(
-                self.clock(),
-                ch.name,
-                msg_id,
-                sender.id,
-                started_at,
-                msg_ts=msg_ts,
-                human=sender.kind == "human",
-            )
-        except ClaimRejected as exc:
-            raise ProtocolError(ErrorCode.INVALID_CLAIM, str(exc)) from None
-        space = sender.space
-        if out.changed:  # the feed tells the new holder before the yields it causes
-            h = out.holder
-            r.activity.publish(
-                "claim",
-                space.id,
-                channel=ch.name,
-                msg_id=msg_id,
-                participant=h.holder,
-                started_at=h.started_at,
-                expires_at=int(h.expires_at),
-            )
-        if out.relay:
-            self._relay(ch, env, burst)
-        for loser in out.yielded:
-            target = space.online.get(loser)
-            if target is not None:
-                r.deliver_to(
-                    target,
-                    r.delivery.server_env(
-                        "floor/yield",
-                        {
-                            "msg_id": msg_id,
-                            "winner": out.winner,
-                            "winner_started_at": out.holder.started_at,
-                            "reason": out.reason,
-                        },
-                        to=[loser],
-                        channel=ch.name,
-                    ),
-                )
-            r.activity.publish(
-                "yield",
-                space.id,
-                channel=ch.name,
-                msg_id=msg_id,
-                participant=loser,
-                winner=out.winner,
-            )
-        if out.changed:
-            self._relay(
-                ch,
-                r.delivery.server_env(
-                    "floor/claimed",
-                    {
-                        "msg_id": msg_id,
-                        "holder": h.holder,
-                        "started_at": h.started_at,
-                        "expires_at": int(h.expires_at),
-                    },
-                    channel=ch.name,
-                ),
-                burst,
-            )
+        """Handle ``floor/responding-to`` (see :meth:`FloorClaims.claim`)."""
+        self.floor.claim(sender, env)
         self._rearm()
-
-    def _relay(self, ch: Channel, env: Envelope, burst: bool) -> None:
-        """Send an informational floor envelope to ``ch``: at once, or with its burst.
-
-        Claims come in bursts (every agent that saw a message claims it at once); relaying
-        each claim, and each change of holder, to every member as it was handled cost one
-        write per member per envelope, and delayed the yields of the claims handled after it
-        (20 claims in 21 members' channel: 8 ms to the last yield). So only the first claim
-        handled in a turn of the event loop is relayed at once; the relays of later claims in
-        the same turn (``burst``) follow at the end of the turn, one write per member, in the
-        order the claims were handled, after their yields.
-        """
-        if not burst:
-            self.router.delivery.fanout(ch, env)
-        else:
-            queued = self._relays.get(ch)
-            if queued is None:
-                self._relays[ch] = [env]
-            else:
-                queued.append(env)
-        if self._relay_handle is None:
-            self._relay_handle = asyncio.get_running_loop().call_soon(self.flush_relays)
 
     @property
     def relays_pending(self) -> bool:
         """Whether claim relays wait for the end of this turn (a message must not pass them)."""
-        return bool(self._relays)
+        return self.floor.relays_pending
 
     def flush_relays(self) -> None:
-        """Write the queued relays now (the event loop calls this at the end of a turn)."""
-        if self._relay_handle is not None:
-            self._relay_handle.cancel()
-            self._relay_handle = None
-        relays, self._relays = self._relays, {}
-        for ch, envs in relays.items():
-            self.router.delivery.fanout_all(ch, envs)
+        """Write the queued claim relays now."""
+        self.floor.flush_relays()
 
     def spoke(self, sender: Sender, env: Envelope) -> None:
         """``sender`` wrote in a channel: the claims it holds there are done."""
-        eng = self.spaces[sender.space.id]
-        if not eng.floor.holds(sender.id) or env.channel is None:
-            return
-        cid = env.correlation_id
-        reply_to = [cid] if isinstance(cid, str) else cid
-        for rel in eng.floor.spoke(env.channel, sender.id, reply_to):
-            self._released(sender.space, rel)
-        self._rearm()
-
-    def _released(self, space: SpaceState, rel: Release) -> None:
-        c = rel.claim
-        self.router.activity.publish(
-            "claim-released",
-            space.id,
-            channel=c.channel,
-            msg_id=c.msg_id,
-            participant=c.holder,
-            reason=rel.reason,
-        )
+        if self.floor.spoke(sender, env):
+            self._rearm()
 
     # ------------------------------------------------------------------ markers and sleep
 
@@ -376,9 +236,9 @@ class Coordination:
 
         A sleeping sender wakes (unless the message only renews its sleep); ``@@cb`` markers
         schedule callbacks (a refused one answers an error, the rest still goes through).
-        A message that is refused as a whole (a sleep over HTTP, an unknown destination) is
-        refused before anything is scheduled. Returns whether anything is left to relay, and
-        the sleep to apply after delivery.
+        A message that is refused as a whole (a sleep over HTTP; an unknown destination was
+        refused by admission already) is refused before anything is scheduled. Returns whether
+        anything is left to relay, and the sleep to apply after delivery.
         """
         parsed: Parsed | None = None
         if env.kind == "chat":
@@ -387,14 +247,12 @@ class Coordination:
                 parsed = parse_markers(text)
                 if not parsed.callbacks and not parsed.sleeps:
                     parsed = None
-        if parsed is not None:
-            if parsed.sleeps and not isinstance(sender, Session):
-                raise ProtocolError(
-                    ErrorCode.INVALID_ENVELOPE,
-                    "@@sleep markers need a WebSocket connection: only a connected participant "
-                    "can sleep",
-                )
-            self.router.check_destination(sender, env)
+        if parsed is not None and parsed.sleeps and not isinstance(sender, Session):
+            raise ProtocolError(
+                ErrorCode.INVALID_ENVELOPE,
+                "@@sleep markers need a WebSocket connection: only a connected participant "
+                "can sleep",
+            )
         renews = parsed is not None and bool(parsed.sleeps)
         if isinstance(sender, Session) and sender.wake_at is not None and not renews:
             self.wake(sender, reason="spoke")
@@ -497,7 +355,7 @@ class Coordination:
         def deliver_buffered() -> None:  # after the wake DM, before anything sent later
             if s.space.online.get(s.id) is s:
                 for env in buffered:
-                    r.deliver_to(s, env)
+                    r.delivery.deliver_to(s, env)
 
         r.store.after_commit(deliver_buffered)
         r.delivery.queue_presence(s.space, "update", s.summary())
@@ -531,8 +389,9 @@ class Coordination:
     # ------------------------------------------------------------------ delivery by the server
 
     def server_send(self, space: SpaceState, env: Envelope) -> Envelope:
-        """Route a message from ``@server`` (a DM when it has ``to``, else to its channel)."""
-        return self.router.route(self._servers[space.id], env)
+        """Send a message from ``@server`` (a DM when it has ``to``, else to its channel)."""
+        assert self.post is not None, "the gateway wires Coordination.post"
+        return self.post(self._servers[space.id], env)
 
     # ------------------------------------------------------------------ the timer
 
@@ -596,7 +455,7 @@ class Coordination:
         elif what == "floor":
             rel = eng.floor.expire(ident, parts[3])
             if rel is not None:
-                self._released(space, rel)
+                self.floor.released(space, rel)
 
     def _deliver_callback(
         self, space: SpaceState, cb: Callback, dropped: str | None, now: float

@@ -19,9 +19,9 @@ from typing import Any
 
 from aiohttp import web
 
-from hubbub.protocol.errors import ProtocolError
-from hubbub.server.access import request_token
-from hubbub.server.router import Router
+from hubbub.protocol.errors import ErrorCode, ProtocolError
+from hubbub.server.gateway import Gateway
+from hubbub.server.http.access import request_token
 from hubbub.server.web_assets import page_response
 
 MAKE_TOKEN = "hubbub token create --space space.yaml --id <your name> --kind human"
@@ -31,12 +31,13 @@ def _refuse(status: int, error: str, message: str) -> web.Response:
     return web.json_response({"error": error, "message": message}, status=status)
 
 
-def chat_session(router: Router, token: str | None, wanted: str | None) -> web.Response:
+def chat_session(router: Gateway, token: str | None, wanted: str | None) -> web.Response:
     """Who signs in with ``token`` (or how to sign in to space ``wanted`` without one)."""
-    default = "default" if len(router.spaces) != 1 else next(iter(router.spaces))
-    if token:
-        owner = router.auth.lookup_token(token)
-        if owner is None:
+    try:
+        caller = router.auth.resolve(token, wanted, "a chat page", open_ok=False)
+    except ProtocolError as exc:
+        sid = router.auth.addressed_space(wanted)
+        if exc.code is ErrorCode.AUTH_FAILED and token:
             return _refuse(
                 401,
                 "auth_failed",
@@ -44,52 +45,53 @@ def chat_session(router: Router, token: str | None, wanted: str | None) -> web.R
                 f"one (`{MAKE_TOKEN}`)"
                 + (
                     "; this space is open, so you can also sign in with a name"
-                    if _open(router, wanted or default)
+                    if _open(router, sid)
                     else ""
                 ),
             )
-        sid, pid = owner
-        if wanted and wanted != sid:
+        if exc.code is ErrorCode.WRONG_SPACE:
+            owner = router.auth.lookup_token(token) if token else None
+            home = owner[0] if owner else sid
             return _refuse(
                 403,
                 "wrong_space",
-                f"this token belongs to space {sid!r}, not {wanted!r}: open /chat?space={sid}",
+                f"this token belongs to space {home!r}, not {wanted!r}: open /chat?space={home}",
             )
-        try:
-            router.bans.check(sid, pid)
-        except ProtocolError as exc:
-            return _refuse(403, exc.code.value, exc.message)
-        p = router.spaces[sid].config.participants[pid]
-        body: dict[str, Any] = {"space": sid, "id": pid, "kind": p.kind, "open": _open(router, sid)}
-        body["dm_seq"] = router.spaces[sid].dm_seq
-        return web.json_response(body)
-    sid = wanted or default
-    space = router.spaces.get(sid)
-    if space is None:
-        return _refuse(
-            404,
-            "unknown_space",
-            f"space {sid!r} does not exist on this gateway; known spaces: "
-            f"{', '.join(sorted(router.spaces))} (open /chat?space=<one of them>)",
-        )
-    if not space.config.open:
+        if exc.code is ErrorCode.UNKNOWN_SPACE:
+            return _refuse(
+                404,
+                "unknown_space",
+                f"space {sid!r} does not exist on this gateway; known spaces: "
+                f"{', '.join(sorted(router.spaces))} (open /chat?space=<one of them>)",
+            )
         # not a refusal: the answer to "how do I sign in here?" (the page asks before anyone has)
-        body = {"space": sid, "id": None, "kind": None, "open": False}
+        body: dict[str, Any] = {"space": sid, "id": None, "kind": None, "open": False}
         body["message"] = (
             f"space {sid!r} signs people in with a token: paste yours (it starts with hb_), "
             f"or ask an admin for one (`{MAKE_TOKEN}`)"
         )
         return web.json_response(body)
-    body = {"space": sid, "id": None, "kind": None, "open": True, "dm_seq": space.dm_seq}
+    sid, pid = caller.space, caller.id
+    space = router.spaces[sid]
+    if pid is None:
+        body = {"space": sid, "id": None, "kind": None, "open": True, "dm_seq": space.dm_seq}
+        return web.json_response(body)
+    try:
+        router.bans.check(sid, pid)
+    except ProtocolError as exc:
+        return _refuse(403, exc.code.value, exc.message)
+    p = space.config.participants[pid]
+    body = {"space": sid, "id": pid, "kind": p.kind, "open": _open(router, sid)}
+    body["dm_seq"] = space.dm_seq
     return web.json_response(body)
 
 
-def _open(router: Router, sid: str) -> bool:
+def _open(router: Gateway, sid: str) -> bool:
     space = router.spaces.get(sid)
     return space is not None and space.config.open
 
 
-def add_chat_routes(app: web.Application, key: web.AppKey[Router]) -> None:
+def add_chat_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
     """Register ``/chat`` and ``/chat/session``."""
 
     async def page(request: web.Request) -> web.Response:

@@ -10,6 +10,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from hubbub.protocol.dialects import DIALECTS
+
 
 class Metrics:
     """Counts connections, messages in and out, and errors by code."""
@@ -42,7 +44,7 @@ class _Collector(Collector):
         conns = GaugeMetricFamily(
             "hubbub_connections", "Open WebSocket connections by dialect", labels=["dialect"]
         )
-        for dialect in ("mew", "agentchat"):
+        for dialect in DIALECTS:
             conns.add_metric([dialect], self.m.connections[dialect])
         yield conns
         yield CounterMetricFamily(

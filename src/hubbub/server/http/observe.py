@@ -1,13 +1,14 @@
-"""What the dashboard sees: state snapshots of a space, proposals, and activity event hooks.
+"""What the dashboard sees: state snapshots of a space, proposals, and activity events.
 
-The router and delivery call the small hooks here (``routed``, ``presence``) and the
-dashboard's event stream calls :func:`snapshot` / :func:`state`. Nothing here sends to
-participants. What it reads of the gateway is :class:`Observed` (the router implements it).
+:class:`ActivityWatcher` subscribes to the pipeline's events (the gateway wires it; the
+pipeline never imports this module) and turns deliveries and presence changes into activity
+events; the dashboard's event stream calls :func:`snapshot` / :func:`state`. Nothing here
+sends to participants. What it reads of the gateway is :class:`Observed`.
 """
 
 from __future__ import annotations
 
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -16,10 +17,11 @@ import msgspec
 from hubbub import __version__
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.ids import SERVER_ID
-from hubbub.server.activity import Activity, Event
-from hubbub.server.bans import BanList
-from hubbub.server.space import SpaceState
-from hubbub.server.space_engines import SpaceEngines
+from hubbub.server.admission.bans import BanList
+from hubbub.server.core.space_engines import SpaceEngines
+from hubbub.server.state.activity import Activity, Event
+from hubbub.server.state.proposals import Proposal
+from hubbub.server.state.space import SpaceState
 
 TEXT_MAX = 500
 """Longest message text copied into an activity event (the rest is cut with an ellipsis)."""
@@ -38,57 +40,29 @@ def _size(value: Any) -> int:
         return PAYLOAD_MAX + 1
 
 
-class ProposalBoard:
-    """Pending MCP proposals per space and the fulfilments that answer them (bounded)."""
+def board_entry(p: Proposal) -> dict[str, Any]:
+    """An open proposal as the dashboard's board lists it."""
+    entry = _proposal_entry(p.env)
+    if p.approved_by is not None:
+        entry["status"] = "approved"
+        entry["approved_by"] = p.approved_by
+    return entry
 
-    def __init__(self, capacity: int = 1000) -> None:
-        self.capacity = capacity
-        self._pending: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
-        self._fulfilments: OrderedDict[tuple[str, str], str] = OrderedDict()
 
-    def pending(self, space: str) -> list[dict[str, Any]]:
-        """Open proposals of ``space`` (waiting for an operator, or approved and running)."""
-        return [dict(p) for (sid, _), p in self._pending.items() if sid == space]
-
-    def _bound(self, table: OrderedDict[Any, Any]) -> None:
-        while len(table) > self.capacity:
-            table.popitem(last=False)
-
-    def observe(self, space: str, env: Envelope) -> tuple[str, dict[str, Any]] | None:
-        """Record one routed MCP envelope; return the activity event it means, if any."""
-        kind = env.kind
-        if kind == "mcp/proposal":
-            entry = _proposal_entry(env)
-            self._pending[(space, env.id)] = entry
-            self._bound(self._pending)
-            return "proposal", entry
-        for cid in env.correlation_ids():
-            if kind == "mcp/request":
-                found = self._pending.get((space, cid))
-                if found is None:
-                    continue
-                found["status"] = "approved"
-                found["approved_by"] = env.from_
-                self._fulfilments[(space, env.id)] = cid
-                self._bound(self._fulfilments)
-                return "proposal-approved", {"id": cid, "participant": env.from_, "to": env.to}
-            if kind == "mcp/response":
-                pid = self._fulfilments.pop((space, cid), None)
-                if pid is None:
-                    continue
-                self._pending.pop((space, pid), None)
-                return "proposal-result", {"id": pid, "participant": env.from_} | _outcome(env)
-            if kind in ("mcp/reject", "mcp/withdraw"):
-                if self._pending.pop((space, cid), None) is None:
-                    continue
-                reason = env.payload.get("reason")
-                event = "proposal-rejected" if kind == "mcp/reject" else "proposal-withdrawn"
-                return event, {
-                    "id": cid,
-                    "participant": env.from_,
-                    "reason": _cut(str(reason), 300) if reason is not None else None,
-                }
-        return None
+def _outcome_fields(event: str, pid: str, env: Envelope) -> dict[str, Any]:
+    """The activity-event fields of what ``env`` meant for proposal ``pid``."""
+    if event == "proposal":
+        return _proposal_entry(env)
+    if event == "proposal-approved":
+        return {"id": pid, "participant": env.from_, "to": env.to}
+    if event == "proposal-result":
+        return {"id": pid, "participant": env.from_} | _outcome(env)
+    reason = env.payload.get("reason")
+    return {
+        "id": pid,
+        "participant": env.from_,
+        "reason": _cut(str(reason), 300) if reason is not None else None,
+    }
 
 
 def _proposal_entry(env: Envelope) -> dict[str, Any]:
@@ -154,16 +128,11 @@ class EngineView(Protocol):
 
 
 class Observed(Protocol):
-    """The gateway as the dashboard reads it (the router implements it)."""
+    """The gateway as the dashboard reads it (the gateway implements it)."""
 
     @property
     def activity(self) -> Activity:
         """The activity feed."""
-        ...
-
-    @property
-    def proposal_board(self) -> ProposalBoard:
-        """Pending proposals and their fulfilments."""
         ...
 
     @property
@@ -187,7 +156,26 @@ class Observed(Protocol):
         ...
 
 
-# ---------------------------------------------------------------------- router hooks
+# ---------------------------------------------------------------------- pipeline events
+
+
+class ActivityWatcher:
+    """Turns the pipeline's events into activity events (an :class:`~.events.Watcher`)."""
+
+    def __init__(self, gateway: Observed) -> None:
+        self.gateway = gateway
+
+    def wants(self, env: Envelope) -> bool:
+        """Proposals always (the board tracks them), other messages while someone watches."""
+        return self.gateway.activity.watched or env.kind.startswith("mcp/")
+
+    def routed(self, space: SpaceState, env: Envelope) -> None:
+        """A message was delivered."""
+        routed(self.gateway, space, env)
+
+    def presence(self, space: str, event: str, entry: dict[str, Any], channel: str | None) -> None:
+        """A presence change was announced."""
+        presence(self.gateway.activity, space, event, entry, channel)
 
 
 def message_fields(env: Envelope) -> dict[str, Any]:
@@ -215,9 +203,10 @@ def routed(router: Observed, space: SpaceState, env: Envelope) -> None:
     """A message was delivered: proposals are always recorded, the rest when watched."""
     activity = router.activity
     if env.kind.startswith("mcp/"):
-        found = router.proposal_board.observe(space.id, env)
+        found = space.proposals.outcome(env)
         if found is not None:
-            activity.publish(found[0], space.id, **found[1])
+            event, pid = found
+            activity.publish(event, space.id, **_outcome_fields(event, pid, env))
             return
     if activity.watched and env.from_ != SERVER_ID:
         activity.publish("message", space.id, **message_fields(env))
@@ -311,7 +300,7 @@ def state(router: Observed, space: SpaceState) -> dict[str, Any]:
         "channels": channels,
         "participants": participants,
         "floor": floor,
-        "proposals": router.proposal_board.pending(space.id),
+        "proposals": [board_entry(p) for p in space.proposals.open()],
         "banned": sorted(banned),
     }
 

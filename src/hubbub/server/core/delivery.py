@@ -1,34 +1,47 @@
 """Delivery: writing envelopes to the sessions connected to this process.
 
-One place for every write to a participant: to one session in its dialect, to every member
-of a channel (encoded once per dialect, the same bytes to all), and presence changes queued
-per space and sent as few frames. The router and coordination both deliver through a
-:class:`Delivery`; neither writes to a connection itself. Nothing here decides who may send
-what (admission) or numbers and stores messages (sequencing and storage): it is handed
-envelopes that are already accepted, and durable where they must be.
+The last stage of the pipeline (admission → sequencer → delivery) and one place for every
+write to a participant: to one session in its dialect, a committed channel message to every
+member (encoded once per dialect, the same bytes to all), a committed direct message to its
+parties (moving their DM marks), and presence changes queued per space and sent as few
+frames. The sessions, requests and coordination all deliver through a :class:`Delivery`;
+none writes to a connection itself. Nothing here decides who may send what (admission) or
+numbers and stores messages (the sequencer): it is handed envelopes that are already
+accepted, and durable where they must be. Sleeping members are handed to the coordination
+engines' :class:`SleepHook`; which dialect a member speaks is asked of the dialect itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
-from hubbub.protocol.agentchat import AgentchatDialect
 from hubbub.protocol.dialect import Dialect
-from hubbub.protocol.envelope import PROTOCOL, Envelope, encode
+from hubbub.protocol.dialects import DIALECTS as DIALECTS
+from hubbub.protocol.envelope import PROTOCOL, Envelope
 from hubbub.protocol.errors import ProtocolError
 from hubbub.protocol.ids import SERVER_ID, Clock, UlidGenerator
-from hubbub.protocol.mew import MewDialect
-from hubbub.server import observe  # dashboard feed
-from hubbub.server.activity import Activity
+from hubbub.server.admission.sender import Sender
 from hubbub.server.config import Limits
-from hubbub.server.connection import ws_text_frame, ws_text_frames
-from hubbub.server.metrics import Metrics
-from hubbub.server.space import Channel, Session, SpaceState
+from hubbub.server.core.dm_marks import DmMarks
+from hubbub.server.core.events import Events
+from hubbub.server.state.activity import Activity
+from hubbub.server.state.connection import ws_text_frame, ws_text_frames
+from hubbub.server.state.metrics import Metrics
+from hubbub.server.state.space import Channel, Session, SpaceState
 
-DIALECTS: dict[str, Dialect] = {"mew": MewDialect(), "agentchat": AgentchatDialect()}
-"""The codec of each dialect, by name."""
+
+class SleepHook(Protocol):
+    """The coordination engines' say over what reaches a sleeping member (buffer or drop)."""
+
+    def to_sleepers(self, space: SpaceState, ch: Channel, env: Envelope) -> None:
+        """A channel message reached ``ch``'s sleeping members."""
+        ...
+
+    def to_sleeper(self, s: Session, env: Envelope) -> None:
+        """A direct message reached sleeping ``s``."""
+        ...
 
 
 def _send_to_listeners(ch: Channel, dialect: str, buf: bytes) -> int:
@@ -44,6 +57,14 @@ def _send_to_listeners(ch: Channel, dialect: str, buf: bytes) -> int:
     return n
 
 
+def _frames(dialect: Dialect, env: Envelope, data: bytes | None = None) -> bytes:
+    """``env`` framed for ``dialect`` (``data``: its stored JSON, sent as it is where the
+    dialect's frames are envelopes); empty when the dialect cannot express it."""
+    if data is not None and dialect.frames_are_envelopes:
+        return ws_text_frame(data)
+    return ws_text_frames(dialect.encode(env))
+
+
 class Delivery:
     """Writes envelopes to this process's sessions: one, a channel's members, presence."""
 
@@ -55,6 +76,8 @@ class Delivery:
         clock: Clock,
         ids: UlidGenerator,
         shutting_down: Callable[[], bool] = lambda: False,
+        marks: DmMarks | None = None,
+        events: Events | None = None,
     ) -> None:
         self.limits = limits
         self.metrics = metrics
@@ -63,6 +86,11 @@ class Delivery:
         self.ids = ids
         self.shutting_down = shutting_down
         """Whether the server is closing every connection (presence is then not announced)."""
+        self.marks = marks
+        """Where DMs written to their parties are noted (None: not noted, as in unit tests)."""
+        self.events = events or Events()
+        self.sleepers: SleepHook | None = None
+        """The engines' hook for sleeping members (the gateway wires coordination in)."""
 
     # ------------------------------------------------------------------ envelopes
 
@@ -100,13 +128,16 @@ class Delivery:
         s.conn.send_payloads(payloads)
         self.metrics.messages_out += 1
 
-    def send_shared(self, s: Session, env: Envelope, frames: dict[str, bytes]) -> None:
+    def send_shared(
+        self, s: Session, env: Envelope, frames: dict[str, bytes], data: bytes | None = None
+    ) -> None:
         """Write ``env`` to ``s``, encoded once per dialect across the calls sharing
-        ``frames`` (dialect name → framed bytes; an empty entry: not expressible there)."""
-        dname = s.conn.dialect.name
-        buf = frames.get(dname)
+        ``frames`` (dialect name → framed bytes; an empty entry: not expressible there;
+        ``data``: the envelope's JSON, when the caller has it)."""
+        dialect = s.conn.dialect
+        buf = frames.get(dialect.name)
         if buf is None:
-            buf = frames[dname] = ws_text_frames(s.conn.dialect.encode(env))
+            buf = frames[dialect.name] = _frames(dialect, env, data)
         if buf:
             s.conn.send(buf)
             self.metrics.messages_out += 1
@@ -118,21 +149,64 @@ class Delivery:
             self.activity.publish(
                 "error", s.space.id, participant=s.id, code=exc.code.value, message=exc.message
             )
-        payload: dict[str, Any] = {"error": exc.code.value, "message": exc.message, **exc.extra}
         cid = [exc.correlation_id] if exc.correlation_id else None
-        self.send(s, self.server_env("system/error", payload, to=[s.id], correlation_id=cid))
+        self.send(s, self.server_env("system/error", exc.payload(), to=[s.id], correlation_id=cid))
+
+    def deliver_to(self, s: Session, env: Envelope) -> None:
+        """Send a stored or server-made envelope to one session (a DM counts as read)."""
+        self.send(s, env)
+        if env.channel is None and env.seq is not None and self.marks is not None:
+            self.marks.advance(s, env.seq)  # a DM held for a sleeper, delivered at its wake
+
+    # ------------------------------------------------------------------ committed messages
+
+    def channel(
+        self, space: SpaceState, ch: Channel, env: Envelope, data: bytes, extra: Sequence[str]
+    ) -> None:
+        """A committed channel message: every awake member, the sleepers' hook, and the
+        ``extra`` recipients outside the channel (a proposer hearing its proposal's outcome)."""
+        self.fanout(ch, env, data)
+        if ch.sleepers and self.sleepers is not None:
+            self.sleepers.to_sleepers(space, ch, env)
+        for pid in extra:
+            other = space.online.get(pid)
+            if other is not None and pid not in ch.members:
+                self.send(other, env)
+
+    def dm(self, sender: Sender, env: Envelope, data: bytes, extra: Sequence[str]) -> None:
+        """A committed direct message: written to its online parties (sleepers buffer it; the
+        offline get it from the store when they come back), each party's mark moved."""
+        space = sender.space
+        seq = env.seq or 0
+        to = env.to or []
+        frames: dict[str, bytes] = {}
+        targets = [space.online[p] for p in to if p in space.online]
+        if (
+            isinstance(sender, Session)
+            and sender.id not in to
+            and space.online.get(sender.id) is sender
+        ):
+            targets.append(sender)
+        targets.extend(
+            space.online[p] for p in extra if p in space.online and p not in to and p != sender.id
+        )
+        for s in targets:
+            if s.wake_at is not None and self.sleepers is not None:
+                self.sleepers.to_sleeper(s, env)
+                continue
+            self.send_shared(s, env, frames, data)
+            if (s.id in to or s is sender) and self.marks is not None:
+                self.marks.advance(s, seq)
 
     def fanout(self, ch: Channel, env: Envelope, data: bytes | None = None) -> None:
         """Write one envelope to every awake member: encoded once per dialect, same bytes to
         all (``data``: its MEW encoding, when the caller has it)."""
         n = 0
-        if ch.by_dialect["mew"] or ch.groups["mew"]:
-            frame = ws_text_frame(data if data is not None else encode(env))
-            n += _send_to_listeners(ch, "mew", frame)
-        if ch.by_dialect["agentchat"] or ch.groups["agentchat"]:
-            buf = ws_text_frames(DIALECTS["agentchat"].encode(env))
-            if buf:
-                n += _send_to_listeners(ch, "agentchat", buf)
+        for dname, conns in ch.by_dialect.items():
+            if conns or ch.groups[dname]:
+                buf = _frames(DIALECTS[dname], env, data)
+                if buf:
+                    n += _send_to_listeners(ch, dname, buf)
         self.metrics.messages_out += n
 
     def fanout_all(self, ch: Channel, envs: Sequence[Envelope]) -> None:
@@ -144,11 +218,7 @@ class Delivery:
         for dname, conns in ch.by_dialect.items():
             if not conns and not ch.groups[dname]:
                 continue
-            if dname == "mew":
-                buf = b"".join(ws_text_frame(encode(e)) for e in envs)
-            else:
-                dialect = DIALECTS[dname]
-                buf = ws_text_frames([p for e in envs for p in dialect.encode(e)])
+            buf = b"".join(_frames(DIALECTS[dname], e) for e in envs)
             if buf:
                 n += _send_to_listeners(ch, dname, buf)
         self.metrics.messages_out += n * len(envs)
@@ -162,7 +232,7 @@ class Delivery:
         whole space) with the next presence flush of ``space``."""
         if self.shutting_down():
             return  # everyone is leaving: announcing each departure to the rest is O(N²)
-        observe.presence(self.activity, space.id, event, entry, channel)  # dashboard feed
+        self.events.presence(space.id, event, entry, channel)
         space.pending_presence.append((event, entry, channel))
         if not space.presence_scheduled:
             space.presence_scheduled = True

@@ -1,0 +1,108 @@
+"""The kind table: every kind the protocol knows, who sends it and what the gateway does with it.
+
+One row per kind, the only place these rules are written. The gateway's admission reads
+``sender`` (who may send it), its sequencer ``stored`` (numbered, stored, echoed; a resend of
+its id repeats it), its router ``request`` (answered by the gateway's own request handlers
+instead of being delivered) and the coordination hook ``engines`` (what the engines look at:
+``"markers"`` for ``@@`` markers and floor release, ``"wake"`` for a sleeping sender's wake,
+``"claim"`` for a floor claim, ``""`` nothing). The sets that clients and the SDK use
+(:data:`CLIENT_KINDS`, :data:`STORED_KINDS`, …) are derived from the table.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, NamedTuple
+
+Sender = Literal["client", "server"]
+EngineInterest = Literal["markers", "wake", "claim", ""]
+
+
+class KindSpec(NamedTuple):
+    """How the gateway treats one kind."""
+
+    name: str
+    sender: Sender
+    """``client``: a participant may send it; ``server``: only the gateway sends it."""
+    stored: bool = False
+    """Numbered in its channel or the DM stream, stored, and echoed to its sender."""
+    request: bool = False
+    """Answered or acted on by the gateway itself (a request handler), never fanned out as is."""
+    engines: EngineInterest = ""
+    """What the coordination engines do with it before it is sequenced."""
+    standard: bool = True
+    """Part of MEW v0.4 (else a hubbub or agentchat extension)."""
+
+
+def _client(name: str, **kw: object) -> KindSpec:
+    return KindSpec(name, "client", **kw)  # type: ignore[arg-type]
+
+
+def _server(name: str, standard: bool = False) -> KindSpec:
+    return KindSpec(name, "server", standard=standard)
+
+
+_TABLE: Final = (
+    # messages: stored, sequenced, delivered; a sleeping sender wakes
+    _client("chat", stored=True, engines="markers"),
+    _client("chat/acknowledge", stored=True, engines="wake"),
+    _client("chat/cancel", stored=True, engines="wake"),
+    _client("mcp/request", stored=True, engines="wake"),
+    _client("mcp/response", stored=True, engines="wake"),
+    _client("mcp/proposal", stored=True, engines="wake"),
+    _client("mcp/withdraw", stored=True, engines="wake"),
+    _client("mcp/reject", stored=True, engines="wake"),
+    _client("reasoning/start", stored=True, engines="wake"),
+    _client("reasoning/thought", stored=True, engines="wake"),
+    _client("reasoning/conclusion", stored=True, engines="wake"),
+    _client("reasoning/cancel", stored=True, engines="wake"),
+    _client("capability/grant-ack", stored=True, engines="wake"),
+    _client("participant/pause", stored=True, engines="wake"),
+    _client("participant/resume", stored=True, engines="wake"),
+    _client("participant/status", stored=True, engines="wake"),
+    _client("participant/request-status", stored=True, engines="wake"),
+    # standard kinds the gateway acts on (a grant or revoke is then stored as a DM)
+    _client("capability/grant", stored=True, request=True),
+    _client("capability/revoke", stored=True, request=True),
+    _client("system/heartbeat", request=True),
+    # hubbub's control kinds: answered by the gateway
+    _client("channel/join", request=True, standard=False),
+    _client("channel/leave", request=True, standard=False),
+    _client("channel/create", request=True, standard=False),
+    _client("channel/list", request=True, standard=False),
+    _client("channel/members", request=True, standard=False),
+    _client("history/request", request=True, standard=False),
+    _client("floor/responding-to", request=True, engines="claim", standard=False),
+    # sent only by the server
+    _server("system/welcome", standard=True),
+    _server("system/presence", standard=True),
+    _server("system/error", standard=True),
+    _server("channel/joined"),
+    _server("channel/left"),
+    _server("channel/created"),
+    _server("channel/list-response"),
+    _server("channel/members-response"),
+    _server("history/response"),
+    _server("floor/yield"),
+    _server("floor/claimed"),
+    _server("system/session-displaced"),
+)
+
+KINDS: Final[dict[str, KindSpec]] = {spec.name: spec for spec in _TABLE}
+"""Every kind, by name."""
+
+HANDSHAKE_KINDS: Final = frozenset({"system/join"})
+"""Kinds that only open a connection (MEW's join envelope): refused once connected."""
+
+STANDARD_KINDS: Final = frozenset(s.name for s in _TABLE if s.sender == "client" and s.standard)
+"""Kinds of MEW v0.4 that a client sends and the gateway routes."""
+CONTROL_KINDS: Final = frozenset(s.name for s in _TABLE if s.sender == "client" and not s.standard)
+"""Kinds a client sends that the gateway itself answers or acts on (hubbub's extensions)."""
+SERVER_KINDS: Final = frozenset(s.name for s in _TABLE if s.sender == "server")
+"""Kinds only the server may send."""
+CLIENT_KINDS: Final = STANDARD_KINDS | CONTROL_KINDS
+"""Kinds a client may send."""
+STORED_KINDS: Final = frozenset(s.name for s in _TABLE if s.stored)
+"""Kinds the gateway stores and echoes to their sender: their ``id`` names a message that a
+resend can repeat (control kinds and heartbeats are answered, not stored)."""
+REQUEST_KINDS: Final = frozenset(s.name for s in _TABLE if s.request)
+"""Kinds answered by the gateway's request handlers."""

@@ -1,0 +1,1 @@
+"""Admission: who may connect and send what — tokens, bans, channel access, grants, capabilities."""

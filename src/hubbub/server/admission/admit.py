@@ -1,0 +1,229 @@
+"""Admission: the first stage of the pipeline, where a frame is accepted or refused.
+
+One pass over one envelope decides everything a participant can get wrong — the frame's size
+and the sender's rate (:meth:`Admission.check_frame`), then the kind (from the kind table),
+the payload's size, the sender's capabilities, the message id, the proposal rules, a resend,
+whether the store can take it, and where it goes (channel access and bans, or the recipients
+of a direct message) — and resolves the destination once (:meth:`Admission.admit`). What it
+returns is all the later stages need: nothing after admission refuses a message for what its
+sender wrote. The same checks serve the WebSocket and HTTP (``check_rate``, ``channel_for``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, NamedTuple
+
+from hubbub.protocol.envelope import Envelope, encode
+from hubbub.protocol.errors import ErrorCode, ProtocolError
+from hubbub.protocol.ids import DM_STREAM, SERVER_ID, is_participant_id
+from hubbub.protocol.kinds import HANDSHAKE_KINDS, KINDS
+from hubbub.server.admission.authorization import channel_access
+from hubbub.server.admission.bans import BanList
+from hubbub.server.admission.sender import Sender
+from hubbub.server.config import Limits
+from hubbub.server.state.space import Channel, RateBuckets, Session, SpaceState
+from hubbub.store.base import MessageRef, Store
+
+MAX_ID_LEN: Final = 128
+"""Longest client-chosen message id (MEW ids are UUIDs or ULIDs; 128 leaves room)."""
+REQUEST: Final = "request"
+"""The place of a kind the gateway answers itself (see :mod:`hubbub.server.core.requests`)."""
+PRESENCE: Final = "presence"
+"""The place of a bare presence change: its presence broadcast is its delivery."""
+PRESENCE_FIELDS: Final = frozenset({"presence", "status_text"})
+
+
+class Destination(NamedTuple):
+    """Where an admitted envelope goes, resolved once."""
+
+    place: str
+    """A channel's name, :data:`DM_STREAM`, :data:`REQUEST` or :data:`PRESENCE`."""
+    channel: Channel | None = None
+    """The channel, for a channel message."""
+    to: list[str] | None = None
+    """The recipients of a direct message, once each, all known."""
+    original: MessageRef | None = None
+    """A resend of a message already accepted: answered with this original."""
+
+
+class Admission:
+    """Decides whether a participant's envelope is accepted, and where it goes."""
+
+    def __init__(self, limits: Limits, store: Store, bans: BanList, rates: RateBuckets) -> None:
+        self.limits = limits
+        self.store = store
+        self.bans = bans
+        self.rates = rates
+        """Each participant's rate, shared by its connections (also across reconnects) and
+        its HTTP posts."""
+
+    # ------------------------------------------------------------------ the frame
+
+    def check_frame(self, s: Session, data: str | bytes) -> int:
+        """The frame's size in bytes, once its size and its sender's rate are allowed."""
+        size = len(data)
+        limit = self.limits.max_frame_bytes
+        if size * 4 > limit and isinstance(data, str):
+            size = len(data.encode())
+        if size > limit:
+            raise ProtocolError(
+                ErrorCode.FRAME_TOO_LARGE,
+                f"frame of {size} bytes exceeds the limit of {limit} bytes "
+                "(limits.max_frame_bytes); split the content or raise the limit",
+            )
+        if not s.rate.take():
+            raise self.rate_error()
+        return size
+
+    def rate_error(self) -> ProtocolError:
+        """The refusal of a message over its sender's rate."""
+        return ProtocolError(
+            ErrorCode.RATE_LIMITED,
+            f"rate limit exceeded: at most {self.limits.rate_per_s:g} messages/s "
+            f"(burst {self.limits.rate_burst}); this message was refused, resend it later",
+        )
+
+    def check_rate(self, space: SpaceState, pid: str) -> None:
+        """Spend one message of ``pid``'s rate (HTTP posts share it with the WebSocket)."""
+        online = space.online.get(pid)
+        bucket = online.rate if online is not None else self.rates.get(space.id, pid)
+        if not bucket.take():
+            raise self.rate_error()
+
+    # ------------------------------------------------------------------ the envelope
+
+    def admit(self, sender: Sender, env: Envelope, frame_len: int = 0) -> Destination:
+        """Check everything about ``env`` its sender decides; where it goes, or raise."""
+        kind = env.kind
+        client_id = env.id or None
+        spec = KINDS.get(kind)
+        if spec is None or spec.sender != "client":
+            if spec is not None or kind in HANDSHAKE_KINDS:
+                raise ProtocolError(
+                    ErrorCode.UNKNOWN_KIND,
+                    f"kind {kind!r} is sent only by the server",
+                    correlation_id=client_id,
+                )
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_KIND,
+                f"unknown kind {kind!r}; see docs/protocol.md for the kinds the gateway routes",
+                correlation_id=client_id,
+            )
+        if frame_len > self.limits.max_payload_bytes:
+            psize = len(encode(env.payload))
+            if psize > self.limits.max_payload_bytes:
+                raise ProtocolError(
+                    ErrorCode.PAYLOAD_TOO_LARGE,
+                    f"payload of {psize} bytes exceeds the limit of "
+                    f"{self.limits.max_payload_bytes} bytes (limits.max_payload_bytes)",
+                    correlation_id=client_id,
+                )
+        if not sender.caps.allows(kind, env.payload):
+            raise ProtocolError(
+                ErrorCode.CAPABILITY_VIOLATION,
+                f"you may not send kind {kind!r} with this payload; "
+                "ask an admin for a capability/grant",
+                correlation_id=client_id,
+                extra={"attempted_kind": kind, "your_capabilities": sender.caps.capabilities},
+            )
+        if kind == "chat" and not isinstance(env.payload.get("text"), str):
+            raise ProtocolError(
+                ErrorCode.INVALID_ENVELOPE,
+                "chat payload needs 'text' (a string)",
+                correlation_id=client_id,
+            )
+        if client_id is not None and (len(client_id) > MAX_ID_LEN or not client_id.isprintable()):
+            raise ProtocolError(
+                ErrorCode.INVALID_ID,
+                f"message id must be 1-{MAX_ID_LEN} printable characters (a ULID or UUID); "
+                "leave it out and the gateway assigns one",
+            )
+        if isinstance(env.correlation_id, str):
+            env.correlation_id = [env.correlation_id]
+        if kind.startswith("mcp/"):  # proposal rules
+            sender.space.proposals.check(env, sender.id)
+        if spec.stored:
+            if client_id is not None:
+                ref = sender.space.ids.get(client_id)
+                if ref is not None:
+                    return Destination(ref.place, original=self._resend(sender, ref))
+            self.require_store(client_id)
+        if spec.request:
+            return Destination(REQUEST)
+        bare_presence = "presence" in env.payload and env.payload.keys() <= PRESENCE_FIELDS
+        if kind == "participant/status" and bare_presence:
+            return Destination(PRESENCE)
+        try:
+            return self.destination(sender, env)
+        except ProtocolError as exc:
+            # docs/protocol.md: an error quotes the offending frame's id when it had one
+            if exc.correlation_id is None:
+                exc.correlation_id = client_id
+            raise
+
+    def require_store(self, client_id: str | None = None) -> None:
+        """Refuse a message to store while the store is unreachable (nothing is accepted)."""
+        if not self.store.available:
+            raise ProtocolError(
+                ErrorCode.UNAVAILABLE,
+                "the gateway cannot store messages right now (its store is unreachable); "
+                "nothing was accepted: send it again in a few seconds",
+                correlation_id=client_id,
+            )
+
+    def _resend(self, sender: Sender, ref: MessageRef) -> MessageRef:
+        """A message id seen before: the same sender's resend is answered with the original
+        (nothing is delivered twice); another sender's reuse of the id is refused."""
+        if ref.sender != sender.id:
+            raise ProtocolError(
+                ErrorCode.DUPLICATE_ID,
+                f"message id {ref.id!r} is already taken by another participant's message; "
+                "give each message a new unique id (a ULID or UUID) or leave it out",
+                correlation_id=ref.id,
+            )
+        return ref
+
+    # ------------------------------------------------------------------ destinations
+
+    def destination(self, sender: Sender, env: Envelope) -> Destination:
+        """Where ``env`` goes: a direct message's recipients, or the channel (``#general``
+        by default) with its ``to`` checked."""
+        if env.private:
+            to = self.dm_recipients(sender, env.to)
+            return Destination(DM_STREAM, to=to)
+        ch = self.channel_for(sender, "#general" if env.channel is None else env.channel)
+        if env.to is not None:
+            if not env.to:
+                raise ProtocolError(
+                    ErrorCode.INVALID_ENVELOPE,
+                    "'to' must name at least one recipient, or be left out",
+                )
+            self._check_recipients(sender.space, env.to)
+        return Destination(ch.name, channel=ch)
+
+    def dm_recipients(self, sender: Sender, to: list[str] | None) -> list[str]:
+        """The recipients of a DM, once each, all known."""
+        unique = list(dict.fromkeys(to or []))
+        if not unique:
+            raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "'to' must name at least one recipient")
+        self._check_recipients(sender.space, unique)
+        return unique
+
+    def channel_for(self, sender: Sender, name: Any, *, member: bool = True) -> Channel:
+        """The channel ``sender`` may use (``member=False``: may join); see authorization.py."""
+        return channel_access(
+            self.bans, sender.space, sender.id, sender.caps, name, joining=not member
+        )
+
+    def _check_recipients(self, space: SpaceState, to: list[str]) -> None:
+        for pid in to:
+            if not is_participant_id(pid):
+                raise ProtocolError(
+                    ErrorCode.INVALID_ID, f"recipient {pid!r} is not a legal participant id"
+                )
+            if pid not in space.known and pid != SERVER_ID:
+                raise ProtocolError(
+                    ErrorCode.UNKNOWN_PARTICIPANT,
+                    f"no participant {pid!r} in space {space.id!r}; "
+                    "check the id (GET /participants lists them)",
+                )

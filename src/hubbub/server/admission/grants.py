@@ -1,0 +1,54 @@
+"""Each participant's current capabilities: as grants and revokes left them, else configured."""
+
+from __future__ import annotations
+
+import logging
+
+from hubbub.protocol.capabilities import CapabilityError, CapabilitySet
+from hubbub.server.state.space import SpaceState
+from hubbub.store.base import Store
+
+log = logging.getLogger("hubbub.router")
+
+
+class Grants:
+    """The capabilities that grants and revokes set (saved; they win over space.yaml)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._saved: dict[tuple[str, str], CapabilitySet] = {}
+
+    async def load(self, space: SpaceState) -> None:
+        """Read back the capabilities that grants and revokes left (they outlive restarts)."""
+        for pid, saved in (await self.store.capabilities(space.id)).items():
+            try:
+                self._saved[(space.id, pid)] = CapabilitySet(saved)
+            except CapabilityError as exc:
+                log.warning("ignoring the saved capabilities of %s in %s: %s", pid, space.id, exc)
+
+    def current(
+        self, space: SpaceState, pid: str, authenticated: CapabilitySet | None = None
+    ) -> CapabilitySet:
+        """``pid``'s capabilities now: as grants and revokes left them; else those it
+        ``authenticated`` with; else its connection's; else as space.yaml configures it (or
+        an open-mode participant's defaults)."""
+        saved = self._saved.get((space.id, pid))
+        if saved is not None:
+            return saved
+        if authenticated is not None:
+            return authenticated
+        online = space.online.get(pid)
+        if online is not None:
+            return online.caps
+        cfg = space.config.participants.get(pid)
+        return CapabilitySet(
+            cfg.effective_capabilities() if cfg else space.config.open_capabilities()
+        )
+
+    def set(self, space: SpaceState, pid: str, caps: CapabilitySet) -> None:
+        """Replace ``pid``'s capabilities now and for good (its connection's too)."""
+        self._saved[(space.id, pid)] = caps
+        self.store.put_capabilities(space.id, pid, caps.capabilities)
+        s = space.online.get(pid)
+        if s is not None:
+            s.caps = caps

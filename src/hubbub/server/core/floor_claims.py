@@ -1,0 +1,202 @@
+"""Floor claims: ``floor/responding-to`` validated and tracked by the floor engine, relayed
+to the channel, and the yields and holder changes it causes sent out.
+
+Part of the coordination engines' wiring (:mod:`hubbub.server.core.coordination` owns the
+timer and hands claims here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+
+from hubbub.engines.floor import ClaimRejected, Release
+from hubbub.protocol.envelope import Envelope
+from hubbub.protocol.errors import ErrorCode, ProtocolError
+from hubbub.server.admission.authorization import channel_access
+from hubbub.server.admission.bans import BanList
+from hubbub.server.admission.sender import Sender
+from hubbub.server.core.delivery import Delivery
+from hubbub.server.core.space_engines import SpaceEngines
+from hubbub.server.state.activity import Activity
+from hubbub.server.state.space import Channel, Session, SpaceState
+
+
+class FloorClaims:
+    """The floor claims of every space: validation, relays in bursts, yields."""
+
+    def __init__(
+        self,
+        activity: Activity,
+        delivery: Delivery,
+        bans: BanList,
+        spaces: Mapping[str, SpaceEngines],
+        clock: Callable[[], float],
+    ) -> None:
+        self.activity = activity
+        self.delivery = delivery
+        self.bans = bans
+        self.spaces = spaces
+        self.clock = clock
+        self._relays: dict[Channel, list[Envelope]] = {}
+        self._relay_handle: asyncio.Handle | None = None
+
+    def claim(self, sender: Sender, env: Envelope) -> None:
+        """Handle ``floor/responding-to``: validate, track, relay, and send the yields."""
+        if not isinstance(sender, Session):
+            raise ProtocolError(
+                ErrorCode.INVALID_CLAIM, "floor claims need a WebSocket connection (to get YIELD)"
+            )
+        if env.channel is None or env.channel.startswith("@"):
+            raise ProtocolError(
+                ErrorCode.INVALID_CLAIM,
+                "a claim needs 'channel' (a '#channel'): floor control applies to channel "
+                "messages only (DMs are always answered)",
+            )
+        ch = channel_access(self.bans, sender.space, sender.id, sender.caps, env.channel)
+        msg_id, started_at = env.payload.get("msg_id"), env.payload.get("started_at")
+        if not isinstance(msg_id, str) or not msg_id:
+            raise ProtocolError(
+                ErrorCode.INVALID_CLAIM, "a claim needs 'msg_id': the id of the message answered"
+            )
+        if not isinstance(started_at, int) or isinstance(started_at, bool):
+            raise ProtocolError(
+                ErrorCode.INVALID_CLAIM,
+                "a claim needs 'started_at': Unix time in ms (an integer) taken before inference",
+            )
+        eng = self.spaces[sender.space.id]
+        env.payload = {"msg_id": msg_id, "started_at": started_at}
+        burst = self._relay_handle is not None  # another claim was relayed in this turn
+        if not eng.floor.enabled:
+            self._relay(ch, env, burst)  # AGENTCHAT_RESPOND_ENABLED=false: relay only
+            return
+        ref = sender.space.ids.get(msg_id)  # claims name a recent message of this channel
+        msg_ts = (
+            ref.ts_ms if ref is not None and ref.place == ch.name and ref.seq <= ch.seq else None
+        )
+        try:
+            out = eng.floor.claim(
+                self.clock(),
+                ch.name,
+                msg_id,
+                sender.id,
+                started_at,
+                msg_ts=msg_ts,
+                human=sender.kind == "human",
+            )
+        except ClaimRejected as exc:
+            raise ProtocolError(ErrorCode.INVALID_CLAIM, str(exc)) from None
+        space = sender.space
+        if out.changed:  # the feed tells the new holder before the yields it causes
+            h = out.holder
+            self.activity.publish(
+                "claim",
+                space.id,
+                channel=ch.name,
+                msg_id=msg_id,
+                participant=h.holder,
+                started_at=h.started_at,
+                expires_at=int(h.expires_at),
+            )
+        if out.relay:
+            self._relay(ch, env, burst)
+        for loser in out.yielded:
+            target = space.online.get(loser)
+            if target is not None:
+                self.delivery.deliver_to(
+                    target,
+                    self.delivery.server_env(
+                        "floor/yield",
+                        {
+                            "msg_id": msg_id,
+                            "winner": out.winner,
+                            "winner_started_at": out.holder.started_at,
+                            "reason": out.reason,
+                        },
+                        to=[loser],
+                        channel=ch.name,
+                    ),
+                )
+            self.activity.publish(
+                "yield",
+                space.id,
+                channel=ch.name,
+                msg_id=msg_id,
+                participant=loser,
+                winner=out.winner,
+            )
+        if out.changed:
+            self._relay(
+                ch,
+                self.delivery.server_env(
+                    "floor/claimed",
+                    {
+                        "msg_id": msg_id,
+                        "holder": h.holder,
+                        "started_at": h.started_at,
+                        "expires_at": int(h.expires_at),
+                    },
+                    channel=ch.name,
+                ),
+                burst,
+            )
+
+    def _relay(self, ch: Channel, env: Envelope, burst: bool) -> None:
+        """Send an informational floor envelope to ``ch``: at once, or with its burst.
+
+        Claims come in bursts (every agent that saw a message claims it at once); relaying
+        each claim, and each change of holder, to every member as it was handled cost one
+        write per member per envelope, and delayed the yields of the claims handled after it
+        (20 claims in 21 members' channel: 8 ms to the last yield). So only the first claim
+        handled in a turn of the event loop is relayed at once; the relays of later claims in
+        the same turn (``burst``) follow at the end of the turn, one write per member, in the
+        order the claims were handled, after their yields.
+        """
+        if not burst:
+            self.delivery.fanout(ch, env)
+        else:
+            queued = self._relays.get(ch)
+            if queued is None:
+                self._relays[ch] = [env]
+            else:
+                queued.append(env)
+        if self._relay_handle is None:
+            self._relay_handle = asyncio.get_running_loop().call_soon(self.flush_relays)
+
+    @property
+    def relays_pending(self) -> bool:
+        """Whether claim relays wait for the end of this turn (a message must not pass them)."""
+        return bool(self._relays)
+
+    def flush_relays(self) -> None:
+        """Write the queued relays now (the event loop calls this at the end of a turn)."""
+        if self._relay_handle is not None:
+            self._relay_handle.cancel()
+            self._relay_handle = None
+        relays, self._relays = self._relays, {}
+        for ch, envs in relays.items():
+            self.delivery.fanout_all(ch, envs)
+
+    def spoke(self, sender: Sender, env: Envelope) -> bool:
+        """``sender`` wrote in a channel: the claims it holds there are done (True: it held
+        some, so the timers changed)."""
+        eng = self.spaces[sender.space.id]
+        if not eng.floor.holds(sender.id) or env.channel is None:
+            return False
+        cid = env.correlation_id
+        reply_to = [cid] if isinstance(cid, str) else cid
+        for rel in eng.floor.spoke(env.channel, sender.id, reply_to):
+            self.released(sender.space, rel)
+        return True
+
+    def released(self, space: SpaceState, rel: Release) -> None:
+        """A claim ended: the feed says why."""
+        c = rel.claim
+        self.activity.publish(
+            "claim-released",
+            space.id,
+            channel=c.channel,
+            msg_id=c.msg_id,
+            participant=c.holder,
+            reason=rel.reason,
+        )

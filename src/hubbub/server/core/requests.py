@@ -1,0 +1,267 @@
+"""Requests: the kinds the gateway answers itself (the kind table's ``request`` rows).
+
+Channel membership, channel listing, history pages, capability changes, heartbeats and floor
+claims. Each handler checks what is particular to its kind and acts through the public calls
+of the other parts (admission's channel access, the sequencer's join and DM stream, the
+sessions' capabilities, the engines' claim); answers go out after what the sender sent before
+them is delivered, so a connection's answers come in the order of its frames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from hubbub.protocol.capabilities import CapabilityError, validate_capabilities
+from hubbub.protocol.envelope import Envelope
+from hubbub.protocol.errors import ErrorCode, ProtocolError
+from hubbub.protocol.ids import DM_STREAM, is_channel
+from hubbub.protocol.kinds import REQUEST_KINDS
+from hubbub.server.admission.admit import Admission, Destination
+from hubbub.server.admission.authorization import check_grant
+from hubbub.server.admission.grants import Grants
+from hubbub.server.admission.sender import Sender
+from hubbub.server.config import Limits
+from hubbub.server.core.coordination import Coordination
+from hubbub.server.core.delivery import Delivery
+from hubbub.server.core.sequencer import HISTORY_CACHE, Sequencer, clamp_seq
+from hubbub.server.core.sessions import Sessions
+from hubbub.server.core.tasks import Tasks
+from hubbub.server.state.space import Channel, Session
+from hubbub.store.base import Store
+
+Handler = Callable[[Sender, Envelope, int], None]
+
+
+def _session(sender: Sender, kind: str) -> Session:
+    """``sender`` as a connected session; these requests need one."""
+    if not isinstance(sender, Session):
+        raise ProtocolError(ErrorCode.INVALID_ENVELOPE, f"{kind} needs a WebSocket connection")
+    return sender
+
+
+class Requests:
+    """Answers the control kinds; one handler per kind of the kind table's ``request`` rows."""
+
+    def __init__(
+        self,
+        limits: Limits,
+        store: Store,
+        admission: Admission,
+        sequencer: Sequencer,
+        sessions: Sessions,
+        grants: Grants,
+        delivery: Delivery,
+        coordination: Coordination,
+        tasks: Tasks,
+    ) -> None:
+        self.limits = limits
+        self.store = store
+        self.admission = admission
+        self.sequencer = sequencer
+        self.sessions = sessions
+        self.grants = grants
+        self.delivery = delivery
+        self.coordination = coordination
+        self.tasks = tasks
+        self.handlers: dict[str, Handler] = {
+            "floor/responding-to": self._claim,
+            "channel/join": self._join,
+            "channel/leave": self._leave,
+            "channel/create": self._create,
+            "channel/list": self._list,
+            "channel/members": self._members,
+            "history/request": self._history,
+            "system/heartbeat": self._heartbeat,
+            "capability/grant": self._capability,
+            "capability/revoke": self._capability,
+        }
+        assert self.handlers.keys() == REQUEST_KINDS, "one handler per request kind"
+
+    def handle(self, sender: Sender, env: Envelope, now: int) -> None:
+        """Act on one admitted request."""
+        self.handlers[env.kind](sender, env, now)
+
+    def reply(self, sender: Sender, req: Envelope, kind: str, payload: dict[str, Any]) -> None:
+        """Answer ``req`` once what ``sender`` sent before it is delivered."""
+        if isinstance(sender, Session):
+            answer = self.delivery.server_env(
+                kind, payload, to=[sender.id], correlation_id=[req.id]
+            )
+            self.store.after_commit(lambda: self.delivery.send(sender, answer))
+
+    # ------------------------------------------------------------------ channels
+
+    def _join(self, sender: Sender, env: Envelope, now: int) -> None:
+        s = _session(sender, "channel/join")
+        name = env.payload.get("channel")
+        after = env.payload.get("after_seq")
+        if after is not None and (
+            not isinstance(after, int) or isinstance(after, bool) or after < 0
+        ):
+            raise ProtocolError(
+                ErrorCode.INVALID_ENVELOPE, "after_seq must be a non-negative integer"
+            )
+        ch = self.admission.channel_for(s, name, member=False)
+        rejoin = s.id in ch.members  # answered again (with history), announced only once
+        ch.add_joining(s)  # a message sent right after the join frame is accepted
+
+        async def join() -> None:
+            checked = self.admission.channel_for(s, ch.name, member=False)  # still allowed
+            await self.sequencer.join(s, checked, after, announce=not rejoin)
+
+        self.tasks.spawn(join(), answer=s)
+
+    def _leave(self, sender: Sender, env: Envelope, now: int) -> None:
+        s = _session(sender, "channel/leave")
+        name = env.payload.get("channel")
+        ch = self.admission.channel_for(s, name)
+        ch.remove(s)
+        self.reply(s, env, "channel/left", {"channel": name})
+        self.delivery.queue_presence(s.space, "leave", s.summary(), channel=name)
+
+    def _create(self, sender: Sender, env: Envelope, now: int) -> None:
+        name = env.payload.get("channel")
+        if not isinstance(name, str) or not is_channel(name):
+            raise ProtocolError(
+                ErrorCode.INVALID_CHANNEL,
+                f"{name!r} is not a channel name: write '#' then 1-31 of [A-Za-z0-9_-]",
+            )
+        space = sender.space
+        if name in space.channels:
+            raise ProtocolError(ErrorCode.CHANNEL_EXISTS, f"channel {name} already exists; join it")
+        most = self.limits.max_channels
+        if len(space.channels) >= most:
+            raise ProtocolError(
+                ErrorCode.CHANNEL_LIMIT,
+                f"space {space.id!r} has {len(space.channels)} channels, the most it may have "
+                f"(limits.max_channels = {most}): join an existing channel (channel/list lists "
+                "them) or ask the operator to raise HUBBUB_MAX_CHANNELS",
+            )
+        ch = space.channels[name] = Channel(name, 0, HISTORY_CACHE)
+        self.store.put_channel(space.id, name)
+        if isinstance(sender, Session):
+            s = sender
+            ch.add_joining(s)  # a message sent right after the create frame is accepted
+
+            async def join_when_stored() -> None:
+                await self.store.flush()  # the creator hears of the channel once it is durable
+                await self.sequencer.join(
+                    s, self.admission.channel_for(s, name, member=False), None
+                )
+
+            self.tasks.spawn(join_when_stored(), answer=s)
+
+    def _list(self, sender: Sender, env: Envelope, now: int) -> None:
+        chans = [
+            {"name": c.name, "members": len(c.members)} for c in sender.space.channels.values()
+        ]
+        self.reply(sender, env, "channel/list-response", {"channels": chans})
+
+    def _members(self, sender: Sender, env: Envelope, now: int) -> None:
+        ch = self.admission.channel_for(sender, env.payload.get("channel"), member=False)
+        self.reply(
+            sender,
+            env,
+            "channel/members-response",
+            {
+                "channel": ch.name,
+                "members": list(ch.members),
+                "participants": [m.summary() for m in ch.members.values()],
+            },
+        )
+
+    # ------------------------------------------------------------------ history
+
+    def _bounds(self, p: dict[str, Any]) -> tuple[int | None, int | None, int]:
+        """A history request's ``after_seq``, ``before_seq`` and ``limit``, checked and clamped."""
+        after, before, limit = p.get("after_seq"), p.get("before_seq"), p.get("limit", 50)
+        for key, val in (("after_seq", after), ("before_seq", before), ("limit", limit)):
+            if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 0):
+                raise ProtocolError(
+                    ErrorCode.INVALID_ENVELOPE, f"{key} must be a non-negative integer"
+                )
+        limit = min(int(limit), self.limits.history_page_max)
+        after = None if after is None else clamp_seq(after)
+        before = None if before is None else clamp_seq(before)
+        return after, before, limit
+
+    def _history(self, sender: Sender, env: Envelope, now: int) -> None:
+        p = env.payload
+        if p.get("channel") == DM_STREAM:
+            self._dm_history(sender, env)
+            return
+        ch = self.admission.channel_for(sender, p.get("channel"))
+        after, before, limit = self._bounds(p)
+
+        async def run() -> None:
+            rows = await self.store.history(
+                sender.space.id, ch.name, after_seq=after, before_seq=before, limit=limit + 1
+            )
+            has_more = len(rows) > limit
+            rows = rows[:limit] if after is not None else rows[-limit:] if limit else []
+            messages = [msgspec.Raw(x.data) for x in rows]
+            payload = {"channel": ch.name, "messages": messages, "has_more": has_more}
+            self.reply(sender, env, "history/response", payload)
+
+        self.tasks.spawn(run(), answer=sender if isinstance(sender, Session) else None)
+
+    def _dm_history(self, sender: Sender, env: Envelope) -> None:
+        """``history/request`` of ``@dm``: a page of the sender's own DMs, by DM ``seq``, as a
+        channel's history is paged (``after_seq``: the first ``limit`` after it; otherwise the
+        last ``limit`` before ``before_seq`` or the end)."""
+        after, before, limit = self._bounds(env.payload)
+        space, pid = sender.space.id, sender.id
+
+        async def run() -> None:
+            if after is not None:
+                rows = await self.store.dm_history(space, pid, after_seq=after, limit=limit + 1)
+                rows = [x for x in rows if before is None or x.seq < before]
+                has_more = len(rows) > limit
+                rows = rows[:limit]
+            else:
+                rows = await self.store.dm_history_before(
+                    space, pid, before_seq=before, limit=limit + 1
+                )
+                has_more = len(rows) > limit
+                rows = rows[-limit:] if limit else []
+            messages = [msgspec.Raw(x.data) for x in rows]
+            payload = {"channel": DM_STREAM, "messages": messages, "has_more": has_more}
+            self.reply(sender, env, "history/response", payload)
+
+        self.tasks.spawn(run(), answer=sender if isinstance(sender, Session) else None)
+
+    # ------------------------------------------------------------------ the rest
+
+    def _heartbeat(self, sender: Sender, env: Envelope, now: int) -> None:
+        """Heartbeats keep the connection alive; nothing to route."""
+
+    def _claim(self, sender: Sender, env: Envelope, now: int) -> None:
+        self.coordination.claim(sender, env)
+
+    def _capability(self, sender: Sender, env: Envelope, now: int) -> None:
+        """``capability/grant`` or ``/revoke``: change the recipient's capabilities, then send
+        it the envelope as a DM."""
+        p = env.payload
+        recipient = p.get("recipient") or (env.to[0] if env.to else None)
+        space = sender.space
+        if not isinstance(recipient, str) or recipient not in space.known:
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_PARTICIPANT,
+                f"{env.kind} needs 'recipient' naming a participant of space {space.id!r}",
+            )
+        try:
+            caps = validate_capabilities(p.get("capabilities"))
+        except CapabilityError as exc:
+            raise ProtocolError(ErrorCode.INVALID_ENVELOPE, f"{env.kind}: {exc}") from None
+        check_grant(space, sender.id, sender.role, sender.caps, env.kind, caps)
+        current = self.grants.current(space, recipient)
+        new = current.granted(caps) if env.kind == "capability/grant" else current.revoked(caps)
+        self.sessions.set_capabilities(space, recipient, new)
+        dest = Destination(DM_STREAM, to=self.admission.dm_recipients(sender, [recipient]))
+        self.sequencer.accept(sender, dest, env, now)
+        target = space.online.get(recipient)
+        if target is not None:
+            self.sessions.leave_channels_not_allowed(target)

@@ -1,0 +1,257 @@
+"""Sessions: who is connected — authenticate a hello, attach its connection, welcome it,
+join its channels, replay its missed DMs; detach it; its presence and capabilities."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
+
+from hubbub.protocol.capabilities import CapabilitySet
+from hubbub.protocol.envelope import Envelope
+from hubbub.protocol.errors import ErrorCode, ProtocolError
+from hubbub.protocol.hello import Hello
+from hubbub.protocol.ids import DM_STREAM
+from hubbub.server.admission.admit import Admission
+from hubbub.server.admission.auth import Authenticator, Identity
+from hubbub.server.admission.authorization import may_join
+from hubbub.server.admission.bans import BanList
+from hubbub.server.admission.grants import Grants
+from hubbub.server.admission.sender import Sender
+from hubbub.server.config import AUTO_JOIN_MAX, Limits
+from hubbub.server.core.coordination import Coordination
+from hubbub.server.core.delivery import Delivery
+from hubbub.server.core.sequencer import Sequencer, clamp_seq
+from hubbub.server.state.connection import CLOSE_REPLACED, Connection
+from hubbub.server.state.metrics import Metrics
+from hubbub.server.state.space import RateBuckets, Session, SpaceState
+
+SETTABLE_PRESENCE: Final = ("online", "away", "busy", "listening", "offline")
+"""Presence values a participant may set itself (agentchat's set; ``sleeping`` is the server's)."""
+MAX_STATUS_TEXT: Final = 200
+
+
+class Sessions:
+    """The connected participants of every space, from hello to goodbye."""
+
+    def __init__(
+        self,
+        spaces: Mapping[str, SpaceState],
+        auth: Authenticator,
+        bans: BanList,
+        grants: Grants,
+        rates: RateBuckets,
+        limits: Limits,
+        metrics: Metrics,
+        admission: Admission,
+        sequencer: Sequencer,
+        delivery: Delivery,
+        coordination: Coordination,
+        server_name: str,
+        shutting_down: Callable[[], bool],
+    ) -> None:
+        self.spaces = spaces
+        self.auth = auth
+        self.bans = bans
+        self.grants = grants
+        self.rates = rates
+        self.limits = limits
+        self.metrics = metrics
+        self.admission = admission
+        self.sequencer = sequencer
+        self.delivery = delivery
+        self.coordination = coordination
+        self.server_name = server_name
+        self.shutting_down = shutting_down
+
+    # ------------------------------------------------------------------ connect
+
+    def authenticate(self, hello: Hello) -> Identity:
+        """Check the hello's token and id; raises ProtocolError on refusal."""
+        ident = self.auth.authenticate(hello)
+        space = self.spaces[ident.space]
+        if hello.unique_name and not ident.by_token and ident.id in space.online:
+            base, n = ident.id[:28], 2
+            while f"{base}-{n}" in space.online:
+                n += 1
+            ident = Identity(ident.space, f"{base}-{n}", ident.kind, ident.role, ident.capabilities)
+        self.bans.check(ident.space, ident.id)  # admin kill switch: a banned id is refused
+        return ident
+
+    async def attach(self, ident: Identity, conn: Connection, hello: Hello) -> Session:
+        """Register a connection, send the welcome, join its channels, replay missed DMs."""
+        space = self.spaces[ident.space]
+        caps = self.grants.current(space, ident.id, ident.capability_set())
+        rate = self.rates.get(space.id, ident.id)  # a reconnect continues the same bucket
+        s = Session(ident.id, ident.kind, ident.role, space, conn, caps, rate)
+        old = space.online.get(ident.id)
+        if old is not None:
+            self._displace(old)
+        space.online[s.id] = s
+        space.known.add(s.id)
+        self.coordination.connected(s)
+        self.metrics.connections[conn.dialect.name] += 1
+        # DMs up to here come from the store, later ones arrive live: none twice, none lost
+        replay_upto = space.dm_seq
+        try:
+            reset = hello.epoch is not None and hello.epoch != self.sequencer.epoch
+            wanted = hello.channels if hello.channels is not None else ["#general"]
+            if hello.auto_join:
+                wanted = self._auto_join_channels(s)
+            self.delivery.send(s, self._welcome(s, wanted))
+            for name in wanted:
+                try:
+                    # a plain MEW join in open mode sees the space, whatever it may send
+                    if hello.channels is not None or not space.config.open:
+                        ch = self.admission.channel_for(s, name, member=False)
+                    else:
+                        ch = space.channels[name]
+                    after = None if reset else hello.resume.get(name)
+                    await self.sequencer.join(
+                        s, ch, after, announce=False, reset="epoch" if reset else None
+                    )
+                except ProtocolError as exc:
+                    self.delivery.error(s, exc)
+            entry = s.summary() | {"channels": sorted(s.channels)}
+            self.delivery.queue_presence(space, "join", entry)
+            mark = space.dm_marks.get(s.id)
+            if DM_STREAM in hello.resume and not reset:  # the client says where it stopped
+                mark = clamp_seq(hello.resume[DM_STREAM])
+            if mark is None:
+                self.sequencer.marks.advance(s, replay_upto)  # new here: DMs from now on
+            elif mark < replay_upto:
+                await self.sequencer.replay_dms(s, mark, replay_upto)
+        except BaseException:
+            self.detach(s)  # never leave a half-attached session "online"
+            raise
+        self.coordination.attached(s)  # callbacks that fell due while the gateway restarted
+        return s
+
+    def _displace(self, old: Session) -> None:
+        """Tell an older connection of the same id that a newer one replaces it, then close it."""
+        reason = "replaced by a new connection with the same id"
+        displaced = self.delivery.server_env(
+            "system/session-displaced", {"reason": reason}, to=[old.id]
+        )
+        self.delivery.send(old, displaced)
+        old.conn.close(CLOSE_REPLACED, reason)
+        self.detach(old)
+
+    def _auto_join_channels(self, s: Session) -> list[str]:
+        """The channels joined on connect when the hello asks for auto-join: the space's
+        ``agentchat_auto_join`` list, or else every channel; only those ``s`` may join."""
+        space = s.space
+        listed = space.config.agentchat_auto_join
+        names = list(space.channels) if listed is None else listed
+        allowed = [
+            n
+            for n in names
+            if n in space.channels and s.caps.allows("channel/join", {"channel": n})
+        ]
+        return allowed[:AUTO_JOIN_MAX]
+
+    def _welcome(self, s: Session, first: Sequence[str]) -> Envelope:
+        """The welcome: at most ``limits.welcome_channels`` channels, those in ``first`` (the
+        ones the participant asked to join) first, and ``channels_total``."""
+        space = s.space
+        channels = space.channels
+        most = self.limits.welcome_channels
+        names = [n for n in dict.fromkeys(first) if n in channels][:most]
+        if len(names) < most:
+            own = set(names)
+            rest = (n for n in channels if n not in own)
+            names.extend(itertools.islice(rest, most - len(names)))
+        return self.delivery.server_env(
+            "system/welcome",
+            {
+                "you": {"id": s.id, "kind": s.kind, "capabilities": s.caps.capabilities},
+                "participants": [o.summary_json() for o in space.online.values()],
+                "channels": [
+                    {"name": n, "members": len(channels[n].members), "seq": channels[n].seq}
+                    for n in names
+                ],
+                "channels_total": len(channels),
+                "space": space.id,
+                "server": self.server_name,
+                "dm_seq": space.dm_seq,
+                "epoch": self.sequencer.epoch,
+            },
+            to=[s.id],
+        )
+
+    # ------------------------------------------------------------------ disconnect
+
+    def detach(self, s: Session, *, stranded: bool = False) -> None:
+        """Forget a session: leave its channels, announce it offline (``stranded``: cut off
+        by the gateway's side, not by the participant — see Coordination.disconnected)."""
+        space = s.space
+        if space.online.get(s.id) is not s:
+            return
+        del space.online[s.id]
+        self.rates.keep(space.id, s.id, s.rate)
+        self.metrics.connections[s.conn.dialect.name] -= 1
+        channels = sorted(s.channels)
+        for name in channels:
+            ch = space.channels.get(name)
+            if ch is not None:
+                ch.remove(s)
+        if not self.shutting_down():
+            self.coordination.disconnected(s, stranded=stranded)
+        s.presence = "offline"
+        self.delivery.queue_presence(space, "leave", s.summary() | {"channels": channels})
+
+    def on_overflow(self, conn: Connection) -> None:
+        """A connection's send buffer overflowed: detach its session after this fan-out."""
+        self.metrics.slow_consumer_disconnects += 1
+        for space in self.spaces.values():
+            for s in space.online.values():
+                if s.conn is conn:
+                    asyncio.get_running_loop().call_soon(self.detach, s)
+                    return
+
+    # ------------------------------------------------------------------ presence, capabilities
+
+    def set_presence(self, sender: Sender, presence: object, status_text: object = None) -> None:
+        """A participant sets its presence (and status text); everyone in the space hears it."""
+        if presence not in SETTABLE_PRESENCE:
+            raise ProtocolError(
+                ErrorCode.INVALID_ENVELOPE,
+                f"presence {presence!r} cannot be set by a participant: use one of "
+                + ", ".join(repr(p) for p in SETTABLE_PRESENCE)
+                + " (sleeping comes from @@sleep markers)",
+            )
+        if status_text is not None and (
+            not isinstance(status_text, str) or len(status_text) > MAX_STATUS_TEXT
+        ):
+            raise ProtocolError(
+                ErrorCode.INVALID_ENVELOPE,
+                f"status_text must be a string of at most {MAX_STATUS_TEXT} characters",
+            )
+        if not isinstance(sender, Session):
+            raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "presence needs a WebSocket connection")
+        if sender.presence != presence or sender.status_text != status_text:
+            sender.presence = str(presence)
+            sender.status_text = status_text
+            self.delivery.queue_presence(sender.space, "update", sender.summary())
+
+    def set_capabilities(self, space: SpaceState, pid: str, caps: CapabilitySet) -> None:
+        """Replace ``pid``'s capabilities; a connected participant's presence says so and it
+        leaves the channels it may no longer join."""
+        self.grants.set(space, pid, caps)
+        target = space.online.get(pid)
+        if target is not None:
+            self.delivery.queue_presence(space, "update", target.summary())
+
+    def leave_channels_not_allowed(self, s: Session) -> None:
+        """End ``s``'s memberships of channels its capabilities no longer let it join."""
+        for name in sorted(s.channels):
+            ch = s.space.channels.get(name)
+            if may_join(s.caps, name) or ch is None or not ch.remove(s):
+                continue
+            reason = "your channel/join capability for it was revoked"
+            left = self.delivery.server_env(
+                "channel/left", {"channel": name, "reason": reason}, to=[s.id], channel=name
+            )
+            self.delivery.send(s, left)
+            self.delivery.queue_presence(s.space, "leave", s.summary(), channel=name)
