@@ -5,17 +5,21 @@ envelope when ANY of its capabilities matches it (a union: there are no deny rul
 in MEW's ``hasCapability``/``canSend``). Negation (``!pattern``) is part of a single pattern and
 means "any value except". The exact rules are in ``docs/capabilities.md``.
 
-Everything is validated and compiled once (globs and ``/regex/`` become compiled ``re``
-objects); :class:`CapabilitySet` additionally caches, per kind, which capabilities can match,
-so that ``allows(kind)`` for a kind whose answer does not depend on the payload is one dict
-lookup.
+Everything is validated and compiled once: a glob becomes a small automaton that reads a value
+once, left to right (linear time, no backtracking, see :class:`_Glob`), a ``/regex/`` a compiled
+``regex`` pattern run with a timeout. All the matching for one envelope shares one CPU budget
+(:data:`MATCH_BUDGET_S`); past it the envelope is refused as too costly to check. Lists and
+patterns are bounded in size (:data:`MAX_CAPABILITIES`, :data:`MAX_CAPABILITY_BYTES`,
+:data:`MAX_PATTERNS`, :data:`MAX_PATTERN_CHARS`). :class:`CapabilitySet` additionally caches,
+per kind, which capabilities can match, so that ``allows(kind)`` for a kind whose answer does
+not depend on the payload is one dict lookup.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final, Literal
@@ -23,9 +27,16 @@ from typing import Any, Final, Literal
 import regex
 
 __all__ = [
+    "MATCH_BUDGET_S",
+    "MAX_CAPABILITIES",
+    "MAX_CAPABILITY_BYTES",
+    "MAX_PATTERNS",
+    "MAX_PATTERN_CHARS",
     "Capability",
     "CapabilityError",
     "CapabilitySet",
+    "MatchBudget",
+    "Verdict",
     "can_send",
     "covers",
     "matches",
@@ -37,9 +48,10 @@ __all__ = [
 Capability = dict[str, Any]
 log = logging.getLogger("hubbub.capabilities")
 
-# A compiled pattern for one JSON value (payload side) or one string (kind side).
-_ValueMatcher = Callable[[object], bool]
-_StrMatcher = Callable[[str], bool]
+# A compiled pattern for one JSON value (payload side) or one string (kind side); both spend
+# from the budget of the envelope being checked.
+_ValueMatcher = Callable[[object, "MatchBudget"], bool]
+_StrMatcher = Callable[[str, "MatchBudget"], bool]
 
 _EMPTY: Final[Mapping[str, Any]] = MappingProxyType({})
 # Keys of a capability entry: the two that match, and two inert notes (MEW's ``id``).
@@ -65,10 +77,50 @@ class CapabilityError(ValueError):
 # compiling patterns
 # ---------------------------------------------------------------------------------------------
 
+MAX_CAPABILITIES: Final = 128
+"""Most entries in one capability list (a join's request, a participant's set after grants)."""
+MAX_CAPABILITY_BYTES: Final = 16 * 1024
+"""Largest capability list, as compact JSON (UTF-8 bytes)."""
+MAX_PATTERNS: Final = 256
+"""Most string patterns (kinds and payload strings, one-of items included) in one list."""
+MAX_PATTERN_CHARS: Final = 512
+"""Longest string pattern (a glob, ``/regex/``, negation or literal), in characters."""
+MATCH_BUDGET_S: Final = 0.05
+"""CPU time all capability matching for one envelope may take; past it the envelope is refused."""
+REGEX_TIMEOUT_S: Final = 0.005
+"""Longest one capability regex may run on one value; past it the value does not match."""
+
+
+class MatchBudget:
+    """The CPU time left for matching one envelope against capabilities (thread CPU time)."""
+
+    __slots__ = ("_deadline", "exhausted")
+
+    def __init__(self, seconds: float = MATCH_BUDGET_S) -> None:
+        """A budget of ``seconds`` of this thread's CPU time, starting now."""
+        self._deadline = time.thread_time() + seconds
+        self.exhausted = False
+
+    def left(self) -> float:
+        """Seconds left (0 once spent)."""
+        left = self._deadline - time.thread_time()
+        if left <= 0:
+            self.exhausted = True
+            return 0.0
+        return left
+
+    def spend(self) -> None:
+        """Raise :class:`_OutOfBudget` once the budget is spent (called between steps)."""
+        if self.exhausted or time.thread_time() >= self._deadline:
+            self.exhausted = True
+            raise _OutOfBudget
+
+
+class _OutOfBudget(Exception):
+    """The matching of one envelope ran past its :class:`MatchBudget`."""
+
 
 PatternType = Literal["negation", "regex", "glob", "literal"]
-GLOB_WILDCARDS: Final = {"**": ".*", "*": "[^/]*", "?": "[^/]"}
-"""Glob wildcards and the regexes they stand for: ``**`` crosses ``/``, ``*`` and ``?`` do not."""
 
 
 def pattern_type(pattern: str) -> PatternType:
@@ -99,18 +151,94 @@ def glob_tokens(glob: str) -> list[str]:
     return out
 
 
-def _glob_to_regex(glob: str) -> str:
-    """Translate a glob (``*`` within a ``/`` segment, ``**`` across, ``?`` one char)."""
-    return "".join(GLOB_WILDCARDS.get(token) or re.escape(token) for token in glob_tokens(glob))
+_GLOB_CHUNK: Final = 4096
+"""Characters a glob reads between two looks at the budget."""
+_GLOB_STATES_MAX: Final = 512
+"""Most automaton states one glob remembers transitions for (beyond: computed each time)."""
+_OTHER_CLASS: Final = 0
+"""The class of characters that are neither ``/`` nor a literal of the glob."""
+_SLASH_CLASS: Final = 1
+
+
+class _Glob:
+    """A glob as an automaton over its token positions: linear in the value, no backtracking.
+
+    State bit ``i`` set: the first ``i`` tokens match what was read so far (a bit-parallel NFA,
+    "shift-and"). Reading a character moves bit ``i`` to ``i + 1`` where token ``i`` is that
+    character or ``?`` (not ``/``), keeps it where token ``i`` is ``**`` (or ``*``, not on
+    ``/``), and a wildcard may match nothing (bit ``i`` also sets ``i + 1``). Stars are never
+    adjacent (runs are one ``**``), so that closure is one step. Characters fall into classes
+    (each literal of the glob, ``/``, anything else) and the transitions of the state sets met
+    are remembered, so reading one character is a lookup or a few integer operations.
+    """
+
+    __slots__ = ("_adv", "_classes", "_final", "_rows", "_stars", "_start", "_stay")
+
+    def __init__(self, tokens: Sequence[str]) -> None:
+        literals = sorted({t for t in tokens if t not in ("*", "**", "?", "/")})
+        self._classes = {char: index + 2 for index, char in enumerate(literals)}
+        self._classes["/"] = _SLASH_CLASS
+        width = len(literals) + 2
+        adv, stay = [0] * width, [0] * width
+        stars = 0
+        for i, token in enumerate(tokens):
+            bit = 1 << i
+            if token in ("*", "**"):
+                stars |= bit
+                for k in range(width):
+                    if k != _SLASH_CLASS or token == "**":
+                        stay[k] |= bit
+            elif token == "?":
+                for k in range(width):
+                    if k != _SLASH_CLASS:
+                        adv[k] |= bit
+            else:
+                adv[self._classes[token]] |= bit
+        self._adv, self._stay, self._stars = adv, stay, stars
+        self._start = self._closed(1)
+        self._final = 1 << len(tokens)
+        self._rows: dict[int, list[int]] = {}
+
+    def _closed(self, state: int) -> int:
+        return state | ((state & self._stars) << 1)
+
+    def _step(self, state: int, k: int) -> int:
+        row = self._rows.get(state)
+        if row is None:
+            if len(self._rows) >= _GLOB_STATES_MAX:
+                return self._closed(((state & self._adv[k]) << 1) | (state & self._stay[k]))
+            row = self._rows[state] = [-1] * len(self._adv)
+        nxt = row[k]
+        if nxt < 0:
+            nxt = row[k] = self._closed(((state & self._adv[k]) << 1) | (state & self._stay[k]))
+        return nxt
+
+    def __call__(self, value: str, budget: MatchBudget) -> bool:
+        """Whether the whole of ``value`` matches."""
+        state, classify, step = self._start, self._classes.get, self._step
+        for begin in range(0, len(value), _GLOB_CHUNK):
+            budget.spend()
+            for char in value[begin : begin + _GLOB_CHUNK]:
+                state = step(state, classify(char, _OTHER_CLASS))
+            if not state:
+                return False
+        return bool(state & self._final)
 
 
 def _negate(inner: _StrMatcher) -> _StrMatcher:
-    return lambda value: not inner(value)
+    return lambda value, budget: not inner(value, budget)
 
 
 def _any_of_str(alternatives: Sequence[_StrMatcher]) -> _StrMatcher:
     alts = tuple(alternatives)
-    return lambda value: any(alt(value) for alt in alts)
+
+    def match(value: str, budget: MatchBudget) -> bool:
+        for alt in alts:  # noqa: SIM110 - hot path: no generator per call
+            if alt(value, budget):
+                return True
+        return False
+
+    return match
 
 
 def _is_literal(pattern: str) -> bool:
@@ -118,17 +246,19 @@ def _is_literal(pattern: str) -> bool:
     return pattern_type(pattern) == "literal"
 
 
-REGEX_TIMEOUT_S = 0.005
-"""Longest a capability regex may run on one value; past it the value does not match."""
-
-
 def _bounded_search(compiled: regex.Pattern[str], pattern: str) -> _StrMatcher:
-    """A regex search that cannot stall the gateway: a runaway pattern counts as no match."""
+    """A regex search that cannot stall the gateway: a runaway pattern counts as no match, and
+    the search stops when the envelope's budget does."""
 
-    def search(value: str) -> bool:
+    def search(value: str, budget: MatchBudget) -> bool:
+        budget.spend()
+        limit = min(REGEX_TIMEOUT_S, budget.left())
         try:
-            return compiled.search(value, timeout=REGEX_TIMEOUT_S) is not None
+            return compiled.search(value, timeout=limit) is not None
         except TimeoutError:
+            if limit < REGEX_TIMEOUT_S:
+                budget.exhausted = True
+                raise _OutOfBudget from None
             log.warning(
                 "capability regex %s gave up after %.0f ms on a %d-character value: denied",
                 _short(pattern),
@@ -141,12 +271,26 @@ def _bounded_search(compiled: regex.Pattern[str], pattern: str) -> _StrMatcher:
 
 
 def string_matcher(pattern: str, where: str = "pattern") -> Callable[[str], bool]:
-    """The compiled matcher of one string pattern (raises :class:`CapabilityError`)."""
-    return _compile_string(pattern, where)
+    """The compiled matcher of one string pattern (raises :class:`CapabilityError`); each call
+    has a budget of its own and answers no match past it."""
+    compiled = _compile_string(pattern, where)
+
+    def match(value: str) -> bool:
+        try:
+            return compiled(value, MatchBudget())
+        except _OutOfBudget:
+            return False
+
+    return match
 
 
 def _compile_string(pattern: str, where: str) -> _StrMatcher:
     """Compile one string pattern: ``!neg``, ``/regex/``, glob, or a literal."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise CapabilityError(
+            f"{where}: pattern of {len(pattern)} characters is longer than the limit of "
+            f"{MAX_PATTERN_CHARS} (MAX_PATTERN_CHARS); write a shorter pattern"
+        )
     read = pattern_type(pattern)
     if read == "negation":
         return _negate(_compile_string(pattern[1:], where))
@@ -160,9 +304,8 @@ def _compile_string(pattern: str, where: str) -> _StrMatcher:
             ) from None
         return _bounded_search(compiled, pattern)
     if read == "glob":
-        fullmatch = re.compile(_glob_to_regex(pattern), re.DOTALL).fullmatch
-        return lambda value: fullmatch(value) is not None
-    return lambda value: value == pattern
+        return _Glob(glob_tokens(pattern))
+    return lambda value, budget: value == pattern
 
 
 def _compile_kind(kind: object, where: str) -> _StrMatcher:
@@ -188,36 +331,47 @@ def _compile_kind(kind: object, where: str) -> _StrMatcher:
 
 
 def _string_value(matcher: _StrMatcher) -> _ValueMatcher:
-    return lambda value: isinstance(value, str) and matcher(value)
+    return lambda value, budget: isinstance(value, str) and matcher(value, budget)
+
+
+def _literal_value(expected: str) -> _ValueMatcher:
+    return lambda value, budget: value == expected  # a non-string never equals a string
 
 
 def _bool_value(expected: bool) -> _ValueMatcher:
-    return lambda value: value is expected
+    return lambda value, budget: value is expected
 
 
 def _null_value() -> _ValueMatcher:
-    return lambda value: value is None
+    return lambda value, budget: value is None
 
 
 def _number_value(expected: float) -> _ValueMatcher:
-    return lambda value: (
+    return lambda value, budget: (
         isinstance(value, int | float) and not isinstance(value, bool) and value == expected
     )
 
 
 def _any_of_value(alternatives: Sequence[_ValueMatcher]) -> _ValueMatcher:
     alts = tuple(alternatives)
-    return lambda value: any(alt(value) for alt in alts)
+
+    def match(value: object, budget: MatchBudget) -> bool:
+        for alt in alts:  # noqa: SIM110 - hot path: no generator per call
+            if alt(value, budget):
+                return True
+        return False
+
+    return match
 
 
 def _object_value(fields: Sequence[tuple[str, _ValueMatcher]]) -> _ValueMatcher:
     items = tuple(fields)
 
-    def match(value: object) -> bool:
+    def match(value: object, budget: MatchBudget) -> bool:
         if type(value) is not dict and not isinstance(value, Mapping):
             return False
-        for key, matcher in items:  # noqa: SIM110 - hot path: no generator per call
-            if key not in value or not matcher(value[key]):
+        for key, matcher in items:
+            if key not in value or not matcher(value[key], budget):
                 return False
         return True
 
@@ -232,7 +386,9 @@ def _compile_value(pattern: object, where: str, depth: int = 1) -> _ValueMatcher
         )
     if isinstance(pattern, str):
         if _is_literal(pattern):
-            return lambda value: value == pattern  # a non-string value never equals a string
+            if len(pattern) > MAX_PATTERN_CHARS:
+                _compile_string(pattern, where)  # raises: too long
+            return _literal_value(pattern)
         return _string_value(_compile_string(pattern, where))
     if isinstance(pattern, bool):
         return _bool_value(pattern)
@@ -327,13 +483,13 @@ class _Compiled:
         self.kind_key = _canonical(entry["kind"])
         self.key = _canonical([entry["kind"], entry.get("payload")])
 
-    def matches(self, kind: str, payload: object) -> bool:
+    def matches(self, kind: str, payload: object, budget: MatchBudget) -> bool:
         """Whether this capability matches ``kind`` and ``payload``."""
-        if not self.kind_match(kind):
+        if not self.kind_match(kind, budget):
             return False
         if self.payload_match is None:
             return True
-        return self.payload_match(payload if isinstance(payload, Mapping) else _EMPTY)
+        return self.payload_match(payload if isinstance(payload, Mapping) else _EMPTY, budget)
 
 
 def _canonical(value: object) -> str:
@@ -351,7 +507,50 @@ def _compile_list(value: object, noun: str = "capability") -> list[_Compiled]:
         raise CapabilityError(
             f"capabilities must be a list of {{kind, payload?}} mappings, got {_short(value)}"
         )
-    return [_Compiled(raw, f"{noun} {index}") for index, raw in enumerate(value)]
+    items = list(value)
+    _check_count(len(items), noun)
+    compiled = [_Compiled(raw, f"{noun} {index}") for index, raw in enumerate(items)]
+    _check_size(compiled, noun)
+    return compiled
+
+
+def _check_count(count: int, noun: str) -> None:
+    if count > MAX_CAPABILITIES:
+        raise CapabilityError(
+            f"{noun} list has {count} entries, more than the limit of {MAX_CAPABILITIES} "
+            "(MAX_CAPABILITIES); list fewer, broader patterns (e.g. 'mcp/*' or a kind list)"
+        )
+
+
+def _strings_in(value: object) -> int:
+    """How many string patterns a capability's kind or payload pattern holds."""
+    if isinstance(value, str):
+        return 1
+    if isinstance(value, list):
+        return sum(_strings_in(item) for item in value)
+    if isinstance(value, dict):
+        return sum(_strings_in(item) for item in value.values())
+    return 0
+
+
+def _check_size(compiled: Sequence[_Compiled], noun: str) -> None:
+    """Raise :class:`CapabilityError` when a list is past the entry, pattern or byte limits."""
+    _check_count(len(compiled), noun)
+    patterns = sum(
+        _strings_in(item.entry["kind"]) + _strings_in(item.entry.get("payload"))
+        for item in compiled
+    )
+    if patterns > MAX_PATTERNS:
+        raise CapabilityError(
+            f"{noun} list has {patterns} string patterns, more than the limit of "
+            f"{MAX_PATTERNS} (MAX_PATTERNS); merge them into fewer, broader patterns"
+        )
+    size = len(_canonical([item.entry for item in compiled]).encode())
+    if size > MAX_CAPABILITY_BYTES:
+        raise CapabilityError(
+            f"{noun} list is {size} bytes as JSON, more than the limit of "
+            f"{MAX_CAPABILITY_BYTES} (MAX_CAPABILITY_BYTES); list fewer or shorter patterns"
+        )
 
 
 def _dedup(compiled: Iterable[_Compiled]) -> list[_Compiled]:
@@ -386,7 +585,10 @@ def matches(
     compiled = _Compiled(capability, "capability")
     if not isinstance(kind, str):
         return False
-    return compiled.matches(kind, payload)
+    try:
+        return compiled.matches(kind, payload, MatchBudget())
+    except _OutOfBudget:
+        return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -574,6 +776,11 @@ def narrowed(
     return [_plain(item.entry) for item in _dedup(_compile_list(out))]
 
 
+Verdict = Literal["allowed", "denied", "too_costly"]
+"""What checking one envelope against a capability set concluded (``too_costly``: its
+matching ran past :data:`MATCH_BUDGET_S`, so it is refused without an answer)."""
+
+
 class CapabilitySet:
     """A participant's capabilities, compiled once; ``allows`` is the enforcement check."""
 
@@ -591,9 +798,10 @@ class CapabilitySet:
         self._cache: dict[str, bool | tuple[_ValueMatcher, ...]] = {}
 
     @classmethod
-    def _of(cls, compiled: Iterable[_Compiled]) -> CapabilitySet:
+    def _of(cls, compiled: Iterable[_Compiled], noun: str) -> CapabilitySet:
         new = cls.__new__(cls)
         new._compiled = tuple(_dedup(compiled))
+        _check_size(new._compiled, noun)
         new._cache = {}
         return new
 
@@ -611,27 +819,44 @@ class CapabilitySet:
         return f"CapabilitySet({self.capabilities!r})"
 
     def allows(self, kind: str, payload: Mapping[str, Any] | None = None) -> bool:
-        """Whether an envelope of ``kind`` with ``payload`` matches any capability."""
-        entry = self._cache.get(kind)
-        if entry is None:
-            entry = self._resolve(kind)
-        if entry is True:
-            return True
-        if entry is False:
-            return False
-        body = payload if type(payload) is dict or isinstance(payload, Mapping) else _EMPTY
-        for payload_match in entry:  # noqa: SIM110 - hot path: no generator per call
-            if payload_match(body):
-                return True
-        return False
+        """Whether an envelope of ``kind`` with ``payload`` matches any capability (an envelope
+        too costly to check is not allowed)."""
+        return self.verdict(kind, payload) == "allowed"
 
-    def _resolve(self, kind: str) -> bool | tuple[_ValueMatcher, ...]:
+    def verdict(self, kind: str, payload: Mapping[str, Any] | None = None) -> Verdict:
+        """Whether an envelope of ``kind`` with ``payload`` is allowed, denied, or refused
+        because checking it ran past the envelope's CPU budget (:data:`MATCH_BUDGET_S`)."""
+        budget = MatchBudget()
+        try:
+            entry = self._cache.get(kind)
+            if entry is None:
+                entry = self._resolve(kind, budget)
+            if entry is True:
+                return "allowed"
+            if entry is False:
+                return "denied"
+            body = payload if type(payload) is dict or isinstance(payload, Mapping) else _EMPTY
+            for payload_match in entry:
+                if payload_match(body, budget):
+                    return "allowed"
+            return "denied"
+        except _OutOfBudget:
+            log.warning(
+                "capability check of a %r envelope ran past its %.0f ms budget "
+                "(%d capabilities): refused",
+                kind[:40] if isinstance(kind, str) else kind,
+                MATCH_BUDGET_S * 1000,
+                len(self._compiled),
+            )
+            return "too_costly"
+
+    def _resolve(self, kind: str, budget: MatchBudget) -> bool | tuple[_ValueMatcher, ...]:
         if not isinstance(kind, str):
             return False
         payload_matchers: list[_ValueMatcher] = []
         result: bool | tuple[_ValueMatcher, ...] = False
         for item in self._compiled:
-            if item.kind_match(kind):
+            if item.kind_match(kind, budget):
                 if item.payload_match is None:
                     result = True
                     break
@@ -642,13 +867,14 @@ class CapabilitySet:
         cache = self._cache
         if len(cache) >= _KIND_CACHE_MAX:
             cache.clear()
-        cache[kind] = result
+        cache[kind] = result  # only reached within the budget: an exhausted one raised
         return result
 
     def granted(self, extra: Iterable[Mapping[str, Any]]) -> CapabilitySet:
-        """A new set with ``extra`` added (entries equal to one already held are not repeated)."""
+        """A new set with ``extra`` added (entries equal to one already held are not repeated);
+        raises :class:`CapabilityError` when the result is past the size limits."""
         added = _compile_list(extra, "granted capability")
-        return CapabilitySet._of([*self._compiled, *added])
+        return CapabilitySet._of([*self._compiled, *added], "resulting capability")
 
     def revoked(self, remove: Iterable[Mapping[str, Any]]) -> CapabilitySet:
         """A new set without entries equal to ``remove``; a kind-only entry removes that kind."""
@@ -656,10 +882,25 @@ class CapabilitySet:
         exact = {item.key for item in revoking}
         whole_kinds = {item.kind_key for item in revoking if item.payload_match is None}
         return CapabilitySet._of(
-            item
-            for item in self._compiled
-            if item.key not in exact and item.kind_key not in whole_kinds
+            (
+                item
+                for item in self._compiled
+                if item.key not in exact and item.kind_key not in whole_kinds
+            ),
+            "resulting capability",
         )
+
+    def removing_nothing(self, remove: Iterable[Mapping[str, Any]]) -> list[Capability]:
+        """The entries of a revoke list that would remove none of this set's entries."""
+        out: list[Capability] = []
+        for wanted in _compile_list(remove, "revoked capability"):
+            whole_kind = wanted.payload_match is None
+            if not any(
+                item.key == wanted.key or (whole_kind and item.kind_key == wanted.kind_key)
+                for item in self._compiled
+            ):
+                out.append(_plain(wanted.entry))
+        return out
 
 
 def can_send(

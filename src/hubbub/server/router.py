@@ -31,7 +31,13 @@ from hubbub.protocol.markers import SleepMarker
 from hubbub.server import observe  # dashboard
 from hubbub.server.activity import Activity
 from hubbub.server.auth import Authenticator, Identity
-from hubbub.server.authorization import channel_access, check_grant, may_join
+from hubbub.server.authorization import (
+    changed_capabilities,
+    channel_access,
+    check_grant,
+    check_send,
+    may_join,
+)
 from hubbub.server.bans import BanList  # admin kill switch
 from hubbub.server.config import AUTO_JOIN_MAX, EngineSettings, Limits, SpaceConfig
 from hubbub.server.connection import (
@@ -489,14 +495,7 @@ class Router:
                     f"{self.limits.max_payload_bytes} bytes (limits.max_payload_bytes)",
                     correlation_id=client_id,
                 )
-        if not sender.caps.allows(kind, env.payload):
-            raise ProtocolError(
-                ErrorCode.CAPABILITY_VIOLATION,
-                f"you may not send kind {kind!r} with this payload; "
-                "ask an admin for a capability/grant",
-                correlation_id=client_id,
-                extra={"attempted_kind": kind, "your_capabilities": sender.caps.capabilities},
-            )
+        check_send(sender.caps, kind, env.payload, client_id)  # issue 21: one budgeted check
         if kind == "chat" and not isinstance(env.payload.get("text"), str):
             raise ProtocolError(
                 ErrorCode.INVALID_ENVELOPE,
@@ -1095,7 +1094,7 @@ def _on_capability(r: Router, sender: Sender, env: Envelope) -> None:
             cfg = space.config.participants.get(recipient)
             base = cfg.effective_capabilities() if cfg else space.config.open_capabilities()
             current = CapabilitySet(base)
-    new = current.granted(caps) if env.kind == "capability/grant" else current.revoked(caps)
+    new = changed_capabilities(recipient, current, env.kind, caps)  # issue 21: limits, no-ops
     r.set_capabilities(space, recipient, new)
     if target is not None:
         r._queue_presence(space, "update", target.summary())  # others track its capabilities
