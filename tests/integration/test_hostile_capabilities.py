@@ -12,6 +12,7 @@ assertion; now each frame takes milliseconds.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -173,3 +174,80 @@ async def test_revoking_a_held_everything_removes_it(team: RunningGateway) -> No
     await finder.expect("capability/revoke")
     err = await refused(finder, {"kind": "chat", "payload": {"text": "x"}})
     assert err["error"] == "capability_violation"
+
+
+# ------------------------------------------------------------------ item 11: amplification
+
+
+def _presence_of(frame: dict[str, Any], pid: str, event: str) -> dict[str, Any] | None:
+    p = frame.get("payload", {})
+    if frame.get("kind") != "system/presence" or p.get("event") != event or "channel" in p:
+        return None
+    entries = p.get("participants") or [p["participant"]]
+    return next((e for e in entries if e.get("id") == pid), None)
+
+
+async def _next_presence(c: WsClient, pid: str, event: str) -> tuple[dict[str, Any], int]:
+    """The next space-wide presence ``event`` of ``pid`` seen by ``c``, and its frame's size."""
+    while True:
+        raw = await c.ws.recv()
+        frame = json.loads(raw)
+        entry = _presence_of(frame, pid, event)
+        if entry is not None:
+            return entry, len(raw)
+
+
+async def test_a_join_asking_for_thousands_of_capabilities_is_refused_naming_the_limit(
+    gateway: RunningGateway,
+) -> None:
+    c = await gateway.connect()
+    many = [{"kind": f"x/{i:04}", "payload": {"a": "b"}} for i in range(6000)]  # ~290 KB
+    await c.send({"type": "join", "participantId": "mallory", "space": "default",
+                  "capabilities": many})  # fmt: skip
+    err = (await c.expect("system/error"))["payload"]
+    assert err["error"] == "invalid_envelope"
+    assert "6000 entries" in err["message"] and "MAX_CAPABILITIES" in err["message"]
+
+
+@pytest.fixture
+async def granting(tmp_path: Path) -> AsyncIterator[RunningGateway]:
+    """An open space where participants may grant (within their own capabilities)."""
+    cfg = SpaceConfig(open=True, grant_roles=["admin", "participant"])
+    cfg.validate()
+    gw = await start_gateway(tmp_path, spaces=[cfg])
+    yield gw
+    await stop_gateway(gw)
+
+
+async def test_presence_carries_a_capability_list_once_then_its_digest(
+    granting: RunningGateway,
+) -> None:
+    gateway = granting
+    many = [{"kind": f"x/{i:03}", "payload": {"pad": "p" * 80}} for i in range(100)]
+    many.append({"kind": "channel/join"})
+    listener = await gateway.mew("listener")
+    p = await gateway.mew("mallory", capabilities=many)
+    first, first_size = await _next_presence(listener, "mallory", "join")
+    assert first["capabilities"] == many and first_size > 10_000
+    digest = first["capabilities_digest"]
+    for _ in range(5):  # reconnects: each presence is small and names the same list
+        await p.close()
+        left, left_size = await _next_presence(listener, "mallory", "leave")
+        assert "capabilities" not in left and left_size < 1000
+        p = await gateway.mew("mallory", capabilities=many)
+        again, size = await _next_presence(listener, "mallory", "join")
+        assert "capabilities" not in again and again["capabilities_digest"] == digest
+        assert size < 1000
+    # someone who connects while mallory is away has not seen the list: the next join sends it
+    await p.close()
+    late = await gateway.mew("late")
+    p = await gateway.mew("mallory", capabilities=many)
+    seen, _ = await _next_presence(late, "mallory", "join")
+    assert seen["capabilities"] == many and seen["capabilities_digest"] == digest
+    # a changed list is announced in full
+    boss = await gateway.mew("boss")
+    grant = {"recipient": "mallory", "capabilities": [{"kind": "chat"}]}
+    await boss.send({"kind": "capability/grant", "payload": grant})
+    updated, _ = await _next_presence(listener, "mallory", "update")
+    assert updated["capabilities"] == [*many, {"kind": "chat"}]
+    assert updated["capabilities_digest"] != digest

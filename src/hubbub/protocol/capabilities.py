@@ -17,6 +17,7 @@ not depend on the payload is one dict lookup.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
@@ -784,7 +785,7 @@ matching ran past :data:`MATCH_BUDGET_S`, so it is refused without an answer).""
 class CapabilitySet:
     """A participant's capabilities, compiled once; ``allows`` is the enforcement check."""
 
-    __slots__ = ("_cache", "_compiled")
+    __slots__ = ("_cache", "_compiled", "_digest")
 
     def __init__(self, capabilities: Iterable[Mapping[str, Any]]) -> None:
         """Validate and compile ``capabilities`` (raises :class:`CapabilityError`)."""
@@ -796,6 +797,7 @@ class CapabilitySet:
         # kind -> True (allowed whatever the payload), False (never), or the payload matchers
         # of the capabilities whose kind pattern matches (the answer depends on the payload).
         self._cache: dict[str, bool | tuple[_ValueMatcher, ...]] = {}
+        self._digest: str | None = None
 
     @classmethod
     def _of(cls, compiled: Iterable[_Compiled], noun: str) -> CapabilitySet:
@@ -803,7 +805,16 @@ class CapabilitySet:
         new._compiled = tuple(_dedup(compiled))
         _check_size(new._compiled, noun)
         new._cache = {}
+        new._digest = None
         return new
+
+    @property
+    def digest(self) -> str:
+        """A short name of this exact list (``sha256:`` and 32 hex digits of its JSON)."""
+        if self._digest is None:
+            text = _canonical([item.entry for item in self._compiled])
+            self._digest = "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:32]
+        return self._digest
 
     @property
     def capabilities(self) -> list[Capability]:

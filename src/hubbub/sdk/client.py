@@ -91,6 +91,10 @@ _HISTORY_PAGE: Final = 1000
 _DM_RECENT: Final = 4096
 
 
+_LISTS_KEPT: Final = 1024
+"""Capability lists a client remembers by digest (the oldest is forgotten first)."""
+
+
 @dataclass(frozen=True)
 class Reconnecting:
     """Argument of the ``reconnecting`` event."""
@@ -176,6 +180,8 @@ class Client:
         """The latest ``system/welcome``."""
         self.participants: dict[str, dict[str, Any]] = {}
         """Participants online in the space (from the welcome and presence events)."""
+        self._lists_by_digest: dict[str, list[Any]] = {}
+        """Capability lists seen, by ``capabilities_digest`` (a presence may carry only that)."""
         self.duplicates_dropped = 0
         """Envelopes received twice (e.g. replayed after a resume) and not delivered again."""
         self.outbox = Outbox()
@@ -865,7 +871,7 @@ class Client:
         if isinstance(you, dict) and isinstance(you.get("id"), str):
             self.id = you["id"]
         self.participants = {
-            p["id"]: p
+            p["id"]: self._with_capabilities(p)
             for p in env.payload.get("participants", [])
             if isinstance(p, dict) and isinstance(p.get("id"), str)
         }
@@ -994,7 +1000,22 @@ class Client:
             if event == "leave":
                 self.participants.pop(entry["id"], None)
             else:
-                self.participants[entry["id"]] = entry
+                self.participants[entry["id"]] = self._with_capabilities(entry)
+
+    def _with_capabilities(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """A participant summary with its capability list: as sent, or the one seen before
+        under its ``capabilities_digest`` (the gateway sends a list once, then its digest)."""
+        digest = entry.get("capabilities_digest")
+        if not isinstance(digest, str):
+            return entry
+        caps = entry.get("capabilities")
+        if isinstance(caps, list):
+            if len(self._lists_by_digest) >= _LISTS_KEPT:
+                self._lists_by_digest.pop(next(iter(self._lists_by_digest)))
+            self._lists_by_digest[digest] = caps
+            return entry
+        known = self._lists_by_digest.get(digest)
+        return entry if known is None else {**entry, "capabilities": known}
 
     def _on_error(self, env: Envelope) -> None:
         payload = env.payload

@@ -14,6 +14,7 @@ from hubbub.protocol.ids import Clock
 from hubbub.server.config import SpaceConfig
 from hubbub.server.connection import Connection, FanoutGroup
 from hubbub.server.message_ids import MessageIds
+from hubbub.server.presence_caps import AnnouncedCapabilities
 from hubbub.server.proposals import ProposalLedger
 
 _ISO = Clock()
@@ -134,6 +135,7 @@ class Session:
         self._summary: dict[str, Any] | None = None
         self._summary_json: msgspec.Raw | None = None
         self.connected_at = time.time()
+        space.announced.welcomed(pid)  # its welcome lists who is online, with their lists
 
     @property
     def caps(self) -> CapabilitySet:
@@ -183,6 +185,7 @@ class Session:
                 "kind": self.kind,
                 "presence": self._presence,
                 "capabilities": self._caps.capabilities,  # MEW clients track them
+                "capabilities_digest": self._caps.digest,  # presence may carry only this
             }
             if self._status_text is not None:
                 out["status_text"] = self._status_text
@@ -321,5 +324,7 @@ class SpaceState:
         process, a gateway restart), so none is lost — a sleeper's buffered DMs included."""
         self.ids = MessageIds(cap=ids_cap)
         self.pending_presence: list[tuple[str, dict[str, Any], str | None]] = []
+        self.announced = AnnouncedCapabilities()
+        """Which capability lists presence has announced (it then carries their digests)."""
         self.presence_scheduled = False
         self.proposals = ProposalLedger()
