@@ -126,6 +126,19 @@ async def test_too_many_patterns_in_a_join_are_refused_naming_the_limit(
     assert "1001 string patterns" in err["message"] and "MAX_PATTERNS" in err["message"]
 
 
+@pytest.mark.timeout(60)
+async def test_a_regex_that_takes_forever_to_compile_is_refused_before_compiling(
+    gateway: RunningGateway,
+) -> None:
+    c = await gateway.connect()
+    bomb = [{"kind": "chat", "payload": {"text": "/(a{60000}){60000}/"}}]
+    await c.send({"type": "join", "participantId": "mallory", "space": "default",
+                  "capabilities": bomb})  # fmt: skip
+    err = (await c.expect("system/error"))["payload"]
+    assert err["error"] == "invalid_envelope" and "MAX_REGEX_REPEATS" in err["message"]
+    assert await health(gateway) == 200
+
+
 async def test_a_long_pattern_is_refused_naming_the_limit(gateway: RunningGateway) -> None:
     c = await gateway.connect()
     long_glob = [{"kind": "chat", "payload": {"text": "*a" * 2000}}]

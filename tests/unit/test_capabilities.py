@@ -765,6 +765,12 @@ def test_runaway_regexes_share_one_budget_and_the_answer_says_so() -> None:
             [{"kind": "k", "payload": {"v": ["z" * 500] * 40}}],
             "MAX_CAPABILITY_BYTES",
         ),
+        ([{"kind": "/(a{60000}){60000}/"}], "MAX_REGEX_REPEATS"),  # compiling: forever
+        ([{"kind": "!/a{4294967294}/"}], "MAX_REGEX_REPEATS"),
+        (
+            [{"kind": "x", "payload": {"q": [f"/(b{{100}}){{10}}{i}/" for i in range(11)]}}],
+            "MAX_REGEX_REPEATS",
+        ),
     ],
 )
 def test_capability_lists_are_bounded_and_the_error_names_the_limit(
@@ -774,6 +780,11 @@ def test_capability_lists_are_bounded_and_the_error_names_the_limit(
         validate_capabilities(caps)
     with pytest.raises(CapabilityError, match=limit):
         CapabilitySet(caps)
+
+
+def test_counted_regexes_within_the_limit_are_accepted() -> None:
+    caps = CapabilitySet([{"kind": "x", "payload": {"phone": r"/^\d{3}-\d{4}$/", "t": "/a{100}/"}}])
+    assert caps.allows("x", {"phone": "555-1234", "t": "a" * 100})
 
 
 def test_a_grant_past_the_limit_is_refused() -> None:

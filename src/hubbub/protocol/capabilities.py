@@ -33,6 +33,7 @@ __all__ = [
     "MAX_CAPABILITY_BYTES",
     "MAX_PATTERNS",
     "MAX_PATTERN_CHARS",
+    "MAX_REGEX_REPEATS",
     "Capability",
     "CapabilityError",
     "CapabilitySet",
@@ -86,6 +87,10 @@ MAX_PATTERNS: Final = 256
 """Most string patterns (kinds and payload strings, one-of items included) in one list."""
 MAX_PATTERN_CHARS: Final = 512
 """Longest string pattern (a glob, ``/regex/``, negation or literal), in characters."""
+MAX_REGEX_REPEATS: Final = 10_000
+"""Most a list's ``/regex/`` patterns may repeat by counted quantifiers (``{n}``, ``{m,n}``):
+per pattern the product of its counts, summed over the list. The ``regex`` engine expands
+them when it compiles (``(a{1000}){1000}`` took seconds, larger counts forever)."""
 MATCH_BUDGET_S: Final = 0.05
 """CPU time all capability matching for one envelope may take; past it the envelope is refused."""
 REGEX_TIMEOUT_S: Final = 0.005
@@ -154,8 +159,9 @@ def glob_tokens(glob: str) -> list[str]:
 
 _GLOB_CHUNK: Final = 4096
 """Characters a glob reads between two looks at the budget."""
-_GLOB_STATES_MAX: Final = 512
-"""Most automaton states one glob remembers transitions for (beyond: computed each time)."""
+_GLOB_CELLS_MAX: Final = 1024
+"""Most transitions one glob remembers (states x character classes; beyond: computed each
+time), so that a participant's globs hold at most a few KiB each."""
 _OTHER_CLASS: Final = 0
 """The class of characters that are neither ``/`` nor a literal of the glob."""
 _SLASH_CLASS: Final = 1
@@ -173,32 +179,34 @@ class _Glob:
     are remembered, so reading one character is a lookup or a few integer operations.
     """
 
-    __slots__ = ("_adv", "_classes", "_final", "_rows", "_stars", "_start", "_stay")
+    __slots__ = ("_adv", "_classes", "_final", "_rows", "_rows_max", "_stars", "_start", "_stay")
 
     def __init__(self, tokens: Sequence[str]) -> None:
         literals = sorted({t for t in tokens if t not in ("*", "**", "?", "/")})
         self._classes = {char: index + 2 for index, char in enumerate(literals)}
         self._classes["/"] = _SLASH_CLASS
         width = len(literals) + 2
-        adv, stay = [0] * width, [0] * width
-        stars = 0
+        literal = [0] * width  # per class: the positions of tokens that are that character
+        any_char = star = double_star = 0
         for i, token in enumerate(tokens):
             bit = 1 << i
-            if token in ("*", "**"):
-                stars |= bit
-                for k in range(width):
-                    if k != _SLASH_CLASS or token == "**":
-                        stay[k] |= bit
+            if token == "**":
+                double_star |= bit
+            elif token == "*":
+                star |= bit
             elif token == "?":
-                for k in range(width):
-                    if k != _SLASH_CLASS:
-                        adv[k] |= bit
+                any_char |= bit
             else:
-                adv[self._classes[token]] |= bit
-        self._adv, self._stay, self._stars = adv, stay, stars
+                literal[self._classes[token]] |= bit
+        self._adv = [bits | any_char for bits in literal]
+        self._adv[_SLASH_CLASS] = literal[_SLASH_CLASS]  # ? never reads a /
+        self._stay = [star | double_star] * width
+        self._stay[_SLASH_CLASS] = double_star  # * never reads a /
+        self._stars = star | double_star
         self._start = self._closed(1)
         self._final = 1 << len(tokens)
         self._rows: dict[int, list[int]] = {}
+        self._rows_max = max(1, _GLOB_CELLS_MAX // width)
 
     def _closed(self, state: int) -> int:
         return state | ((state & self._stars) << 1)
@@ -206,7 +214,7 @@ class _Glob:
     def _step(self, state: int, k: int) -> int:
         row = self._rows.get(state)
         if row is None:
-            if len(self._rows) >= _GLOB_STATES_MAX:
+            if len(self._rows) >= self._rows_max:
                 return self._closed(((state & self._adv[k]) << 1) | (state & self._stay[k]))
             row = self._rows[state] = [-1] * len(self._adv)
         nxt = row[k]
@@ -510,6 +518,7 @@ def _compile_list(value: object, noun: str = "capability") -> list[_Compiled]:
         )
     items = list(value)
     _check_count(len(items), noun)
+    _check_patterns(items, noun)  # before compiling anything
     compiled = [_Compiled(raw, f"{noun} {index}") for index, raw in enumerate(items)]
     _check_size(compiled, noun)
     return compiled
@@ -520,6 +529,69 @@ def _check_count(count: int, noun: str) -> None:
         raise CapabilityError(
             f"{noun} list has {count} entries, more than the limit of {MAX_CAPABILITIES} "
             "(MAX_CAPABILITIES); list fewer, broader patterns (e.g. 'mcp/*' or a kind list)"
+        )
+
+
+def _raw_strings(value: object) -> Iterable[str]:
+    """The strings in a raw (unvalidated) kind or payload pattern, however nested."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+
+
+_COUNTED: Final = regex.compile(r"(?<!\\)\{(\d*)(?:,(\d*))?\}")
+"""A counted quantifier ``{n}``, ``{m,}``, ``{,n}``, ``{m,n}`` (read generously: one inside a
+character class counts too)."""
+
+
+def _regex_repeats(body: str) -> int:
+    """The product of the counts of a regex's counted quantifiers (1 if it has none)."""
+    product = 1
+    for low, high in _COUNTED.findall(body):
+        product *= max(int(low or 0), int(high or 0), 1)
+        if product > MAX_REGEX_REPEATS:
+            break
+    return product
+
+
+def _check_patterns(items: Sequence[object], noun: str) -> None:
+    """Raise :class:`CapabilityError` past the pattern count, byte or regex repeat limit of a
+    raw list (checked before compiling: compiling is what these limits protect)."""
+    patterns = repeats = 0
+    for raw in items:
+        if not isinstance(raw, Mapping):
+            continue
+        for key in _MATCH_KEYS:
+            for text in _raw_strings(raw.get(key)):
+                patterns += 1
+                inner = text.lstrip("!")
+                if len(text) <= MAX_PATTERN_CHARS and pattern_type(inner) == "regex":
+                    repeats += _regex_repeats(inner[1:-1])
+    if patterns > MAX_PATTERNS:
+        raise CapabilityError(
+            f"{noun} list has {patterns} string patterns, more than the limit of "
+            f"{MAX_PATTERNS} (MAX_PATTERNS); merge them into fewer, broader patterns"
+        )
+    try:
+        size = len(_canonical(items).encode())
+    except (TypeError, ValueError):
+        size = 0  # not JSON: compiling it says what is wrong
+    if size > MAX_CAPABILITY_BYTES:
+        raise CapabilityError(
+            f"{noun} list is {size} bytes as JSON, more than the limit of "
+            f"{MAX_CAPABILITY_BYTES} (MAX_CAPABILITY_BYTES); list fewer or shorter patterns"
+        )
+    if repeats > MAX_REGEX_REPEATS:
+        raise CapabilityError(
+            f"{noun} list's /regex/ patterns repeat {repeats} times by counted quantifiers "
+            f"like {{n}}, more than the limit of "
+            f"{MAX_REGEX_REPEATS} (MAX_REGEX_REPEATS); use * or + instead of large counts"
         )
 
 
