@@ -10,7 +10,8 @@ once, left to right (linear time, no backtracking, see :class:`_Glob`), a ``/reg
 ``regex`` pattern run with a timeout. All the matching for one envelope shares one CPU budget
 (:data:`MATCH_BUDGET_S`); past it the envelope is refused as too costly to check. Lists and
 patterns are bounded in size (:data:`MAX_CAPABILITIES`, :data:`MAX_CAPABILITY_BYTES`,
-:data:`MAX_PATTERNS`, :data:`MAX_PATTERN_CHARS`). :class:`CapabilitySet` additionally caches,
+:data:`MAX_PATTERNS`, :data:`MAX_PATTERN_CHARS`, :data:`MAX_REGEX_REPEATS`), checked before
+anything is compiled. :class:`CapabilitySet` additionally caches,
 per kind, which capabilities can match, so that ``allows(kind)`` for a kind whose answer does
 not depend on the payload is one dict lookup.
 """
@@ -293,13 +294,17 @@ def string_matcher(pattern: str, where: str = "pattern") -> Callable[[str], bool
     return match
 
 
-def _compile_string(pattern: str, where: str) -> _StrMatcher:
-    """Compile one string pattern: ``!neg``, ``/regex/``, glob, or a literal."""
+def _check_length(pattern: str, where: str) -> None:
     if len(pattern) > MAX_PATTERN_CHARS:
         raise CapabilityError(
             f"{where}: pattern of {len(pattern)} characters is longer than the limit of "
             f"{MAX_PATTERN_CHARS} (MAX_PATTERN_CHARS); write a shorter pattern"
         )
+
+
+def _compile_string(pattern: str, where: str) -> _StrMatcher:
+    """Compile one string pattern: ``!neg``, ``/regex/``, glob, or a literal."""
+    _check_length(pattern, where)
     read = pattern_type(pattern)
     if read == "negation":
         return _negate(_compile_string(pattern[1:], where))
@@ -395,8 +400,7 @@ def _compile_value(pattern: object, where: str, depth: int = 1) -> _ValueMatcher
         )
     if isinstance(pattern, str):
         if _is_literal(pattern):
-            if len(pattern) > MAX_PATTERN_CHARS:
-                _compile_string(pattern, where)  # raises: too long
+            _check_length(pattern, where)
             return _literal_value(pattern)
         return _string_value(_compile_string(pattern, where))
     if isinstance(pattern, bool):
@@ -517,11 +521,8 @@ def _compile_list(value: object, noun: str = "capability") -> list[_Compiled]:
             f"capabilities must be a list of {{kind, payload?}} mappings, got {_short(value)}"
         )
     items = list(value)
-    _check_count(len(items), noun)
-    _check_patterns(items, noun)  # before compiling anything
-    compiled = [_Compiled(raw, f"{noun} {index}") for index, raw in enumerate(items)]
-    _check_size(compiled, noun)
-    return compiled
+    _check_size(items, noun)  # before compiling anything: compiling is what it protects
+    return [_Compiled(raw, f"{noun} {index}") for index, raw in enumerate(items)]
 
 
 def _check_count(count: int, noun: str) -> None:
@@ -560,9 +561,10 @@ def _regex_repeats(body: str) -> int:
     return product
 
 
-def _check_patterns(items: Sequence[object], noun: str) -> None:
-    """Raise :class:`CapabilityError` past the pattern count, byte or regex repeat limit of a
-    raw list (checked before compiling: compiling is what these limits protect)."""
+def _check_size(items: Sequence[object], noun: str) -> None:
+    """Raise :class:`CapabilityError` when a (raw) list is past the entry, pattern, byte or
+    regex repeat limits."""
+    _check_count(len(items), noun)
     patterns = repeats = 0
     for raw in items:
         if not isinstance(raw, Mapping):
@@ -580,7 +582,7 @@ def _check_patterns(items: Sequence[object], noun: str) -> None:
         )
     try:
         size = len(_canonical(items).encode())
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         size = 0  # not JSON: compiling it says what is wrong
     if size > MAX_CAPABILITY_BYTES:
         raise CapabilityError(
@@ -592,37 +594,6 @@ def _check_patterns(items: Sequence[object], noun: str) -> None:
             f"{noun} list's /regex/ patterns repeat {repeats} times by counted quantifiers "
             f"like {{n}}, more than the limit of "
             f"{MAX_REGEX_REPEATS} (MAX_REGEX_REPEATS); use * or + instead of large counts"
-        )
-
-
-def _strings_in(value: object) -> int:
-    """How many string patterns a capability's kind or payload pattern holds."""
-    if isinstance(value, str):
-        return 1
-    if isinstance(value, list):
-        return sum(_strings_in(item) for item in value)
-    if isinstance(value, dict):
-        return sum(_strings_in(item) for item in value.values())
-    return 0
-
-
-def _check_size(compiled: Sequence[_Compiled], noun: str) -> None:
-    """Raise :class:`CapabilityError` when a list is past the entry, pattern or byte limits."""
-    _check_count(len(compiled), noun)
-    patterns = sum(
-        _strings_in(item.entry["kind"]) + _strings_in(item.entry.get("payload"))
-        for item in compiled
-    )
-    if patterns > MAX_PATTERNS:
-        raise CapabilityError(
-            f"{noun} list has {patterns} string patterns, more than the limit of "
-            f"{MAX_PATTERNS} (MAX_PATTERNS); merge them into fewer, broader patterns"
-        )
-    size = len(_canonical([item.entry for item in compiled]).encode())
-    if size > MAX_CAPABILITY_BYTES:
-        raise CapabilityError(
-            f"{noun} list is {size} bytes as JSON, more than the limit of "
-            f"{MAX_CAPABILITY_BYTES} (MAX_CAPABILITY_BYTES); list fewer or shorter patterns"
         )
 
 
@@ -875,7 +846,7 @@ class CapabilitySet:
     def _of(cls, compiled: Iterable[_Compiled], noun: str) -> CapabilitySet:
         new = cls.__new__(cls)
         new._compiled = tuple(_dedup(compiled))
-        _check_size(new._compiled, noun)
+        _check_size([item.entry for item in new._compiled], noun)
         new._cache = {}
         new._digest = None
         return new
