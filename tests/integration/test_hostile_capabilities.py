@@ -264,3 +264,14 @@ async def test_presence_carries_a_capability_list_once_then_its_digest(
     updated, _ = await _next_presence(listener, "mallory", "update")
     assert updated["capabilities"] == [*many, {"kind": "chat"}]
     assert updated["capabilities_digest"] != digest
+
+
+async def test_grants_cannot_grow_a_list_past_the_limit(team: RunningGateway) -> None:
+    boss = await team.mew("boss", space="team", token="b")
+    many = [{"kind": f"tool/{i:03}"} for i in range(127)]  # finder holds 2 already
+    grant = {"recipient": "finder", "capabilities": many}
+    err = await refused(boss, {"kind": "capability/grant", "payload": grant})
+    assert err["error"] == "invalid_envelope"
+    assert "129 entries" in err["message"] and "MAX_CAPABILITIES" in err["message"]
+    finder = await team.mew("finder", space="team", token="f")
+    assert finder.welcome["payload"]["you"]["capabilities"] == SEARCH_ONLY  # nothing changed

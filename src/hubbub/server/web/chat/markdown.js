@@ -189,6 +189,7 @@ function trimUrl(raw) {
 
 function inline(text, ctx, depth) {
   const spans = new Spans(text);
+  let noUrlBefore = 0; // the end of a bare URL that was not a link (the rest of it is text)
   const out = [];
   let buf = "";
   const flush = () => {
@@ -251,7 +252,7 @@ function inline(text, ctx, depth) {
         continue;
       }
     }
-    if ((c === "h" || c === "H") && !ctx.inLink && !WORD.test(prev) && /^https?:\/\//i.test(text.slice(i, i + 8))) {
+    if ((c === "h" || c === "H") && i >= noUrlBefore && !ctx.inLink && !WORD.test(prev) && /^https?:\/\//i.test(text.slice(i, i + 8))) {
       BARE_URL.lastIndex = i;
       const bare = BARE_URL.exec(text);
       const raw = bare ? trimUrl(bare[0]) : "";
@@ -261,11 +262,7 @@ function inline(text, ctx, depth) {
         i += raw.length;
         continue;
       }
-      if (bare) {
-        buf += bare[0]; // not a link: shown as written (and not scanned again from inside)
-        i += bare[0].length;
-        continue;
-      }
+      if (bare) noUrlBefore = i + bare[0].length; // not a link: not scanned again from inside
     }
     if ((c === "*" || c === "_" || c === "~") && depth < MAX_DEPTH) {
       const double = text[i + 1] === c;
