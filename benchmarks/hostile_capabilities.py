@@ -37,6 +37,12 @@ CASES: list[Case] = [
         [1024, 2048, 4096, 65_000],
     ),
     (
+        "open mode: text '*a*a*b', chat of n x 'a' then '/' (the automaton, not str.find)",
+        [{"kind": "chat", "payload": {"text": "*a*a*b"}}],
+        lambda n: ("chat", {"text": "a" * n + "/"}),
+        [1024, 2048, 4096, 65_000],
+    ),
+    (
         "token mode: params.name '*search*', name of n chars ('search'... + '/')",
         [{"kind": "mcp/request", "payload": {"params": {"name": "*search*"}}}],
         lambda n: ("mcp/request", {"params": {"name": "search" * (n // 6) + "/"}}),
@@ -52,7 +58,7 @@ CASES: list[Case] = [
 
 
 def _caps(index: int, base: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
-    if index == 2:
+    if index == 3:
         return [{"kind": "chat", "payload": {"text": [f"/(a|aa)+{i}$/" for i in range(n)]}}]
     return base
 

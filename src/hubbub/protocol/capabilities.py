@@ -98,29 +98,44 @@ REGEX_TIMEOUT_S: Final = 0.005
 """Longest one capability regex may run on one value; past it the value does not match."""
 
 
-class MatchBudget:
-    """The CPU time left for matching one envelope against capabilities (thread CPU time)."""
+_CLOCK_EVERY: Final = 8192
+"""Characters globs may read between two looks at the clock (a look costs about 1 µs)."""
 
-    __slots__ = ("_deadline", "exhausted")
+
+class MatchBudget:
+    """The CPU time left for matching one envelope against capabilities (this thread's CPU
+    time). The clock starts at the first look, which comes before the first regex or after
+    :data:`_CLOCK_EVERY` characters read by globs: an envelope that needs neither costs no
+    look at all."""
+
+    __slots__ = ("_deadline", "_seconds", "_unchecked", "exhausted")
 
     def __init__(self, seconds: float = MATCH_BUDGET_S) -> None:
-        """A budget of ``seconds`` of this thread's CPU time, starting now."""
-        self._deadline = time.thread_time() + seconds
+        """A budget of ``seconds`` of this thread's CPU time."""
+        self._seconds = seconds
+        self._deadline: float | None = None
+        self._unchecked = 0
         self.exhausted = False
 
     def left(self) -> float:
         """Seconds left (0 once spent)."""
-        left = self._deadline - time.thread_time()
+        now = time.thread_time()
+        if self._deadline is None:
+            self._deadline = now + self._seconds
+        left = self._deadline - now
         if left <= 0:
             self.exhausted = True
             return 0.0
         return left
 
-    def spend(self) -> None:
-        """Raise :class:`_OutOfBudget` once the budget is spent (called between steps)."""
-        if self.exhausted or time.thread_time() >= self._deadline:
-            self.exhausted = True
-            raise _OutOfBudget
+    def spend(self, characters: int) -> None:
+        """Count ``characters`` read; raise :class:`_OutOfBudget` once the budget is spent
+        (the clock is read every :data:`_CLOCK_EVERY` characters)."""
+        self._unchecked += characters
+        if self._unchecked >= _CLOCK_EVERY:
+            self._unchecked = 0
+            if self.exhausted or self.left() <= 0:
+                raise _OutOfBudget
 
 
 class _OutOfBudget(Exception):
@@ -180,7 +195,17 @@ class _Glob:
     are remembered, so reading one character is a lookup or a few integer operations.
     """
 
-    __slots__ = ("_adv", "_classes", "_final", "_rows", "_rows_max", "_stars", "_start", "_stay")
+    __slots__ = (
+        "_adv",
+        "_classes",
+        "_final",
+        "_pieces",
+        "_rows",
+        "_rows_max",
+        "_stars",
+        "_start",
+        "_stay",
+    )
 
     def __init__(self, tokens: Sequence[str]) -> None:
         literals = sorted({t for t in tokens if t not in ("*", "**", "?", "/")})
@@ -208,6 +233,34 @@ class _Glob:
         self._final = 1 << len(tokens)
         self._rows: dict[int, list[int]] = {}
         self._rows_max = max(1, _GLOB_CELLS_MAX // width)
+        # Without ``?``, on a value without ``/`` (where ``*`` and ``**`` are alike), the glob
+        # is literal pieces between stars: found left to right with str.find (leftmost first
+        # is right for such a glob), at C speed.
+        self._pieces: list[str] | None = None
+        if "?" not in tokens:
+            self._pieces = [""]
+            for token in tokens:
+                if token in ("*", "**"):
+                    self._pieces.append("")
+                else:
+                    self._pieces[-1] += token
+
+    def _by_pieces(self, value: str) -> bool:
+        pieces = self._pieces
+        assert pieces is not None
+        first, last = pieces[0], pieces[-1]
+        if len(pieces) == 1:
+            return value == first
+        end = len(value) - len(last)
+        if end < len(first) or not value.startswith(first) or not value.endswith(last):
+            return False
+        at = len(first)
+        for piece in pieces[1:-1]:
+            found = value.find(piece, at, end)
+            if found < 0:
+                return False
+            at = found + len(piece)
+        return True
 
     def _closed(self, state: int) -> int:
         return state | ((state & self._stars) << 1)
@@ -225,11 +278,18 @@ class _Glob:
 
     def __call__(self, value: str, budget: MatchBudget) -> bool:
         """Whether the whole of ``value`` matches."""
-        state, classify, step = self._start, self._classes.get, self._step
+        if self._pieces is not None and "/" not in value:
+            budget.spend(len(value))
+            return self._by_pieces(value)
+        state, classify, rows, step = self._start, self._classes.get, self._rows, self._step
         for begin in range(0, len(value), _GLOB_CHUNK):
-            budget.spend()
-            for char in value[begin : begin + _GLOB_CHUNK]:
-                state = step(state, classify(char, _OTHER_CLASS))
+            chunk = value[begin : begin + _GLOB_CHUNK] if len(value) > _GLOB_CHUNK else value
+            budget.spend(len(chunk))
+            for char in chunk:
+                k = classify(char, _OTHER_CLASS)
+                row = rows.get(state)  # the remembered transition, inline: the hot loop
+                nxt = row[k] if row is not None else -1
+                state = nxt if nxt >= 0 else step(state, k)
             if not state:
                 return False
         return bool(state & self._final)
@@ -261,8 +321,9 @@ def _bounded_search(compiled: regex.Pattern[str], pattern: str) -> _StrMatcher:
     the search stops when the envelope's budget does."""
 
     def search(value: str, budget: MatchBudget) -> bool:
-        budget.spend()
         limit = min(REGEX_TIMEOUT_S, budget.left())
+        if limit <= 0:
+            raise _OutOfBudget
         try:
             return compiled.search(value, timeout=limit) is not None
         except TimeoutError:
@@ -875,6 +936,9 @@ class CapabilitySet:
     def allows(self, kind: str, payload: Mapping[str, Any] | None = None) -> bool:
         """Whether an envelope of ``kind`` with ``payload`` matches any capability (an envelope
         too costly to check is not allowed)."""
+        entry = self._cache.get(kind)
+        if entry is True or entry is False:
+            return entry
         return self.verdict(kind, payload) == "allowed"
 
     def verdict(self, kind: str, payload: Mapping[str, Any] | None = None) -> Verdict:
