@@ -162,7 +162,7 @@ class Delivery:
         whole space) with the next presence flush of ``space``."""
         if self.shutting_down():
             return  # everyone is leaving: announcing each departure to the rest is O(N²)
-        entry = space.announced.presence_entry(event, entry)  # issue 21: list or digest
+        entry = space.announced.presence_entry(event, entry, channel)  # issue 21: list or digest
         observe.presence(self.activity, space.id, event, entry, channel)  # dashboard feed
         space.pending_presence.append((event, entry, channel))
         if not space.presence_scheduled:

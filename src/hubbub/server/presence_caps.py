@@ -46,9 +46,12 @@ class AnnouncedCapabilities:
     def _newest_welcome_except(self, pid: str) -> int:
         return self._last[0] if self._last[1] != pid else self._last_other
 
-    def presence_entry(self, event: str, entry: dict[str, Any]) -> dict[str, Any]:
+    def presence_entry(
+        self, event: str, entry: dict[str, Any], channel: str | None = None
+    ) -> dict[str, Any]:
         """``entry`` (a participant summary, not changed) as presence ``event`` should carry it:
-        with its capability list, or with the digest alone."""
+        with its capability list, or with the digest alone. Only a space-wide event (no
+        ``channel``: everyone online hears it) counts as announcing the list."""
         digest = entry.get("capabilities_digest")
         pid = entry.get("id")
         if "capabilities" not in entry or not isinstance(digest, str) or not isinstance(pid, str):
@@ -56,6 +59,8 @@ class AnnouncedCapabilities:
         if event != "leave":
             seen = self._announced.get(pid)
             if seen is None or seen[0] != digest or self._newest_welcome_except(pid) > seen[1]:
+                if channel is not None:
+                    return entry
                 self._announced[pid] = (digest, self._welcomes)
                 self._announced.move_to_end(pid)
                 if len(self._announced) > ANNOUNCED_MAX:
