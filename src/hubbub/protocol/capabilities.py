@@ -627,15 +627,24 @@ def _check_size(items: Sequence[object], noun: str) -> None:
     regex repeat limits."""
     _check_count(len(items), noun)
     patterns = repeats = 0
-    for raw in items:
+    for index, raw in enumerate(items):
         if not isinstance(raw, Mapping):
             continue
         for key in _MATCH_KEYS:
             for text in _raw_strings(raw.get(key)):
                 patterns += 1
                 inner = text.lstrip("!")
-                if len(text) <= MAX_PATTERN_CHARS and pattern_type(inner) == "regex":
-                    repeats += _regex_repeats(inner[1:-1])
+                if len(text) > MAX_PATTERN_CHARS or pattern_type(inner) != "regex":
+                    continue
+                count = _regex_repeats(inner[1:-1])
+                if count > MAX_REGEX_REPEATS:
+                    raise CapabilityError(
+                        f"{noun} {index}: {key}: invalid regular expression {_short(text)}: it "
+                        f"repeats {count} times by counted quantifiers like {{n}}, more than "
+                        f"the limit of {MAX_REGEX_REPEATS} (MAX_REGEX_REPEATS); use * or + "
+                        "instead of large counts"
+                    )
+                repeats += count
     if patterns > MAX_PATTERNS:
         raise CapabilityError(
             f"{noun} list has {patterns} string patterns, more than the limit of "
