@@ -310,6 +310,29 @@ async def test_capabilities_of_follows_welcome_presence_and_grants(
     assert watcher.capabilities_of("nobody") is None
 
 
+async def test_capabilities_of_survives_a_reconnect_announced_by_digest(
+    participant: MakeParticipant,
+) -> None:
+    watcher = await participant("watcher")
+    asked = [{"kind": "chat"}, {"kind": "channel/join"}]
+    limited = await participant("limited", capabilities=asked)
+    await watcher.client.wait_for_participant("limited", timeout=5)
+    assert watcher.capabilities_of("limited") == asked
+    gone = watcher.client.expect(
+        "system/presence", lambda _e: "limited" not in watcher.client.participants
+    )
+    await limited.disconnect()
+    await asyncio.wait_for(gone, 5)
+    back = watcher.client.expect(
+        "system/presence", lambda _e: "limited" in watcher.client.participants
+    )
+    await participant("limited", capabilities=asked)
+    presence = await asyncio.wait_for(back, 5)
+    sent = presence.payload.get("participants") or [presence.payload["participant"]]
+    assert [e for e in sent if e["id"] == "limited" and "capabilities" not in e]
+    assert watcher.capabilities_of("limited") == asked  # the presence named the list by digest
+
+
 async def test_answers_mcp_initialize_and_ping(participant: MakeParticipant) -> None:
     await calculator(participant)
     client = await participant("mcp-client")

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from hubbub.protocol.capabilities import (
+    MAX_CAPABILITIES,
+    MAX_PATTERN_CHARS,
+    MAX_PATTERNS,
     CapabilityError,
     CapabilitySet,
     can_send,
+    glob_tokens,
     matches,
     narrowed,
+    pattern_type,
+    string_matcher,
     validate_capabilities,
 )
 
@@ -697,3 +704,102 @@ def test_narrowed_never_allows_more_than_either(
     if cut.allows(kind, payload):
         assert CapabilitySet(asked).allows(kind, payload)
         assert CapabilitySet(bounds).allows(kind, payload)
+
+
+# --- hostile patterns (issue 21): linear globs, bounded lists, one budget per envelope ------
+
+
+def _backtracking_glob(glob: str) -> re.Pattern[str]:
+    """The glob as the old ``re`` translation read it: the meaning the automaton must keep."""
+    wild = {"**": ".*", "*": "[^/]*", "?": "[^/]"}
+    return re.compile("".join(wild.get(t) or re.escape(t) for t in glob_tokens(glob)), re.DOTALL)
+
+
+_GLOB_CHARS = st.sampled_from(["a", "b", "/", "*", "?", "\n", "é"])
+_VALUE_CHARS = st.sampled_from(["a", "b", "/", "*", "?", "\n", "é", "c"])
+
+
+@settings(max_examples=2000, deadline=None)
+@given(glob=st.text(_GLOB_CHARS, max_size=8), value=st.text(_VALUE_CHARS, max_size=10))
+def test_the_linear_glob_matches_what_the_regex_translation_did(glob: str, value: str) -> None:
+    assume(pattern_type(glob) in ("glob", "literal"))  # not a /regex/ nor a !negation
+    expected = _backtracking_glob(glob).fullmatch(value) is not None
+    assert string_matcher(glob)(value) is expected
+
+
+@pytest.mark.parametrize(
+    ("glob", "value", "expected"),
+    [
+        ("*a*a*b", "a" * 60_000, False),  # cubic for a backtracking matcher
+        ("*a*a*b", "a" * 60_000 + "b", True),
+        ("*a*a*b", "a" * 60_000 + "/", False),  # a / in the value: read by the automaton
+        ("**a**a**b", "a/" * 30_000 + "b", True),
+        ("*search*", "search" * 10_000 + "/", False),  # quadratic for a backtracking matcher
+        ("*search*", "x" * 60_000 + "search", True),
+        ("**/x", "a/" * 30_000 + "x", True),
+        ("?" * 500, "a" * 500, True),
+        ("*" + "?*" * 200 + "/", "a" * 30_000, False),  # many automaton states
+    ],
+)
+def test_adversarial_globs_answer_within_one_envelope_budget(
+    glob: str, value: str, expected: bool
+) -> None:
+    caps = CapabilitySet([{"kind": "chat", "payload": {"text": glob}}])
+    assert caps.verdict("chat", {"text": value}) == ("allowed" if expected else "denied")
+
+
+def test_runaway_regexes_share_one_budget_and_the_answer_says_so() -> None:
+    runaway = [f"/(a|aa)+{i}$/" for i in range(200)]
+    caps = CapabilitySet([{"kind": "chat", "payload": {"text": runaway}}])
+    assert caps.verdict("chat", {"text": "a" * 40 + "!"}) == "too_costly"
+    assert caps.allows("chat", {"text": "a" * 40 + "!"}) is False
+    assert caps.verdict("chat", {"text": "7"}) == "denied"  # cheap values still get answers
+
+
+@pytest.mark.parametrize(
+    ("caps", "limit"),
+    [
+        ([{"kind": f"k{i}"} for i in range(MAX_CAPABILITIES + 1)], "MAX_CAPABILITIES"),
+        ([{"kind": [f"k{i}" for i in range(MAX_PATTERNS + 1)]}], "MAX_PATTERNS"),
+        ([{"kind": "x" * (MAX_PATTERN_CHARS + 1)}], "MAX_PATTERN_CHARS"),
+        ([{"kind": "x", "payload": {"a": "y" * (MAX_PATTERN_CHARS + 1)}}], "MAX_PATTERN_CHARS"),
+        (
+            [{"kind": "k", "payload": {"v": ["z" * 500] * 40}}],
+            "MAX_CAPABILITY_BYTES",
+        ),
+        ([{"kind": "/(a{60000}){60000}/"}], "MAX_REGEX_REPEATS"),  # compiling: forever
+        ([{"kind": "!/a{4294967294}/"}], "MAX_REGEX_REPEATS"),
+        (
+            [{"kind": "x", "payload": {"q": [f"/(b{{100}}){{10}}{i}/" for i in range(11)]}}],
+            "MAX_REGEX_REPEATS",
+        ),
+    ],
+)
+def test_capability_lists_are_bounded_and_the_error_names_the_limit(
+    caps: list[Any], limit: str
+) -> None:
+    with pytest.raises(CapabilityError, match=limit):
+        validate_capabilities(caps)
+    with pytest.raises(CapabilityError, match=limit):
+        CapabilitySet(caps)
+
+
+def test_counted_regexes_within_the_limit_are_accepted() -> None:
+    caps = CapabilitySet([{"kind": "x", "payload": {"phone": r"/^\d{3}-\d{4}$/", "t": "/a{100}/"}}])
+    assert caps.allows("x", {"phone": "555-1234", "t": "a" * 100})
+
+
+def test_a_grant_past_the_limit_is_refused() -> None:
+    held = CapabilitySet([{"kind": f"k{i}"} for i in range(MAX_CAPABILITIES)])
+    with pytest.raises(CapabilityError, match="MAX_CAPABILITIES"):
+        held.granted([{"kind": "one-more"}])
+    assert len(held.granted([{"kind": "k0"}])) == MAX_CAPABILITIES  # a repeat adds nothing
+
+
+def test_removing_nothing_names_the_revoked_entries_that_match_no_held_entry() -> None:
+    human = CapabilitySet([{"kind": "!capability/*"}, {"kind": "capability/grant-ack"}])
+    assert human.removing_nothing([{"kind": "**"}]) == [{"kind": "**"}]
+    assert human.removing_nothing([{"kind": "!capability/*"}]) == []
+    mixed = CapabilitySet([{"kind": "mcp/*", "payload": {"method": "x"}}])
+    assert mixed.removing_nothing([{"kind": "mcp/*"}]) == []  # a kind-only entry: that kind
+    assert mixed.removing_nothing([{"kind": "mcp/*", "payload": {"method": "y"}}]) != []

@@ -16,7 +16,12 @@ from typing import Any
 
 from playwright.async_api import Page
 
-from hubbub.protocol.capabilities import can_send, pattern_type, validate_capabilities
+from hubbub.protocol.capabilities import (
+    can_send,
+    glob_tokens,
+    pattern_type,
+    validate_capabilities,
+)
 from tests.conftest import RunningGateway
 from tests.webchat.conftest import OpenPage
 
@@ -194,6 +199,30 @@ HAND: list[Case] = [
     ([{"kind": "/x/", "payload": {"n": 1}}], {"kind": "x", "payload": {"n": 2}}),
 ]
 
+# Hostile globs (issue 21): a backtracking matcher takes minutes on these (the page froze);
+# both automatons answer at once.
+ADVERSARIAL: list[Case] = (
+    [
+        (
+            [{"kind": "chat", "payload": {"text": "*a*a*b"}}],
+            {"kind": "chat", "payload": {"text": t}},
+        )
+        for t in ("a" * 4096, "a" * 60_000, "a" * 60_000 + "b", "a" * 30_000 + "/b")
+    ]
+    + [
+        (
+            [{"kind": "mcp/request", "payload": {"params": {"name": "*search*"}}}],
+            {"kind": "mcp/request", "payload": {"params": {"name": name}}},
+        )
+        for name in ("search" * 10_000 + "/", "search" * 10_000, "x" * 60_000)
+    ]
+    + [
+        ([{"kind": "**/x"}], {"kind": "a/" * 30_000 + "x"}),
+        ([{"kind": "*" + "?*" * 100 + "/"}], {"kind": "a" * 20_000}),
+        ([{"kind": "?" * 500}], {"kind": "é" * 500}),
+    ]
+)
+
 # Generated: every small kind pattern against every small kind, and payload patterns against
 # payloads, so that a rule the hand-written cases miss still cannot drift.
 KIND_PATTERNS = ["a", "*", "**", "a/*", "a/**", "*/b", "a?", "?/?", "!a/*", "!**", "a*b", "!!a"]
@@ -232,6 +261,12 @@ VALUES: list[Any] = [
 ]
 
 
+def _filler(rng: random.Random, wildcard: str) -> str:
+    """Random text for one glob wildcard (a ``/`` now and then, which only ``**`` takes)."""
+    size = 1 if wildcard == "?" else rng.randint(0, 3)
+    return "".join(rng.choice("ab/c") for _ in range(size))
+
+
 def _generated() -> list[Case]:
     cases: list[Case] = [
         ([{"kind": p}], {"kind": k}) for p, k in itertools.product(KIND_PATTERNS, KINDS)
@@ -252,10 +287,21 @@ def _generated() -> list[Case]:
             for _ in range(rng.randint(1, 3))
         ]
         cases.append((caps, {"kind": rng.choice(KINDS), "payload": {"f": rng.choice(VALUES)}}))
+    for _ in range(600):  # random globs against random values: the two automatons agree
+        glob = "".join(rng.choice("ab/*?\né") for _ in range(rng.randint(1, 7)))
+        if pattern_type(glob) not in ("glob", "literal"):
+            continue
+        if rng.random() < 0.5:  # a value written from the glob, wildcards filled at random
+            value = "".join(
+                t if t not in ("*", "**", "?") else _filler(rng, t) for t in glob_tokens(glob)
+            )
+        else:
+            value = "".join(rng.choice("ab/c\né*?") for _ in range(rng.randint(0, 9)))
+        cases.append(([{"kind": glob}], {"kind": value}))
     return cases
 
 
-CASES = HAND + _generated()
+CASES = HAND + ADVERSARIAL + _generated()
 
 
 def _has_regex(caps: list[dict[str, Any]]) -> bool:

@@ -5,17 +5,23 @@ envelope when ANY of its capabilities matches it (a union: there are no deny rul
 in MEW's ``hasCapability``/``canSend``). Negation (``!pattern``) is part of a single pattern and
 means "any value except". The exact rules are in ``docs/capabilities.md``.
 
-Everything is validated and compiled once (globs and ``/regex/`` become compiled ``re``
-objects); :class:`CapabilitySet` additionally caches, per kind, which capabilities can match,
-so that ``allows(kind)`` for a kind whose answer does not depend on the payload is one dict
-lookup.
+Everything is validated and compiled once: a glob becomes a small automaton that reads a value
+once, left to right (linear time, no backtracking, see :class:`_Glob`), a ``/regex/`` a compiled
+``regex`` pattern run with a timeout. All the matching for one envelope shares one CPU budget
+(:data:`MATCH_BUDGET_S`); past it the envelope is refused as too costly to check. Lists and
+patterns are bounded in size (:data:`MAX_CAPABILITIES`, :data:`MAX_CAPABILITY_BYTES`,
+:data:`MAX_PATTERNS`, :data:`MAX_PATTERN_CHARS`, :data:`MAX_REGEX_REPEATS`), checked before
+anything is compiled. :class:`CapabilitySet` additionally caches,
+per kind, which capabilities can match, so that ``allows(kind)`` for a kind whose answer does
+not depend on the payload is one dict lookup.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
-import re
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final, Literal
@@ -23,9 +29,17 @@ from typing import Any, Final, Literal
 import regex
 
 __all__ = [
+    "MATCH_BUDGET_S",
+    "MAX_CAPABILITIES",
+    "MAX_CAPABILITY_BYTES",
+    "MAX_PATTERNS",
+    "MAX_PATTERN_CHARS",
+    "MAX_REGEX_REPEATS",
     "Capability",
     "CapabilityError",
     "CapabilitySet",
+    "MatchBudget",
+    "Verdict",
     "can_send",
     "covers",
     "matches",
@@ -37,9 +51,10 @@ __all__ = [
 Capability = dict[str, Any]
 log = logging.getLogger("hubbub.capabilities")
 
-# A compiled pattern for one JSON value (payload side) or one string (kind side).
-_ValueMatcher = Callable[[object], bool]
-_StrMatcher = Callable[[str], bool]
+# A compiled pattern for one JSON value (payload side) or one string (kind side); both spend
+# from the budget of the envelope being checked.
+_ValueMatcher = Callable[[object, "MatchBudget"], bool]
+_StrMatcher = Callable[[str, "MatchBudget"], bool]
 
 _EMPTY: Final[Mapping[str, Any]] = MappingProxyType({})
 # Keys of a capability entry: the two that match, and two inert notes (MEW's ``id``).
@@ -65,10 +80,69 @@ class CapabilityError(ValueError):
 # compiling patterns
 # ---------------------------------------------------------------------------------------------
 
+MAX_CAPABILITIES: Final = 128
+"""Most entries in one capability list (a join's request, a participant's set after grants)."""
+MAX_CAPABILITY_BYTES: Final = 16 * 1024
+"""Largest capability list, as compact JSON (UTF-8 bytes)."""
+MAX_PATTERNS: Final = 256
+"""Most string patterns (kinds and payload strings, one-of items included) in one list."""
+MAX_PATTERN_CHARS: Final = 512
+"""Longest string pattern (a glob, ``/regex/``, negation or literal), in characters."""
+MAX_REGEX_REPEATS: Final = 10_000
+"""Most a list's ``/regex/`` patterns may repeat by counted quantifiers (``{n}``, ``{m,n}``):
+per pattern the product of its counts, summed over the list. The ``regex`` engine expands
+them when it compiles (``(a{1000}){1000}`` took seconds, larger counts forever)."""
+MATCH_BUDGET_S: Final = 0.05
+"""CPU time all capability matching for one envelope may take; past it the envelope is refused."""
+REGEX_TIMEOUT_S: Final = 0.005
+"""Longest one capability regex may run on one value; past it the value does not match."""
+
+
+_CLOCK_EVERY: Final = 8192
+"""Characters globs may read between two looks at the clock (a look costs about 1 µs)."""
+
+
+class MatchBudget:
+    """The CPU time left for matching one envelope against capabilities (this thread's CPU
+    time). The clock starts at the first look, which comes before the first regex or after
+    :data:`_CLOCK_EVERY` characters read by globs: an envelope that needs neither costs no
+    look at all."""
+
+    __slots__ = ("_deadline", "_seconds", "_unchecked", "exhausted")
+
+    def __init__(self, seconds: float = MATCH_BUDGET_S) -> None:
+        """A budget of ``seconds`` of this thread's CPU time."""
+        self._seconds = seconds
+        self._deadline: float | None = None
+        self._unchecked = 0
+        self.exhausted = False
+
+    def left(self) -> float:
+        """Seconds left (0 once spent)."""
+        now = time.thread_time()
+        if self._deadline is None:
+            self._deadline = now + self._seconds
+        left = self._deadline - now
+        if left <= 0:
+            self.exhausted = True
+            return 0.0
+        return left
+
+    def spend(self, characters: int) -> None:
+        """Count ``characters`` read; raise :class:`_OutOfBudget` once the budget is spent
+        (the clock is read every :data:`_CLOCK_EVERY` characters)."""
+        self._unchecked += characters
+        if self._unchecked >= _CLOCK_EVERY:
+            self._unchecked = 0
+            if self.exhausted or self.left() <= 0:
+                raise _OutOfBudget
+
+
+class _OutOfBudget(Exception):
+    """The matching of one envelope ran past its :class:`MatchBudget`."""
+
 
 PatternType = Literal["negation", "regex", "glob", "literal"]
-GLOB_WILDCARDS: Final = {"**": ".*", "*": "[^/]*", "?": "[^/]"}
-"""Glob wildcards and the regexes they stand for: ``**`` crosses ``/``, ``*`` and ``?`` do not."""
 
 
 def pattern_type(pattern: str) -> PatternType:
@@ -99,18 +173,142 @@ def glob_tokens(glob: str) -> list[str]:
     return out
 
 
-def _glob_to_regex(glob: str) -> str:
-    """Translate a glob (``*`` within a ``/`` segment, ``**`` across, ``?`` one char)."""
-    return "".join(GLOB_WILDCARDS.get(token) or re.escape(token) for token in glob_tokens(glob))
+_GLOB_CHUNK: Final = 4096
+"""Characters a glob reads between two looks at the budget."""
+_GLOB_CELLS_MAX: Final = 1024
+"""Most transitions one glob remembers (states x character classes; beyond: computed each
+time), so that a participant's globs hold at most a few KiB each."""
+_OTHER_CLASS: Final = 0
+"""The class of characters that are neither ``/`` nor a literal of the glob."""
+_SLASH_CLASS: Final = 1
+
+
+class _Glob:
+    """A glob as an automaton over its token positions: linear in the value, no backtracking.
+
+    State bit ``i`` set: the first ``i`` tokens match what was read so far (a bit-parallel NFA,
+    "shift-and"). Reading a character moves bit ``i`` to ``i + 1`` where token ``i`` is that
+    character or ``?`` (not ``/``), keeps it where token ``i`` is ``**`` (or ``*``, not on
+    ``/``), and a wildcard may match nothing (bit ``i`` also sets ``i + 1``). Stars are never
+    adjacent (runs are one ``**``), so that closure is one step. Characters fall into classes
+    (each literal of the glob, ``/``, anything else) and the transitions of the state sets met
+    are remembered, so reading one character is a lookup or a few integer operations.
+    """
+
+    __slots__ = (
+        "_adv",
+        "_classes",
+        "_final",
+        "_pieces",
+        "_rows",
+        "_rows_max",
+        "_stars",
+        "_start",
+        "_stay",
+    )
+
+    def __init__(self, tokens: Sequence[str]) -> None:
+        literals = sorted({t for t in tokens if t not in ("*", "**", "?", "/")})
+        self._classes = {char: index + 2 for index, char in enumerate(literals)}
+        self._classes["/"] = _SLASH_CLASS
+        width = len(literals) + 2
+        literal = [0] * width  # per class: the positions of tokens that are that character
+        any_char = star = double_star = 0
+        for i, token in enumerate(tokens):
+            bit = 1 << i
+            if token == "**":
+                double_star |= bit
+            elif token == "*":
+                star |= bit
+            elif token == "?":
+                any_char |= bit
+            else:
+                literal[self._classes[token]] |= bit
+        self._adv = [bits | any_char for bits in literal]
+        self._adv[_SLASH_CLASS] = literal[_SLASH_CLASS]  # ? never reads a /
+        self._stay = [star | double_star] * width
+        self._stay[_SLASH_CLASS] = double_star  # * never reads a /
+        self._stars = star | double_star
+        self._start = self._closed(1)
+        self._final = 1 << len(tokens)
+        self._rows: dict[int, list[int]] = {}
+        self._rows_max = max(1, _GLOB_CELLS_MAX // width)
+        # Without ``?``, on a value without ``/`` (where ``*`` and ``**`` are alike), the glob
+        # is literal pieces between stars: found left to right with str.find (leftmost first
+        # is right for such a glob), at C speed.
+        self._pieces: list[str] | None = None
+        if "?" not in tokens:
+            self._pieces = [""]
+            for token in tokens:
+                if token in ("*", "**"):
+                    self._pieces.append("")
+                else:
+                    self._pieces[-1] += token
+
+    def _by_pieces(self, value: str) -> bool:
+        pieces = self._pieces
+        assert pieces is not None
+        first, last = pieces[0], pieces[-1]
+        if len(pieces) == 1:
+            return value == first
+        end = len(value) - len(last)
+        if end < len(first) or not value.startswith(first) or not value.endswith(last):
+            return False
+        at = len(first)
+        for piece in pieces[1:-1]:
+            found = value.find(piece, at, end)
+            if found < 0:
+                return False
+            at = found + len(piece)
+        return True
+
+    def _closed(self, state: int) -> int:
+        return state | ((state & self._stars) << 1)
+
+    def _step(self, state: int, k: int) -> int:
+        row = self._rows.get(state)
+        if row is None:
+            if len(self._rows) >= self._rows_max:
+                return self._closed(((state & self._adv[k]) << 1) | (state & self._stay[k]))
+            row = self._rows[state] = [-1] * len(self._adv)
+        nxt = row[k]
+        if nxt < 0:
+            nxt = row[k] = self._closed(((state & self._adv[k]) << 1) | (state & self._stay[k]))
+        return nxt
+
+    def __call__(self, value: str, budget: MatchBudget) -> bool:
+        """Whether the whole of ``value`` matches."""
+        if self._pieces is not None and "/" not in value:
+            budget.spend(len(value))
+            return self._by_pieces(value)
+        state, classify, rows, step = self._start, self._classes.get, self._rows, self._step
+        for begin in range(0, len(value), _GLOB_CHUNK):
+            chunk = value[begin : begin + _GLOB_CHUNK] if len(value) > _GLOB_CHUNK else value
+            budget.spend(len(chunk))
+            for char in chunk:
+                k = classify(char, _OTHER_CLASS)
+                row = rows.get(state)  # the remembered transition, inline: the hot loop
+                nxt = row[k] if row is not None else -1
+                state = nxt if nxt >= 0 else step(state, k)
+            if not state:
+                return False
+        return bool(state & self._final)
 
 
 def _negate(inner: _StrMatcher) -> _StrMatcher:
-    return lambda value: not inner(value)
+    return lambda value, budget: not inner(value, budget)
 
 
 def _any_of_str(alternatives: Sequence[_StrMatcher]) -> _StrMatcher:
     alts = tuple(alternatives)
-    return lambda value: any(alt(value) for alt in alts)
+
+    def match(value: str, budget: MatchBudget) -> bool:
+        for alt in alts:  # noqa: SIM110 - hot path: no generator per call
+            if alt(value, budget):
+                return True
+        return False
+
+    return match
 
 
 def _is_literal(pattern: str) -> bool:
@@ -118,17 +316,20 @@ def _is_literal(pattern: str) -> bool:
     return pattern_type(pattern) == "literal"
 
 
-REGEX_TIMEOUT_S = 0.005
-"""Longest a capability regex may run on one value; past it the value does not match."""
-
-
 def _bounded_search(compiled: regex.Pattern[str], pattern: str) -> _StrMatcher:
-    """A regex search that cannot stall the gateway: a runaway pattern counts as no match."""
+    """A regex search that cannot stall the gateway: a runaway pattern counts as no match, and
+    the search stops when the envelope's budget does."""
 
-    def search(value: str) -> bool:
+    def search(value: str, budget: MatchBudget) -> bool:
+        limit = min(REGEX_TIMEOUT_S, budget.left())
+        if limit <= 0:
+            raise _OutOfBudget
         try:
-            return compiled.search(value, timeout=REGEX_TIMEOUT_S) is not None
+            return compiled.search(value, timeout=limit) is not None
         except TimeoutError:
+            if limit < REGEX_TIMEOUT_S:
+                budget.exhausted = True
+                raise _OutOfBudget from None
             log.warning(
                 "capability regex %s gave up after %.0f ms on a %d-character value: denied",
                 _short(pattern),
@@ -141,12 +342,30 @@ def _bounded_search(compiled: regex.Pattern[str], pattern: str) -> _StrMatcher:
 
 
 def string_matcher(pattern: str, where: str = "pattern") -> Callable[[str], bool]:
-    """The compiled matcher of one string pattern (raises :class:`CapabilityError`)."""
-    return _compile_string(pattern, where)
+    """The compiled matcher of one string pattern (raises :class:`CapabilityError`); each call
+    has a budget of its own and answers no match past it."""
+    compiled = _compile_string(pattern, where)
+
+    def match(value: str) -> bool:
+        try:
+            return compiled(value, MatchBudget())
+        except _OutOfBudget:
+            return False
+
+    return match
+
+
+def _check_length(pattern: str, where: str) -> None:
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise CapabilityError(
+            f"{where}: pattern of {len(pattern)} characters is longer than the limit of "
+            f"{MAX_PATTERN_CHARS} (MAX_PATTERN_CHARS); write a shorter pattern"
+        )
 
 
 def _compile_string(pattern: str, where: str) -> _StrMatcher:
     """Compile one string pattern: ``!neg``, ``/regex/``, glob, or a literal."""
+    _check_length(pattern, where)
     read = pattern_type(pattern)
     if read == "negation":
         return _negate(_compile_string(pattern[1:], where))
@@ -160,9 +379,8 @@ def _compile_string(pattern: str, where: str) -> _StrMatcher:
             ) from None
         return _bounded_search(compiled, pattern)
     if read == "glob":
-        fullmatch = re.compile(_glob_to_regex(pattern), re.DOTALL).fullmatch
-        return lambda value: fullmatch(value) is not None
-    return lambda value: value == pattern
+        return _Glob(glob_tokens(pattern))
+    return lambda value, budget: value == pattern
 
 
 def _compile_kind(kind: object, where: str) -> _StrMatcher:
@@ -188,36 +406,47 @@ def _compile_kind(kind: object, where: str) -> _StrMatcher:
 
 
 def _string_value(matcher: _StrMatcher) -> _ValueMatcher:
-    return lambda value: isinstance(value, str) and matcher(value)
+    return lambda value, budget: isinstance(value, str) and matcher(value, budget)
+
+
+def _literal_value(expected: str) -> _ValueMatcher:
+    return lambda value, budget: value == expected  # a non-string never equals a string
 
 
 def _bool_value(expected: bool) -> _ValueMatcher:
-    return lambda value: value is expected
+    return lambda value, budget: value is expected
 
 
 def _null_value() -> _ValueMatcher:
-    return lambda value: value is None
+    return lambda value, budget: value is None
 
 
 def _number_value(expected: float) -> _ValueMatcher:
-    return lambda value: (
+    return lambda value, budget: (
         isinstance(value, int | float) and not isinstance(value, bool) and value == expected
     )
 
 
 def _any_of_value(alternatives: Sequence[_ValueMatcher]) -> _ValueMatcher:
     alts = tuple(alternatives)
-    return lambda value: any(alt(value) for alt in alts)
+
+    def match(value: object, budget: MatchBudget) -> bool:
+        for alt in alts:  # noqa: SIM110 - hot path: no generator per call
+            if alt(value, budget):
+                return True
+        return False
+
+    return match
 
 
 def _object_value(fields: Sequence[tuple[str, _ValueMatcher]]) -> _ValueMatcher:
     items = tuple(fields)
 
-    def match(value: object) -> bool:
+    def match(value: object, budget: MatchBudget) -> bool:
         if type(value) is not dict and not isinstance(value, Mapping):
             return False
-        for key, matcher in items:  # noqa: SIM110 - hot path: no generator per call
-            if key not in value or not matcher(value[key]):
+        for key, matcher in items:
+            if key not in value or not matcher(value[key], budget):
                 return False
         return True
 
@@ -232,7 +461,8 @@ def _compile_value(pattern: object, where: str, depth: int = 1) -> _ValueMatcher
         )
     if isinstance(pattern, str):
         if _is_literal(pattern):
-            return lambda value: value == pattern  # a non-string value never equals a string
+            _check_length(pattern, where)
+            return _literal_value(pattern)
         return _string_value(_compile_string(pattern, where))
     if isinstance(pattern, bool):
         return _bool_value(pattern)
@@ -327,13 +557,13 @@ class _Compiled:
         self.kind_key = _canonical(entry["kind"])
         self.key = _canonical([entry["kind"], entry.get("payload")])
 
-    def matches(self, kind: str, payload: object) -> bool:
+    def matches(self, kind: str, payload: object, budget: MatchBudget) -> bool:
         """Whether this capability matches ``kind`` and ``payload``."""
-        if not self.kind_match(kind):
+        if not self.kind_match(kind, budget):
             return False
         if self.payload_match is None:
             return True
-        return self.payload_match(payload if isinstance(payload, Mapping) else _EMPTY)
+        return self.payload_match(payload if isinstance(payload, Mapping) else _EMPTY, budget)
 
 
 def _canonical(value: object) -> str:
@@ -351,7 +581,90 @@ def _compile_list(value: object, noun: str = "capability") -> list[_Compiled]:
         raise CapabilityError(
             f"capabilities must be a list of {{kind, payload?}} mappings, got {_short(value)}"
         )
-    return [_Compiled(raw, f"{noun} {index}") for index, raw in enumerate(value)]
+    items = list(value)
+    _check_size(items, noun)  # before compiling anything: compiling is what it protects
+    return [_Compiled(raw, f"{noun} {index}") for index, raw in enumerate(items)]
+
+
+def _check_count(count: int, noun: str) -> None:
+    if count > MAX_CAPABILITIES:
+        raise CapabilityError(
+            f"{noun} list has {count} entries, more than the limit of {MAX_CAPABILITIES} "
+            "(MAX_CAPABILITIES); list fewer, broader patterns (e.g. 'mcp/*' or a kind list)"
+        )
+
+
+def _raw_strings(value: object) -> Iterable[str]:
+    """The strings in a raw (unvalidated) kind or payload pattern, however nested."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+
+
+_COUNTED: Final = regex.compile(r"(?<!\\)\{(\d*)(?:,(\d*))?\}")
+"""A counted quantifier ``{n}``, ``{m,}``, ``{,n}``, ``{m,n}`` (read generously: one inside a
+character class counts too)."""
+
+
+def _regex_repeats(body: str) -> int:
+    """The product of the counts of a regex's counted quantifiers (1 if it has none)."""
+    product = 1
+    for low, high in _COUNTED.findall(body):
+        product *= max(int(low or 0), int(high or 0), 1)
+        if product > MAX_REGEX_REPEATS:
+            break
+    return product
+
+
+def _check_size(items: Sequence[object], noun: str) -> None:
+    """Raise :class:`CapabilityError` when a (raw) list is past the entry, pattern, byte or
+    regex repeat limits."""
+    _check_count(len(items), noun)
+    patterns = repeats = 0
+    for index, raw in enumerate(items):
+        if not isinstance(raw, Mapping):
+            continue
+        for key in _MATCH_KEYS:
+            for text in _raw_strings(raw.get(key)):
+                patterns += 1
+                inner = text.lstrip("!")
+                if len(text) > MAX_PATTERN_CHARS or pattern_type(inner) != "regex":
+                    continue
+                count = _regex_repeats(inner[1:-1])
+                if count > MAX_REGEX_REPEATS:
+                    raise CapabilityError(
+                        f"{noun} {index}: {key}: invalid regular expression {_short(text)}: it "
+                        f"repeats {count} times by counted quantifiers like {{n}}, more than "
+                        f"the limit of {MAX_REGEX_REPEATS} (MAX_REGEX_REPEATS); use * or + "
+                        "instead of large counts"
+                    )
+                repeats += count
+    if patterns > MAX_PATTERNS:
+        raise CapabilityError(
+            f"{noun} list has {patterns} string patterns, more than the limit of "
+            f"{MAX_PATTERNS} (MAX_PATTERNS); merge them into fewer, broader patterns"
+        )
+    try:
+        size = len(_canonical(items).encode())
+    except (TypeError, ValueError, RecursionError):
+        size = 0  # not JSON: compiling it says what is wrong
+    if size > MAX_CAPABILITY_BYTES:
+        raise CapabilityError(
+            f"{noun} list is {size} bytes as JSON, more than the limit of "
+            f"{MAX_CAPABILITY_BYTES} (MAX_CAPABILITY_BYTES); list fewer or shorter patterns"
+        )
+    if repeats > MAX_REGEX_REPEATS:
+        raise CapabilityError(
+            f"{noun} list's /regex/ patterns repeat {repeats} times by counted quantifiers "
+            f"like {{n}}, more than the limit of "
+            f"{MAX_REGEX_REPEATS} (MAX_REGEX_REPEATS); use * or + instead of large counts"
+        )
 
 
 def _dedup(compiled: Iterable[_Compiled]) -> list[_Compiled]:
@@ -386,7 +699,10 @@ def matches(
     compiled = _Compiled(capability, "capability")
     if not isinstance(kind, str):
         return False
-    return compiled.matches(kind, payload)
+    try:
+        return compiled.matches(kind, payload, MatchBudget())
+    except _OutOfBudget:
+        return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -574,10 +890,15 @@ def narrowed(
     return [_plain(item.entry) for item in _dedup(_compile_list(out))]
 
 
+Verdict = Literal["allowed", "denied", "too_costly"]
+"""What checking one envelope against a capability set concluded (``too_costly``: its
+matching ran past :data:`MATCH_BUDGET_S`, so it is refused without an answer)."""
+
+
 class CapabilitySet:
     """A participant's capabilities, compiled once; ``allows`` is the enforcement check."""
 
-    __slots__ = ("_cache", "_compiled")
+    __slots__ = ("_cache", "_compiled", "_digest")
 
     def __init__(self, capabilities: Iterable[Mapping[str, Any]]) -> None:
         """Validate and compile ``capabilities`` (raises :class:`CapabilityError`)."""
@@ -589,13 +910,24 @@ class CapabilitySet:
         # kind -> True (allowed whatever the payload), False (never), or the payload matchers
         # of the capabilities whose kind pattern matches (the answer depends on the payload).
         self._cache: dict[str, bool | tuple[_ValueMatcher, ...]] = {}
+        self._digest: str | None = None
 
     @classmethod
-    def _of(cls, compiled: Iterable[_Compiled]) -> CapabilitySet:
+    def _of(cls, compiled: Iterable[_Compiled], noun: str) -> CapabilitySet:
         new = cls.__new__(cls)
         new._compiled = tuple(_dedup(compiled))
+        _check_size([item.entry for item in new._compiled], noun)
         new._cache = {}
+        new._digest = None
         return new
+
+    @property
+    def digest(self) -> str:
+        """A short name of this exact list (``sha256:`` and 32 hex digits of its JSON)."""
+        if self._digest is None:
+            text = _canonical([item.entry for item in self._compiled])
+            self._digest = "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:32]
+        return self._digest
 
     @property
     def capabilities(self) -> list[Capability]:
@@ -611,27 +943,47 @@ class CapabilitySet:
         return f"CapabilitySet({self.capabilities!r})"
 
     def allows(self, kind: str, payload: Mapping[str, Any] | None = None) -> bool:
-        """Whether an envelope of ``kind`` with ``payload`` matches any capability."""
+        """Whether an envelope of ``kind`` with ``payload`` matches any capability (an envelope
+        too costly to check is not allowed)."""
         entry = self._cache.get(kind)
-        if entry is None:
-            entry = self._resolve(kind)
-        if entry is True:
-            return True
-        if entry is False:
-            return False
-        body = payload if type(payload) is dict or isinstance(payload, Mapping) else _EMPTY
-        for payload_match in entry:  # noqa: SIM110 - hot path: no generator per call
-            if payload_match(body):
-                return True
-        return False
+        if entry is True or entry is False:
+            return entry
+        return self.verdict(kind, payload) == "allowed"
 
-    def _resolve(self, kind: str) -> bool | tuple[_ValueMatcher, ...]:
+    def verdict(self, kind: str, payload: Mapping[str, Any] | None = None) -> Verdict:
+        """Whether an envelope of ``kind`` with ``payload`` is allowed, denied, or refused
+        because checking it ran past the envelope's CPU budget (:data:`MATCH_BUDGET_S`)."""
+        budget = MatchBudget()
+        try:
+            entry = self._cache.get(kind)
+            if entry is None:
+                entry = self._resolve(kind, budget)
+            if entry is True:
+                return "allowed"
+            if entry is False:
+                return "denied"
+            body = payload if type(payload) is dict or isinstance(payload, Mapping) else _EMPTY
+            for payload_match in entry:
+                if payload_match(body, budget):
+                    return "allowed"
+            return "denied"
+        except _OutOfBudget:
+            log.warning(
+                "capability check of a %r envelope ran past its %.0f ms budget "
+                "(%d capabilities): refused",
+                kind[:40] if isinstance(kind, str) else kind,
+                MATCH_BUDGET_S * 1000,
+                len(self._compiled),
+            )
+            return "too_costly"
+
+    def _resolve(self, kind: str, budget: MatchBudget) -> bool | tuple[_ValueMatcher, ...]:
         if not isinstance(kind, str):
             return False
         payload_matchers: list[_ValueMatcher] = []
         result: bool | tuple[_ValueMatcher, ...] = False
         for item in self._compiled:
-            if item.kind_match(kind):
+            if item.kind_match(kind, budget):
                 if item.payload_match is None:
                     result = True
                     break
@@ -642,13 +994,14 @@ class CapabilitySet:
         cache = self._cache
         if len(cache) >= _KIND_CACHE_MAX:
             cache.clear()
-        cache[kind] = result
+        cache[kind] = result  # only reached within the budget: an exhausted one raised
         return result
 
     def granted(self, extra: Iterable[Mapping[str, Any]]) -> CapabilitySet:
-        """A new set with ``extra`` added (entries equal to one already held are not repeated)."""
+        """A new set with ``extra`` added (entries equal to one already held are not repeated);
+        raises :class:`CapabilityError` when the result is past the size limits."""
         added = _compile_list(extra, "granted capability")
-        return CapabilitySet._of([*self._compiled, *added])
+        return CapabilitySet._of([*self._compiled, *added], "resulting capability")
 
     def revoked(self, remove: Iterable[Mapping[str, Any]]) -> CapabilitySet:
         """A new set without entries equal to ``remove``; a kind-only entry removes that kind."""
@@ -656,10 +1009,25 @@ class CapabilitySet:
         exact = {item.key for item in revoking}
         whole_kinds = {item.kind_key for item in revoking if item.payload_match is None}
         return CapabilitySet._of(
-            item
-            for item in self._compiled
-            if item.key not in exact and item.kind_key not in whole_kinds
+            (
+                item
+                for item in self._compiled
+                if item.key not in exact and item.kind_key not in whole_kinds
+            ),
+            "resulting capability",
         )
+
+    def removing_nothing(self, remove: Iterable[Mapping[str, Any]]) -> list[Capability]:
+        """The entries of a revoke list that would remove none of this set's entries."""
+        out: list[Capability] = []
+        for wanted in _compile_list(remove, "revoked capability"):
+            whole_kind = wanted.payload_match is None
+            if not any(
+                item.key == wanted.key or (whole_kind and item.kind_key == wanted.kind_key)
+                for item in self._compiled
+            ):
+                out.append(_plain(wanted.entry))
+        return out
 
 
 def can_send(

@@ -22,6 +22,7 @@ class ErrorCode(StrEnum):
     NOT_IN_CHANNEL = "not_in_channel"
     UNKNOWN_PARTICIPANT = "unknown_participant"
     CAPABILITY_VIOLATION = "capability_violation"
+    NOTHING_REVOKED = "nothing_revoked"
     RATE_LIMITED = "rate_limited"
     AUTH_FAILED = "auth_failed"
     WRONG_SPACE = "wrong_space"

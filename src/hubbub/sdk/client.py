@@ -65,6 +65,10 @@ NO_RECONNECT_CODES: Final = frozenset({1008, 4000, 4001})
 connection with the same id, kicked (the web pages' ``FINAL_CLOSE_CODES`` too)."""
 
 
+_LISTS_KEPT: Final = 1024
+"""Capability lists a client remembers by digest (the oldest is forgotten first)."""
+
+
 @dataclass(frozen=True)
 class Reconnecting:
     """Argument of the ``reconnecting`` event."""
@@ -117,6 +121,8 @@ class Client:
         """The latest ``system/welcome``."""
         self.participants: dict[str, dict[str, Any]] = {}
         """Participants online in the space (from the welcome and presence events)."""
+        self._lists_by_digest: dict[str, list[Any]] = {}
+        """Capability lists seen, by ``capabilities_digest`` (a presence may carry only that)."""
         self.outbox = Outbox()
         """Sent messages not acknowledged yet: sent again, same ids, after a reconnect."""
         self.gateway_url: str | None = None
@@ -687,7 +693,7 @@ class Client:
         if isinstance(you, dict) and isinstance(you.get("id"), str):
             self.id = self.events.owner = you["id"]
         self.participants = {
-            p["id"]: p
+            p["id"]: self._with_capabilities(p)
             for p in env.payload.get("participants", [])
             if isinstance(p, dict) and isinstance(p.get("id"), str)
         }
@@ -769,7 +775,22 @@ class Client:
             if event == "leave":
                 self.participants.pop(entry["id"], None)
             else:
-                self.participants[entry["id"]] = entry
+                self.participants[entry["id"]] = self._with_capabilities(entry)
+
+    def _with_capabilities(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """A participant summary with its capability list: as sent, or the one seen before
+        under its ``capabilities_digest`` (the gateway sends a list once, then its digest)."""
+        digest = entry.get("capabilities_digest")
+        if not isinstance(digest, str):
+            return entry
+        caps = entry.get("capabilities")
+        if isinstance(caps, list):
+            if len(self._lists_by_digest) >= _LISTS_KEPT:
+                self._lists_by_digest.pop(next(iter(self._lists_by_digest)))
+            self._lists_by_digest[digest] = caps
+            return entry
+        known = self._lists_by_digest.get(digest)
+        return entry if known is None else {**entry, "capabilities": known}
 
     def _on_error(self, env: Envelope) -> None:
         payload = env.payload

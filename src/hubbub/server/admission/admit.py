@@ -17,7 +17,7 @@ from hubbub.protocol.envelope import Envelope, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import DM_STREAM, SERVER_ID, is_participant_id
 from hubbub.protocol.kinds import HANDSHAKE_KINDS, KINDS
-from hubbub.server.admission.authorization import channel_access
+from hubbub.server.admission.authorization import channel_access, check_send
 from hubbub.server.admission.bans import BanList
 from hubbub.server.admission.sender import Sender
 from hubbub.server.config import Limits
@@ -118,14 +118,7 @@ class Admission:
                     f"{self.limits.max_payload_bytes} bytes (limits.max_payload_bytes)",
                     correlation_id=client_id,
                 )
-        if not sender.caps.allows(kind, env.payload):
-            raise ProtocolError(
-                ErrorCode.CAPABILITY_VIOLATION,
-                f"you may not send kind {kind!r} with this payload; "
-                "ask an admin for a capability/grant",
-                correlation_id=client_id,
-                extra={"attempted_kind": kind, "your_capabilities": sender.caps.capabilities},
-            )
+        check_send(sender.caps, kind, env.payload, client_id)  # one budgeted check
         if kind == "chat" and not isinstance(env.payload.get("text"), str):
             raise ProtocolError(
                 ErrorCode.INVALID_ENVELOPE,

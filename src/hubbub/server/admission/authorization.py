@@ -15,19 +15,55 @@ on the WebSocket. Joining (and listing a channel's members) needs the join right
 **Changing capabilities** (:func:`check_grant`). ``capability/grant`` and ``capability/revoke``
 need, besides a capability for the kind, a role listed in the space's ``grant_roles``
 (``[admin]`` by default), and a grant may only hand out what the granter's own capabilities
-cover.
+cover. A revoke must remove something (:func:`changed_capabilities`): one that would remove
+nothing is refused and says what the recipient holds instead.
+
+**Sending** (:func:`check_send`): an envelope is refused when no capability matches it, or
+when matching it ran past the CPU budget of one envelope (``MATCH_BUDGET_S``).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hubbub.protocol.capabilities import CapabilitySet, uncovered
+from hubbub.protocol.capabilities import (
+    MATCH_BUDGET_S,
+    Capability,
+    CapabilityError,
+    CapabilitySet,
+    uncovered,
+)
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import is_channel
 from hubbub.server.admission.bans import BanList
 from hubbub.server.state.space import Channel, SpaceState
+
+
+def check_send(
+    caps: CapabilitySet, kind: str, payload: Mapping[str, Any], correlation_id: str | None
+) -> None:
+    """Raise ``capability_violation`` unless ``caps`` allow an envelope of ``kind``/``payload``."""
+    verdict = caps.verdict(kind, payload)
+    if verdict == "allowed":
+        return
+    if verdict == "too_costly":
+        message = (
+            f"checking your capabilities against this {kind!r} envelope ran past its "
+            f"{MATCH_BUDGET_S * 1000:.0f} ms budget, so it is refused; send a shorter payload, "
+            "or ask an admin for simpler capability patterns (fewer /regex/ entries)"
+        )
+    else:
+        message = (
+            f"you may not send kind {kind!r} with this payload; ask an admin for a capability/grant"
+        )
+    raise ProtocolError(
+        ErrorCode.CAPABILITY_VIOLATION,
+        message,
+        correlation_id=correlation_id,
+        extra={"attempted_kind": kind, "your_capabilities": caps.capabilities},
+    )
 
 
 def may_join(caps: CapabilitySet, name: str) -> bool:
@@ -108,3 +144,32 @@ def check_grant(
             "(a grant never exceeds the granter's capabilities); grant a narrower pattern",
             extra={"attempted_kind": kind, "your_capabilities": caps.capabilities},
         )
+
+
+def changed_capabilities(
+    recipient: str, current: CapabilitySet, kind: str, changes: Sequence[Capability]
+) -> CapabilitySet:
+    """``recipient``'s capabilities after the grant or revoke ``kind`` of ``changes``; raise when
+    the result is past the size limits, or when a revoked entry would remove nothing."""
+    try:
+        if kind == "capability/grant":
+            return current.granted(changes)
+        idle = current.removing_nothing(changes)
+        if idle:
+            raise ProtocolError(
+                ErrorCode.NOTHING_REVOKED,
+                f"capability/revoke removes nothing: {recipient!r} holds no entry equal to "
+                f"{', '.join(_brief(entry) for entry in idle)} (a revoke removes held entries "
+                f"with the same written pattern, see docs/capabilities.md); {recipient!r} holds "
+                f"{[_brief(entry) for entry in current.capabilities]}: revoke those entries",
+                extra={"removes_nothing": idle, "recipient_capabilities": current.capabilities},
+            )
+        return current.revoked(changes)
+    except CapabilityError as exc:
+        raise ProtocolError(ErrorCode.INVALID_ENVELOPE, f"{kind}: {exc}") from None
+
+
+def _brief(entry: Mapping[str, Any]) -> str:
+    """A capability entry as compact JSON, cut to a readable length."""
+    text = json.dumps(dict(entry), separators=(",", ":"), ensure_ascii=False)
+    return text if len(text) <= 120 else text[:117] + "..."

@@ -232,6 +232,7 @@ class Delivery:
         whole space) with the next presence flush of ``space``."""
         if self.shutting_down():
             return  # everyone is leaving: announcing each departure to the rest is O(N²)
+        entry = space.announced.presence_entry(event, entry, channel)  # list or digest
         self.events.presence(space.id, event, entry, channel)
         space.pending_presence.append((event, entry, channel))
         if not space.presence_scheduled:

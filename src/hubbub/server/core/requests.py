@@ -20,7 +20,7 @@ from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import DM_STREAM, is_channel
 from hubbub.protocol.kinds import REQUEST_KINDS
 from hubbub.server.admission.admit import Admission, Destination
-from hubbub.server.admission.authorization import check_grant
+from hubbub.server.admission.authorization import changed_capabilities, check_grant
 from hubbub.server.admission.grants import Grants
 from hubbub.server.admission.sender import Sender
 from hubbub.server.config import Limits
@@ -258,7 +258,7 @@ class Requests:
             raise ProtocolError(ErrorCode.INVALID_ENVELOPE, f"{env.kind}: {exc}") from None
         check_grant(space, sender.id, sender.role, sender.caps, env.kind, caps)
         current = self.grants.current(space, recipient)
-        new = current.granted(caps) if env.kind == "capability/grant" else current.revoked(caps)
+        new = changed_capabilities(recipient, current, env.kind, caps)  # limits, no-ops
         self.sessions.set_capabilities(space, recipient, new)
         dest = Destination(DM_STREAM, to=self.admission.dm_recipients(sender, [recipient]))
         self.sequencer.accept(sender, dest, env, now)

@@ -15,6 +15,7 @@ from hubbub.protocol.ids import Clock
 from hubbub.server.config import SpaceConfig
 from hubbub.server.state.connection import Connection, FanoutGroup
 from hubbub.server.state.message_ids import MessageIds
+from hubbub.server.state.presence_caps import AnnouncedCapabilities
 from hubbub.server.state.proposals import ProposalLedger
 
 _ISO = Clock()
@@ -135,6 +136,7 @@ class Session:
         self._summary: dict[str, Any] | None = None
         self._summary_json: msgspec.Raw | None = None
         self.connected_at = time.time()
+        space.announced.welcomed(pid)  # its welcome lists who is online, with their lists
 
     @property
     def caps(self) -> CapabilitySet:
@@ -184,6 +186,7 @@ class Session:
                 "kind": self.kind,
                 "presence": self._presence,
                 "capabilities": self._caps.capabilities,  # MEW clients track them
+                "capabilities_digest": self._caps.digest,  # presence may carry only this
             }
             if self._status_text is not None:
                 out["status_text"] = self._status_text
@@ -322,5 +325,7 @@ class SpaceState:
         process, a gateway restart), so none is lost — a sleeper's buffered DMs included."""
         self.ids = MessageIds(cap=ids_cap)
         self.pending_presence: list[tuple[str, dict[str, Any], str | None]] = []
+        self.announced = AnnouncedCapabilities()
+        """Which capability lists presence has announced (it then carries their digests)."""
         self.presence_scheduled = False
         self.proposals = ProposalLedger()

@@ -7,6 +7,12 @@
 // - / * / 1. lists, # headings (shown as bold lines), --- rules.
 // Inline: `code`, **bold**, __bold__, *italic*, _italic_, ~~strike~~, [text](url),
 // <https://…>, bare https://… links, @mentions, backslash escapes.
+//
+// Parsing takes time linear in the text (issue 21: a message must not freeze its readers'
+// tabs): every regular expression below is anchored or sticky and unambiguous (no two parts
+// can match the same characters, so nothing backtracks), and where a span closes (emphasis,
+// brackets, parentheses, code) is found by one pass over the text (`Spans`), not by a scan
+// from each opener. Nesting is bounded by MAX_DEPTH, each level parsing a part of its parent.
 
 import { mentionAt } from "../common/mentions.js";
 
@@ -45,53 +51,146 @@ function wrap(tag, children, cls) {
   return node;
 }
 
-/** `[text](url)` starting at text[at] === "[": {label, url, end} or null. */
-function parseLink(text, at) {
-  let depth = 0;
-  let i = at;
-  for (; i < text.length; i++) {
+/** Where the spans of one text close, each kind found in one pass over it (on first use). */
+class Spans {
+  constructor(text) {
+    this.text = text;
+    this.closers = new Map(); // delimiter -> ascending indexes where it may close
+    this.brackets = null; // index of "[" -> index of its "]"
+    this.parens = null; // index of "(" -> index of its ")" on the same line
+    this.ticks = null; // run length -> ascending start indexes of backtick runs that long
+  }
+
+  /** The first index after `from` where `delim` closes an emphasis, or -1. A backslash escapes
+   * the next character; a closer is not preceded by whitespace; for `*` and `_` a doubled
+   * delimiter is skipped as a pair (it belongs to something else); `_` is not followed by a
+   * word character. */
+  closer(delim, from) {
+    let list = this.closers.get(delim);
+    if (!list) {
+      list = [];
+      const text = this.text;
+      for (let i = 0; i < text.length; i++) {
+        if (text[i] === "\\") {
+          i++;
+          continue;
+        }
+        if (text.startsWith(delim, i) && i > 0 && !/\s/.test(text[i - 1])) {
+          if (delim.length === 1 && text[i + 1] === delim) {
+            i++;
+            continue;
+          }
+          if (delim === "_" && WORD.test(text[i + 1] || "")) continue;
+          list.push(i);
+        }
+      }
+      this.closers.set(delim, list);
+    }
+    const at = firstAbove(list, from);
+    return at < list.length ? list[at] : -1;
+  }
+
+  /** The index of the "]" closing the "[" at `at` (nesting counted), or -1. */
+  bracket(at) {
+    if (!this.brackets) this.brackets = pairs(this.text, "[", "]", false);
+    return this.brackets.get(at) ?? -1;
+  }
+
+  /** The index of the ")" closing the "(" at `at` on the same line (nesting counted), or -1. */
+  paren(at) {
+    if (!this.parens) this.parens = pairs(this.text, "(", ")", true);
+    return this.parens.get(at) ?? -1;
+  }
+
+  /** The start of the first run of exactly `n` backticks at or after `from`, or -1. */
+  ticksAfter(n, from) {
+    if (!this.ticks) {
+      this.ticks = new Map();
+      const text = this.text;
+      for (let i = 0; i < text.length; ) {
+        if (text[i] !== "`") {
+          i++;
+          continue;
+        }
+        let j = i;
+        while (text[j] === "`") j++;
+        const starts = this.ticks.get(j - i) || [];
+        starts.push(i);
+        this.ticks.set(j - i, starts);
+        i = j;
+      }
+    }
+    const starts = this.ticks.get(n) || [];
+    const at = firstAbove(starts, from - 1);
+    return at < starts.length ? starts[at] : -1;
+  }
+}
+
+/** The position in the ascending `list` of its first element greater than `value`. */
+function firstAbove(list, value) {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (list[mid] > value) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+/** Each `open` of `text` -> the index of the `close` that balances it (one stack, one pass;
+ * a backslash escapes the next character; `lineBound`: a newline ends every open pair). */
+function pairs(text, open, close, lineBound) {
+  const out = new Map();
+  const stack = [];
+  for (let i = 0; i < text.length; i++) {
     const c = text[i];
     if (c === "\\") i++;
-    else if (c === "[") depth++;
-    else if (c === "]" && --depth === 0) break;
+    else if (c === open) stack.push(i);
+    else if (c === close) {
+      if (stack.length) out.set(stack.pop(), i);
+    } else if (lineBound && c === "\n") stack.length = 0;
   }
-  if (i >= text.length || text[i + 1] !== "(") return null;
+  return out;
+}
+
+/** `[text](url)` starting at text[at] === "[": {label, url, end} or null. */
+function parseLink(text, at, spans) {
+  const i = spans.bracket(at);
+  if (i < 0 || text[i + 1] !== "(") return null;
+  const j = spans.paren(i + 1);
+  if (j < 0) return null;
   const label = text.slice(at + 1, i);
-  let parens = 0;
-  let j = i + 1;
-  for (; j < text.length; j++) {
-    const c = text[j];
-    if (c === "\\") j++;
-    else if (c === "(") parens++;
-    else if (c === ")" && --parens === 0) break;
-    else if (c === "\n") return null;
-  }
-  if (j >= text.length) return null;
   let url = text.slice(i + 2, j).trim().split(/\s+/)[0] || "";
   if (url.startsWith("<") && url.endsWith(">")) url = url.slice(1, -1);
   return { label, url, end: j + 1 };
 }
 
-/** The index of the closing `delim` of a span opened at `from`, or -1. */
-function closing(text, from, delim) {
-  for (let i = from; i < text.length; i++) {
-    if (text[i] === "\\") {
-      i++;
-      continue;
-    }
-    if (text.startsWith(delim, i) && i > from && !/\s/.test(text[i - 1])) {
-      if (delim.length === 1 && text[i + 1] === delim) {
-        i++; // `**` inside `*…*` belongs to something else
-        continue;
-      }
-      if (delim === "_" && WORD.test(text[i + 1] || "")) continue;
-      return i;
-    }
+const AUTOLINK = /<((?:https?:\/\/|mailto:)[^\s<>]+)>/iy;
+const BARE_URL = /https?:\/\/[^\s<>"'`]+/iy;
+const TRAILING = ".,;:!?";
+
+/** A bare URL without the punctuation that ends its sentence, nor a ")" it did not open. */
+function trimUrl(raw) {
+  let open = 0;
+  let close = 0;
+  for (const ch of raw) {
+    if (ch === "(") open++;
+    else if (ch === ")") close++;
   }
-  return -1;
+  let end = raw.length;
+  while (end > 0 && TRAILING.includes(raw[end - 1])) end--;
+  while (end > 0 && raw[end - 1] === ")" && open < close) {
+    end--;
+    close--;
+    while (end > 0 && TRAILING.includes(raw[end - 1])) end--;
+  }
+  return raw.slice(0, end);
 }
 
 function inline(text, ctx, depth) {
+  const spans = new Spans(text);
+  let noUrlBefore = 0; // the end of a bare URL that was not a link (the rest of it is text)
   const out = [];
   let buf = "";
   const flush = () => {
@@ -115,8 +214,7 @@ function inline(text, ctx, depth) {
       let n = 1;
       while (text[i + n] === "`") n++;
       const fence = "`".repeat(n);
-      let end = text.indexOf(fence, i + n);
-      while (end !== -1 && text[end + n] === "`") end = text.indexOf(fence, end + n + 1);
+      const end = spans.ticksAfter(n, i + n);
       if (end === -1) {
         buf += fence;
         i += n;
@@ -130,7 +228,7 @@ function inline(text, ctx, depth) {
     }
     if ((c === "[" || (c === "!" && text[i + 1] === "[")) && depth < MAX_DEPTH && !ctx.inLink) {
       const image = c === "!";
-      const found = parseLink(text, image ? i + 1 : i);
+      const found = parseLink(text, image ? i + 1 : i, spans);
       if (found) {
         const href = safeUrl(found.url);
         if (href === null) {
@@ -146,7 +244,8 @@ function inline(text, ctx, depth) {
       }
     }
     if (c === "<" && !ctx.inLink) {
-      const auto = /^<((?:https?:\/\/|mailto:)[^\s<>]+)>/i.exec(text.slice(i));
+      AUTOLINK.lastIndex = i;
+      const auto = AUTOLINK.exec(text);
       const href = auto && safeUrl(auto[1]);
       if (href) {
         push(link(href, [auto[1]]));
@@ -154,17 +253,17 @@ function inline(text, ctx, depth) {
         continue;
       }
     }
-    if ((c === "h" || c === "H") && !ctx.inLink && !WORD.test(prev) && /^https?:\/\//i.test(text.slice(i, i + 8))) {
-      const bare = /^https?:\/\/[^\s<>"'`]+/i.exec(text.slice(i));
-      let raw = bare ? bare[0].replace(/[.,;:!?]+$/, "") : "";
-      const count = (ch) => raw.split(ch).length - 1;
-      while (raw.endsWith(")") && count("(") < count(")")) raw = raw.slice(0, -1).replace(/[.,;:!?]+$/, "");
+    if ((c === "h" || c === "H") && i >= noUrlBefore && !ctx.inLink && !WORD.test(prev) && /^https?:\/\//i.test(text.slice(i, i + 8))) {
+      BARE_URL.lastIndex = i;
+      const bare = BARE_URL.exec(text);
+      const raw = bare ? trimUrl(bare[0]) : "";
       const href = raw && safeUrl(raw);
       if (href) {
         push(link(href, [raw]));
         i += raw.length;
         continue;
       }
+      if (bare) noUrlBefore = i + bare[0].length; // not a link: not scanned again from inside
     }
     if ((c === "*" || c === "_" || c === "~") && depth < MAX_DEPTH) {
       const double = text[i + 1] === c;
@@ -172,7 +271,7 @@ function inline(text, ctx, depth) {
       const after = text[i + delim.length] || "";
       const opens = after && !/\s/.test(after) && !(c === "_" && WORD.test(prev)) && (c !== "~" || double);
       if (opens) {
-        const end = closing(text, i + delim.length, delim);
+        const end = spans.closer(delim, i + delim.length);
         if (end !== -1) {
           const inner = inline(text.slice(i + delim.length, end), ctx, depth + 1);
           push(wrap(c === "~" ? "del" : double ? "strong" : "em", inner));
@@ -208,12 +307,45 @@ function paragraph(lines, ctx) {
   return p;
 }
 
-const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([A-Za-z0-9_+-]{0,20})[^`]*$/;
 const QUOTE = /^ {0,3}> ?/;
 const BULLET = /^ {0,3}([-*+])\s+/;
 const NUMBER = /^ {0,3}(\d{1,9})[.)]\s+/;
-const HEADING = /^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$/;
-const RULE = /^ {0,3}([-*_])(\s*\1){2,}\s*$/;
+const FENCE_OPEN = /^ {0,3}(`{3,}|~{3,})/;
+const LANG = /^\s*([A-Za-z0-9_+-]{0,20})/;
+const HEADING_OPEN = /^ {0,3}(#{1,6})(?=\s)/;
+
+/** A fence line ``` or ~~~ (no backtick after the marker): {marker, lang}, else null. */
+function fenceOf(line) {
+  const open = FENCE_OPEN.exec(line);
+  if (!open) return null;
+  const rest = line.slice(open[0].length);
+  if (rest.includes("`")) return null;
+  return { marker: open[1], lang: LANG.exec(rest)[1] };
+}
+
+/** The text of a `# heading` line (closing #s and spaces dropped), else null. */
+function headingOf(line) {
+  const open = HEADING_OPEN.exec(line);
+  if (!open) return null;
+  const rest = line.slice(open[0].length).trim();
+  let end = rest.length;
+  while (end > 0 && rest[end - 1] === "#") end--;
+  return rest.slice(0, end).trimEnd();
+}
+
+/** Whether a line is a rule: three or more of one of - * _ and nothing else but spaces. */
+function isRule(line) {
+  let i = 0;
+  while (i < 3 && line[i] === " ") i++;
+  const mark = line[i];
+  if (mark !== "-" && mark !== "*" && mark !== "_") return false;
+  let count = 0;
+  for (; i < line.length; i++) {
+    if (line[i] === mark) count++;
+    else if (!/\s/.test(line[i])) return false;
+  }
+  return count >= 3;
+}
 
 function closesFence(line, marker) {
   const t = line.trim();
@@ -221,7 +353,7 @@ function closesFence(line, marker) {
 }
 
 function startsBlock(line) {
-  return FENCE.test(line) || QUOTE.test(line) || BULLET.test(line) || NUMBER.test(line) || HEADING.test(line);
+  return fenceOf(line) !== null || QUOTE.test(line) || BULLET.test(line) || NUMBER.test(line) || headingOf(line) !== null;
 }
 
 function blocks(lines, ctx, depth) {
@@ -233,9 +365,9 @@ function blocks(lines, ctx, depth) {
       i++;
       continue;
     }
-    const fence = FENCE.exec(line);
+    const fence = fenceOf(line);
     if (fence) {
-      const marker = fence[1];
+      const marker = fence.marker;
       const body = [];
       i++;
       while (i < lines.length && !closesFence(lines[i], marker)) {
@@ -244,7 +376,7 @@ function blocks(lines, ctx, depth) {
       }
       i++; // the closing fence (or the end)
       const code = wrap("code", [body.join("\n")]);
-      if (fence[2]) code.dataset.lang = fence[2];
+      if (fence.lang) code.dataset.lang = fence.lang;
       out.push(wrap("pre", [code]));
       continue;
     }
@@ -273,14 +405,14 @@ function blocks(lines, ctx, depth) {
       out.push(list);
       continue;
     }
-    const heading = HEADING.exec(line);
-    if (heading) {
-      const p = wrap("p", [wrap("strong", inline(heading[2], ctx, 0))], "md-heading");
+    const heading = headingOf(line);
+    if (heading !== null) {
+      const p = wrap("p", [wrap("strong", inline(heading, ctx, 0))], "md-heading");
       out.push(p);
       i++;
       continue;
     }
-    if (RULE.test(line)) {
+    if (isRule(line)) {
       out.push(document.createElement("hr"));
       i++;
       continue;

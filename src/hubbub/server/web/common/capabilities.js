@@ -5,6 +5,10 @@
 // negation, lists as one-of, nested objects, typed scalars. tests/webchat/test_capabilities_parity.py
 // runs one table of cases through both matchers and requires the same answers.
 //
+// Globs are matched by the gateway's automaton, not translated to a RegExp: a glob like
+// `*a*a*b` against a long value takes time linear in the value (a backtracking RegExp took
+// minutes; issue 21).
+//
 // Answers are three-valued: true (allowed), false (refused), or null (undecided). A `/regex/`
 // pattern is never evaluated here — the gateway's regex engine (Python `re` syntax, 5 ms limit)
 // is not the browser's — so an answer that depends on one is null, and the page offers the
@@ -18,28 +22,70 @@ export function patternType(pattern) {
   return "literal";
 }
 
-const WILDCARDS = { "**": ".*", "*": "[^/]*", "?": "[^/]" };
-const globs = new Map(); // glob -> compiled RegExp (a page sees few distinct patterns)
+const globs = new Map(); // glob -> its tokens (bounded: patterns come from other participants)
+const GLOBS_KEPT = 256;
 
-/** A glob as a whole-value RegExp (by code point, `.` crossing newlines, as Python's). */
-function globRegExp(glob) {
-  let re = globs.get(glob);
-  if (re) return re;
+/** A glob as tokens, by code point as Python reads it: `**` (a run of stars is one), `*`, `?`,
+ * or one literal character (there is no escape). */
+function globTokens(glob) {
+  let tokens = globs.get(glob);
+  if (tokens) return tokens;
   const chars = Array.from(glob);
-  let body = "";
+  tokens = [];
   for (let i = 0; i < chars.length; ) {
     if (chars[i] === "*" && chars[i + 1] === "*") {
-      body += WILDCARDS["**"];
+      tokens.push("**");
       i += 2;
-      while (chars[i] === "*") i += 1; // a run of stars is one `**`
+      while (chars[i] === "*") i += 1;
       continue;
     }
-    body += WILDCARDS[chars[i]] || chars[i].replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&");
+    tokens.push(chars[i]);
     i += 1;
   }
-  re = new RegExp(`^(?:${body})$`, "su");
-  globs.set(glob, re);
-  return re;
+  if (globs.size >= GLOBS_KEPT) globs.clear();
+  globs.set(glob, tokens);
+  return tokens;
+}
+
+/** Whether the whole of `value` matches the glob `tokens`: the gateway's automaton (a set of
+ * token positions, advanced once per character: linear in the value, no backtracking).
+ * Position `i` active: the first `i` tokens match what was read. A character moves `i` to
+ * `i + 1` where token `i` is that character or `?` (not `/`), keeps `i` where it is `**` (or
+ * `*`, not on `/`); a wildcard may match nothing (`i` also activates `i + 1`). */
+function globMatches(tokens, value) {
+  const m = tokens.length;
+  const star = (i) => tokens[i] === "*" || tokens[i] === "**";
+  let active = new Uint8Array(m + 1);
+  let next = new Uint8Array(m + 1);
+  let list = [0];
+  active[0] = 1;
+  if (m && star(0)) {
+    active[1] = 1;
+    list.push(1);
+  }
+  for (const ch of value) {
+    const nextList = [];
+    const add = (i) => {
+      if (next[i]) return;
+      next[i] = 1;
+      nextList.push(i);
+      if (i < m && star(i) && !next[i + 1]) {
+        next[i + 1] = 1; // stars are never adjacent, so this closure is one step
+        nextList.push(i + 1);
+      }
+    };
+    for (const i of list) {
+      if (i === m) continue;
+      const token = tokens[i];
+      if (token === "**" || (token === "*" && ch !== "/")) add(i);
+      else if (token === ch || (token === "?" && ch !== "/")) add(i + 1);
+    }
+    for (const i of list) active[i] = 0;
+    [active, next] = [next, active];
+    list = nextList;
+    if (!list.length) return false;
+  }
+  return active[m] === 1;
 }
 
 function not(answer) {
@@ -74,7 +120,7 @@ export function stringMatches(pattern, value) {
     case "regex":
       return null;
     case "glob":
-      return globRegExp(pattern).test(value);
+      return globMatches(globTokens(pattern), value);
     default:
       return value === pattern;
   }
