@@ -368,3 +368,7 @@ main.add_command(agent)
 from hubbub.cli_chat import chat  # noqa: E402
 
 main.add_command(chat)
+
+from hubbub.cli_mcp import mcp  # noqa: E402
+
+main.add_command(mcp)
