@@ -121,7 +121,7 @@ def _bad_channel(name: str) -> CallToolResult:
 def build_server() -> MCPServer:
     """The MCP server with hubbub's tools, resources and prompt (one per process)."""
     srv: MCPServer = MCPServer(
-        "hubbub", version=__version__, instructions=INSTRUCTIONS, warn_on_duplicate_tools=False
+        "hubbub", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
 
     @srv.tool()

@@ -24,6 +24,7 @@ from hubbub.server.connection import CLOSE_POLICY, CLOSE_TOO_BIG, Connection, ws
 from hubbub.server.dashboard_http import add_dashboard_routes
 from hubbub.server.http_api import add_http_routes
 from hubbub.server.listener import GuardedSite
+from hubbub.server.mcp_http import add_mcp_routes
 from hubbub.server.metrics import Metrics
 from hubbub.server.router import Router
 from hubbub.server.space import Session
@@ -294,6 +295,7 @@ def build_app(router: Router) -> web.Application:
     add_dashboard_routes(app, ROUTER_KEY)
     add_admin_routes(app, ROUTER_KEY)
     add_chat_routes(app, ROUTER_KEY)
+    add_mcp_routes(app, ROUTER_KEY, open_session)  # MCP clients as participants (docs/mcp.md)
     add_asset_routes(app)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
