@@ -45,7 +45,7 @@ async def http_session(url: str, headers: dict[str, str]) -> AsyncIterator[Clien
         yield session
 
 
-async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+async def call(session: ClientSession, tool: str, /, **arguments: Any) -> dict[str, Any]:
     """Call a tool that must succeed; its ``structuredContent``."""
     result = await session.call_tool(tool, arguments)
     assert not result.is_error, result.content
@@ -53,10 +53,26 @@ async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str,
     return result.structured_content
 
 
-async def fails(session: ClientSession, tool: str, **arguments: Any) -> str:
+async def fails(session: ClientSession, tool: str, /, **arguments: Any) -> str:
     """Call a tool that must fail with a tool error; its text."""
     result = await session.call_tool(tool, arguments)
     assert result.is_error, result
     text = result.content[0]
     assert text.type == "text"
     return text.text
+
+
+TRANSPORTS = ("stdio", "http")
+
+
+def opener(transport: str, http: str, ws: str) -> Any:
+    """``open(pid, token=None)``: an MCP session of participant ``pid`` over ``transport``."""
+
+    def open_session(pid: str, token: str | None = None) -> Any:
+        if transport == "stdio":
+            extra = ["--token", token] if token else []
+            return stdio_session(ws, pid, *extra)
+        headers = {"Authorization": f"Bearer {token}"} if token else {"X-Hubbub-Participant": pid}
+        return http_session(http + "/mcp", headers)
+
+    return open_session
