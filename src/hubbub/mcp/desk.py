@@ -330,6 +330,10 @@ class Desk:
         out, self._unreported_yields = self._unreported_yields, []
         return out
 
+    def yield_reported(self, msg_id: str) -> None:
+        """A yield was told to the model already (``claim_floor``'s answer): not again."""
+        self._unreported_yields = [y for y in self._unreported_yields if y.msg_id != msg_id]
+
     def _matching(self, channels: Iterable[str] | None) -> list[Envelope]:
         wanted = None if channels is None else set(channels)
         return [e for e in self.inbox if wanted is None or e.channel is None or e.channel in wanted]

@@ -593,6 +593,7 @@ async def _claim(desk: Desk, message_id: str, channel: str) -> CallToolResult:
                 raise
             granted = None  # floor control off, or no change: the claim stands unopposed
     if granted is not None and granted.kind == "floor/yield":
+        desk.yield_reported(message_id)
         winner = str(granted.payload.get("winner"))
         return _ok(
             m.Claim(message_id=message_id, channel=channel, granted=False, yielded_to=winner),

@@ -189,12 +189,24 @@ class Caller:
     def hello(self, router: Router) -> dict[str, object]:
         """The MEW join frame this caller's connection opens with (no channel is asked for:
         the space's defaults apply, as for a plain MEW join)."""
-        pid, space = self.participant, self.space
+        pid, space = self.participant, router.auth.addressed_space(self.space)
         if self.token:
             owner = router.auth.lookup_token(self.token)
             if owner is not None:
-                space = space or owner[0]
+                space = self.space or owner[0]
                 pid = pid or owner[1]
+            elif not router.auth.ignores_unknown_token(space, "an MCP client"):
+                raise ProtocolError(
+                    ErrorCode.AUTH_FAILED,
+                    "unknown token: send 'Authorization: Bearer <token>' with a token of this "
+                    "space (create one with `hubbub token create --space space.yaml --id <id>`)",
+                )
+        if not pid and not router.auth.ignores_unknown_token(space, "an MCP client"):
+            raise ProtocolError(
+                ErrorCode.AUTH_FAILED,
+                f"space {space!r} requires a token: send 'Authorization: Bearer <token>' "
+                "(create one with `hubbub token create --space space.yaml --id <id>`)",
+            )
         if not pid:
             raise ProtocolError(
                 ErrorCode.INVALID_ID,
@@ -205,7 +217,7 @@ class Caller:
         frame: dict[str, object] = {
             "type": "join",
             "participantId": pid,
-            "space": space or "default",
+            "space": space,
             "kind": self.kind,
         }
         if self.token:
