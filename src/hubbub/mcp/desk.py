@@ -26,8 +26,6 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
 from hubbub.mcp.seat import Seat, SeatClosed
 from hubbub.mcp.settings import ListenSettings
 from hubbub.protocol.capabilities import CapabilitySet
@@ -185,9 +183,6 @@ class Desk:
         if name not in self.last_seq:
             # the first join: its history is context (the history tool), not news
             self.last_seq[name] = seq if isinstance(seq, int) else 0
-            for item in env.payload.get("history", []):
-                with contextlib.suppress(msgspec.ValidationError):
-                    self._remember(msgspec.convert(item, Envelope))
 
     def _on_presence(self, env: Envelope) -> None:
         p = env.payload
