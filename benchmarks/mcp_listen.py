@@ -93,8 +93,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         async with http_session(base, "bench-http") as s:
             lat = await one_by_one(s, ws, args.messages)
         results["http"] = {"p50_ms": statistics.median(lat), "p99_ms": pct(lat, 99)}
-        params = StdioServerParameters(command=HUBBUB, env=ENV,
-                                       args=["mcp", "--gateway", ws_url, "--id", "bench-stdio"])  # fmt: skip
+        args_ = ["mcp", "--gateway", ws_url, "--id", "bench-stdio"]
+        params = StdioServerParameters(command=HUBBUB, env=ENV, args=args_)
         async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
             await s.initialize()
             lat = await one_by_one(s, ws, args.messages)
