@@ -6,8 +6,7 @@ seat adapters call it, in order). The desk keeps what the tools read:
 - the **inbox** of messages not yet returned by ``listen``, with the last ``seq`` returned
   per channel and the DM ``seq``s seen, so a message is returned once and never skipped
   (a resend after a reconnect is dropped here too);
-- the **roster** (who is online, their kind, presence and wake time) from the welcome and
-  ``system/presence``;
+- who is online comes from the seat (its connection tracks it already);
 - the **floor**: who holds each message (``floor/claimed``, relayed claims) and the
   ``floor/yield``s this participant received;
 - the **proposals** pending in its channels, and the answers to its requests.
@@ -22,7 +21,7 @@ import asyncio
 import contextlib
 import time
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,8 +34,8 @@ from hubbub.protocol.mentions import addresses
 LISTENED_KINDS = frozenset({"chat", "mcp/proposal", "mcp/reject", "mcp/withdraw"})
 """Kinds ``listen`` returns (with their ``seq``); ``mcp/response`` too when it answers one of
 this participant's proposals."""
-REMEMBERED = 2048
-"""How many recent messages the desk remembers by id (to claim them, to reply to them)."""
+REMEMBERED = 1024
+"""How many recent messages the desk remembers (id → channel, to claim them)."""
 _DM_SEEN = 4096
 SERVER_IDS = frozenset({"system:gateway", "@server"})
 
@@ -95,12 +94,11 @@ class Desk:
         self.wall_ms = wall_ms
         self.capabilities = CapabilitySet([])
         self.channels: list[str] = []
-        self.roster: dict[str, dict[str, Any]] = {}
         self.last_seq: dict[str, int] = {}
         self._dm_seen: set[int] = set()
         self._dm_order: deque[int] = deque()
         self.inbox: deque[Envelope] = deque()
-        self.recent: OrderedDict[str, Envelope] = OrderedDict()
+        self.recent: OrderedDict[str, str | None] = OrderedDict()
         self.floors: dict[str, Floor] = {}
         self.yields: dict[str, Yielded] = {}
         self._unreported_yields: list[Yielded] = []
@@ -166,11 +164,6 @@ class Desk:
             if isinstance(caps, list):
                 self.capabilities = CapabilitySet(caps)
         self.space = str(env.payload.get("space", self.space))
-        self.roster = {
-            p["id"]: p
-            for p in env.payload.get("participants", [])
-            if isinstance(p, dict) and isinstance(p.get("id"), str)
-        }
         self.welcomed.set()
 
     def _on_joined(self, env: Envelope) -> None:
@@ -184,20 +177,21 @@ class Desk:
             # the first join: its history is context (the history tool), not news
             self.last_seq[name] = seq if isinstance(seq, int) else 0
 
+    def roster(self) -> list[Mapping[str, Any]]:
+        """Who is online in the space (summaries), as the connection knows it."""
+        return list(self.seat.participants().values())
+
     def _on_presence(self, env: Envelope) -> None:
         p = env.payload
         if p.get("channel") is not None:
             return
-        event = p.get("event")
+        if p.get("event") == "leave":
+            return
         for entry in p.get("participants") or [p.get("participant")]:
-            if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
-                continue
-            if event == "leave":
-                self.roster.pop(entry["id"], None)
-            else:
-                self.roster[entry["id"]] = {**self.roster.get(entry["id"], {}), **entry}
-            if entry["id"] == self.me and isinstance(entry.get("capabilities"), list):
-                self.capabilities = CapabilitySet(entry["capabilities"])
+            if isinstance(entry, dict) and entry.get("id") == self.me:
+                caps = entry.get("capabilities")
+                if isinstance(caps, list) and caps != self.capabilities.capabilities:
+                    self.capabilities = CapabilitySet(caps)
 
     def _fresh(self, env: Envelope) -> bool:
         """Whether a stored message is new here (a resend or a resume overlap is not)."""
@@ -217,16 +211,17 @@ class Desk:
             self._dm_seen.discard(self._dm_order.popleft())
         return True
 
-    def _remember(self, env: Envelope) -> None:
+    def remember(self, env: Envelope) -> None:
+        """Note a message's channel by its id (``claim_floor`` names messages by id)."""
         if env.id:
-            self.recent[env.id] = env
+            self.recent[env.id] = env.channel
             self.recent.move_to_end(env.id)
             if len(self.recent) > REMEMBERED:
                 self.recent.popitem(last=False)
 
     def _on_message(self, env: Envelope) -> None:
         kind = env.kind
-        self._remember(env)
+        self.remember(env)
         cids = env.correlation_ids()
         if kind == "mcp/proposal":
             self.proposals[env.id] = env
@@ -382,5 +377,5 @@ class Desk:
         """The kind of a participant as the roster knows it."""
         if pid in SERVER_IDS:
             return "server"
-        entry = self.roster.get(pid)
+        entry = self.seat.participants().get(pid)
         return None if entry is None else entry.get("kind")

@@ -6,6 +6,7 @@ rendering for models that read only text.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -207,7 +208,7 @@ def message_of(desk: Desk, env: Envelope) -> Message:
     )
 
 
-def present_of(entry: dict[str, Any]) -> Present:
+def present_of(entry: Mapping[str, Any]) -> Present:
     """A roster entry as :class:`Present`."""
     return Present(
         id=str(entry.get("id")),

@@ -9,7 +9,8 @@ ever send envelopes through :meth:`Seat.send` and read the desk.
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from hubbub.protocol.envelope import Envelope
 
@@ -26,6 +27,12 @@ class Seat(Protocol):
 
     async def send(self, env: Envelope) -> None:
         """Send ``env`` as this participant; raises :class:`SeatClosed` when it cannot."""
+
+    def participants(self) -> Mapping[str, Mapping[str, Any]]:
+        """Who is online in the space: id → summary (``kind``, ``presence``, ``wake_at``).
+
+        The connection keeps this already (the SDK client from the welcome and presence; the
+        gateway its sessions), so a desk holds no copy of its own."""
 
     async def close(self) -> None:
         """Disconnect (the participant goes offline, as when a WebSocket closes)."""

@@ -10,6 +10,8 @@ stdin/stdout; logs go to stderr.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from hubbub.errors import ConnectionFailed, NotConnected
 from hubbub.mcp.desk import Desk
@@ -39,6 +41,10 @@ class ClientSeat:
             await self.client.send(env)
         except (NotConnected, ConnectionFailed) as exc:
             raise SeatClosed(str(exc)) from None
+
+    def participants(self) -> Mapping[str, Mapping[str, Any]]:
+        """Who is online, as the client tracks it."""
+        return self.client.participants
 
     async def close(self) -> None:
         """Disconnect the client."""

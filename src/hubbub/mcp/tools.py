@@ -239,7 +239,7 @@ def build_server() -> MCPServer:
                     f"YIELD: {y.winner} is answering message {y.message_id}; do not answer it."
                 )
             if got.nudge:
-                present = [m.present_of(p) for p in desk.roster.values() if p.get("id") != desk.me]
+                present = [m.present_of(p) for p in desk.roster() if p.get("id") != desk.me]
                 others = ", ".join(f"{p.id} ({p.kind}, {p.presence})" for p in present) or "nobody"
                 lines.insert(0, f"No new messages (nudge). Online: {others}.")
             return _ok(
@@ -255,14 +255,14 @@ def build_server() -> MCPServer:
         RESPONDING_TO). Returns `granted`, or `yielded_to` the agent that answers instead."""
 
         async def run(desk: Desk) -> CallToolResult:
-            msg = desk.recent.get(message_id)
-            if msg is None or msg.channel is None:
+            channel = desk.recent.get(message_id)
+            if channel is None:
                 return _fail(
                     f"No channel message {message_id!r} is known to this session: claim the "
                     "`id` of a channel message that `listen` or `history` returned (direct "
                     "messages need no claim: just answer them)."
                 )
-            return await _claim(desk, message_id, msg.channel)
+            return await _claim(desk, message_id, channel)
 
         return await _guarded(run)
 
@@ -273,7 +273,7 @@ def build_server() -> MCPServer:
 
         async def run(desk: Desk) -> CallToolResult:
             if channel is None:
-                people = [m.present_of(p) for p in desk.roster.values()]
+                people = [m.present_of(p) for p in desk.roster()]
                 name = None
             else:
                 name = _channel_arg(channel)
@@ -335,7 +335,7 @@ def build_server() -> MCPServer:
             envs = [Envelope(**_env_fields(x)) for x in ans.payload.get("messages", [])]
             msgs = [m.message_of(desk, e) for e in envs]
             for e in envs:
-                desk._remember(e)
+                desk.remember(e)
             has_more = bool(ans.payload.get("has_more"))
             lines = [m.message_line(x) for x in msgs] or [f"No messages in {name}."]
             return _ok(m.History(channel=name, messages=msgs, has_more=has_more), "\n".join(lines))
@@ -402,9 +402,9 @@ def build_server() -> MCPServer:
                 targets = [participant.lstrip("@")]
             else:
                 targets = [
-                    pid
-                    for pid, p in desk.roster.items()
-                    if pid != desk.me and p.get("kind") in ("agent", "service")
+                    str(p.get("id"))
+                    for p in desk.roster()
+                    if p.get("id") != desk.me and p.get("kind") in ("agent", "service")
                 ]
             found = await asyncio.gather(*(_list_tools(desk, t) for t in targets))
             lines = []

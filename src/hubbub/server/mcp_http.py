@@ -27,7 +27,7 @@ import contextlib
 import itertools
 import logging
 import os
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -154,6 +154,11 @@ class SessionSeat:
             raise SeatClosed("this MCP session's participant is no longer connected")
         self.router.receive(s, encode(env))
 
+    def participants(self) -> Mapping[str, Mapping[str, Any]]:
+        """Who is online: the space's sessions, read in place."""
+        s = self.session
+        return _Online(s.space.online if s is not None else {})
+
     async def close(self) -> None:
         """Detach the session: the participant goes offline."""
         s, self.session = self.session, None
@@ -161,6 +166,22 @@ class SessionSeat:
             self.router.detach(s)
         if self.on_closed is not None:
             self.on_closed()
+
+
+class _Online(Mapping[str, Mapping[str, Any]]):
+    """A space's online sessions as id → summary, without a copy."""
+
+    def __init__(self, online: Mapping[str, Session]) -> None:
+        self._online = online
+
+    def __getitem__(self, pid: str) -> Mapping[str, Any]:
+        return self._online[pid].summary()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._online)
+
+    def __len__(self) -> int:
+        return len(self._online)
 
 
 # ---------------------------------------------------------------------- who is asking
