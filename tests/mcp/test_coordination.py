@@ -149,6 +149,7 @@ async def test_cancelling_a_listen_loses_nothing(gateway: RunningGateway, transp
                     await s.call_tool("listen", {"timeout_s": 600}, progress_callback=progress)
 
             tg.start_soon(blocked)
+            await waiting.wait()  # a progress notification: the listen is blocked, waiting
             await call(s, "who")  # the session still answers while a listen blocks
             scope.cancel()
         bob = await gateway.mew("bob")

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from mcp import types
 
 from hubbub.sdk import Client, Participant
 from tests.conftest import RunningGateway
@@ -212,12 +213,21 @@ async def test_proposals_and_decide_proposal(
         )
 
 
-async def test_resource_and_prompt(gateway: RunningGateway, open_mcp: Any) -> None:
-    async with open_mcp("claude") as s:
+@pytest.mark.filterwarnings("ignore:resources/subscribe is removed")  # a 2025-era feature
+async def test_resource_subscription_and_prompt(gateway: RunningGateway, open_mcp: Any) -> None:
+    updated: asyncio.Queue[str] = asyncio.Queue()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            updated.put_nowait(str(message.params.uri))
+
+    async with open_mcp("claude", on_message=on_message) as s:
+        await s.subscribe_resource("hubbub://channel/general")
         bob = await gateway.mew("bob")
         await bob.send(
             {"kind": "chat", "channel": "#general", "payload": {"text": "for the record"}}
         )
+        assert await asyncio.wait_for(updated.get(), 10) == "hubbub://channel/general"
         await call(s, "listen", timeout_s=10)
         read = await s.read_resource("hubbub://channel/general")
         assert "for the record" in read.contents[0].text  # type: ignore[union-attr]

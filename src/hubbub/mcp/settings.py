@@ -50,7 +50,8 @@ class ListenSettings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> ListenSettings:
         """Settings from ``HUBBUB_MCP_SETTLE_MS``, ``HUBBUB_MCP_NUDGE_S`` and
         ``HUBBUB_MCP_JITTER`` (document 001's ``AGENTCHAT_SETTLE_MS`` and
-        ``AGENTCHAT_JITTER_PERCENT`` are read too); defaults where unset."""
+        ``AGENTCHAT_JITTER_PERCENT`` are read too) and ``HUBBUB_MCP_PROGRESS_S``; defaults
+        where unset."""
         env = os.environ if env is None else env
 
         def number(*names: str, default: float) -> float:
@@ -70,4 +71,5 @@ class ListenSettings:
             / 1000,
             nudge_s=number("HUBBUB_MCP_NUDGE_S", default=DEFAULT_NUDGE_S),
             jitter=number("HUBBUB_MCP_JITTER", "AGENTCHAT_JITTER_PERCENT", default=DEFAULT_JITTER),
+            progress_s=number("HUBBUB_MCP_PROGRESS_S", default=PROGRESS_EVERY_S),
         )
