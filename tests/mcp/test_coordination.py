@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from datetime import datetime
 from pathlib import Path
 
@@ -131,6 +132,16 @@ async def test_listen_across_a_gateway_restart(tmp_path: Path) -> None:
         got = await call(s, "listen", timeout_s=15)
         assert [m["text"] for m in got["messages"]] == ["four"]
     await stop_gateway(gw)
+
+
+async def test_hubbub_mcp_fails_over_to_the_next_gateway(gateway: RunningGateway) -> None:
+    """Several --gateway URLs (the nodes of a cluster): a dead one is skipped."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"ws://127.0.0.1:{sock.getsockname()[1]}/ws"
+    async with stdio_session(dead, "claude", "--gateway", gateway.url) as s:
+        assert (await call(s, "channels"))["channels"][0]["joined"] is True
+        assert "claude" in gateway.router.spaces["default"].online
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

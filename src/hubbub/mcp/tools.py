@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 from urllib.parse import unquote
 
+import msgspec
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import (
@@ -332,7 +333,7 @@ def build_server() -> MCPServer:
             if before_seq is not None:
                 payload["before_seq"] = before_seq
             ans = await desk.request(Envelope(kind="history/request", payload=payload))
-            envs = [Envelope(**_env_fields(x)) for x in ans.payload.get("messages", [])]
+            envs = _envelopes(ans.payload.get("messages", []))
             msgs = [m.message_of(desk, e) for e in envs]
             for e in envs:
                 desk.remember(e)
@@ -547,7 +548,7 @@ def build_server() -> MCPServer:
         ans = await desk.request(
             Envelope(kind="history/request", payload={"channel": channel, "limit": 50})
         )
-        envs = [Envelope(**_env_fields(x)) for x in ans.payload.get("messages", [])]
+        envs = _envelopes(ans.payload.get("messages", []))
         return "\n".join(m.message_line(m.message_of(desk, e)) for e in envs)
 
     @srv.prompt(name="collaborate", description="How to behave in a shared hubbub channel.")
@@ -558,12 +559,9 @@ def build_server() -> MCPServer:
     return srv
 
 
-def _env_fields(raw: Any) -> dict[str, Any]:
-    """A history entry (wire form) as keyword arguments of :class:`Envelope`."""
-    import msgspec
-
-    env = msgspec.convert(raw, Envelope)
-    return {f: getattr(env, f) for f in env.__struct_fields__}
+def _envelopes(raw: Any) -> list[Envelope]:
+    """The messages of a ``history/response`` (wire form) as envelopes."""
+    return msgspec.convert(raw if isinstance(raw, list) else [], list[Envelope])
 
 
 async def _claim(desk: Desk, message_id: str, channel: str) -> CallToolResult:

@@ -416,7 +416,7 @@ def add_mcp_routes(
 ) -> None:
     """Serve ``/mcp`` on ``app`` (the MCP server starts with the first request); sessions
     attach with ``open_session``, as WebSocket connections do."""
-    doors: dict[str, McpDoor] = {}
+    doors: list[McpDoor] = []  # the one door, made by the first request
 
     async def endpoint(request: web.Request) -> web.StreamResponse:
         router = request.app[key]
@@ -431,9 +431,9 @@ def add_mcp_routes(
                 },
                 status=501,
             )
-        door = doors.get("door")
-        if door is None:
-            door = doors["door"] = McpDoor(router, open_session)
+        if not doors:
+            doors.append(McpDoor(router, open_session))
+        door = doors[0]
         await door.start()
         version = request.headers.get("mcp-protocol-version")
         if version is not None and not _handshake_version(version):
@@ -509,9 +509,9 @@ def add_mcp_routes(
         return response
 
     async def cleanup(app: web.Application) -> None:
-        door = doors.pop("door", None)
-        if door is not None:
+        for door in doors:
             await door.stop()
+        doors.clear()
 
     app.router.add_route("*", MCP_PATH, endpoint)
     app.on_shutdown.append(cleanup)
