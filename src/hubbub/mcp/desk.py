@@ -11,8 +11,9 @@ seat adapters call it, in order). The desk keeps what the tools read:
   ``floor/yield``s this participant received;
 - the **proposals** pending in its channels, and the answers to its requests.
 
-The desk never sleeps on a timer of its own; ``listen`` takes a clock and an event to wait
-on, so tests drive it with short settings.
+``listen``'s waits (the settle window, the jittered nudge, the progress tick) come from its
+:class:`~hubbub.mcp.settings.ListenSettings` (the jitter's random source is injected), so
+tests drive it with short settings instead of waiting.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """hubbub's MCP server: the tools, the channel resources and the ``collaborate`` prompt.
 
 Written once, on the official ``mcp`` SDK's :class:`~mcp.server.mcpserver.MCPServer`, for
-both transports. A tool reaches its participant through :data:`CURRENT_DESK`, which each
-transport sets for the task that serves one MCP session (a context variable: every request
-handler of that session inherits it). Tool failures are ``isError`` results whose text names
-the fix; they never become protocol errors.
+both transports. A tool reaches its participant through :data:`CURRENT_DESK`, a context
+variable that each transport sets where the SDK's handlers inherit it: ``hubbub mcp`` once
+for the process (one session), ``/mcp`` around each HTTP request of a session (the SDK runs
+a message's handler in the context of the request that carried it). Tool failures are
+``isError`` results whose text names the fix; they never become protocol errors.
 """
 
 from __future__ import annotations
