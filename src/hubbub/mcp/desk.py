@@ -35,9 +35,9 @@ from hubbub.protocol.mentions import addresses
 LISTENED_KINDS = frozenset({"chat", "mcp/proposal", "mcp/reject", "mcp/withdraw"})
 """Kinds ``listen`` returns (with their ``seq``); ``mcp/response`` too when it answers one of
 this participant's proposals."""
-REMEMBERED = 1024
+REMEMBERED = 256
 """How many recent messages the desk remembers (id → channel, to claim them)."""
-_DM_SEEN = 4096
+_DM_SEEN = 512
 SERVER_IDS = frozenset({"system:gateway", "@server"})
 
 
