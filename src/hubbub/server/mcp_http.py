@@ -71,12 +71,13 @@ _STATUS = {
 # ---------------------------------------------------------------------- the in-process seat
 
 
-class QueueTransport:
+class QueueTransport(asyncio.Transport):
     """The transport of an in-process session's ``Connection``: the gateway writes complete
     server→client WebSocket frames (unmasked, never fragmented); each text frame's envelope
     goes to ``deliver``, a close frame to ``closed``."""
 
     def __init__(self, deliver: Callable[[Envelope], None], closed: Callable[[str], None]) -> None:
+        super().__init__()
         self._deliver = deliver
         self._closed = closed
         self._closing = False
@@ -331,7 +332,7 @@ class McpDoor:
         desk = Desk(seat, str(hello["participantId"]), ListenSettings.from_env())
         transport = QueueTransport(desk.receive, desk.closed_by)
         conn = Connection(
-            transport,  # type: ignore[arg-type]
+            transport,
             _MEW,
             self.router.limits.send_buffer_bytes,
             self.router.on_overflow,
