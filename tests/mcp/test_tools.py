@@ -198,6 +198,7 @@ async def test_proposals_and_decide_proposal(
         pending = await call(s, "proposals")
         [p] = pending["proposals"]
         assert (p["from"], p["tool"], p["arguments"]) == ("asker", "add", {"a": 5, "b": 6})
+        assert p["may_approve"] is True
         decided = await call(s, "decide_proposal", proposal_id=p["id"], approve=True)
         assert decided["approved"] is True and decided["text"] == "11"
         await asker.send({"kind": "mcp/proposal", "channel": "#general", "to": ["calc"],

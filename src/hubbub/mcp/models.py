@@ -163,6 +163,9 @@ class Proposal(_Model):
     method: str | None = None
     tool: str | None = None
     arguments: dict[str, Any] | None = None
+    may_approve: bool = Field(
+        default=False, description="whether your capabilities let you fulfil it"
+    )
 
 
 class Proposals(_Model):

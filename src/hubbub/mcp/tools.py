@@ -474,10 +474,11 @@ def build_server() -> MCPServer:
         """Proposals waiting in your channels (for participants who may approve them)."""
 
         async def run(desk: Desk) -> CallToolResult:
-            items = [_proposal(p) for p in desk.proposals.values()]
+            items = [_proposal(desk, p) for p in desk.proposals.values()]
             lines = [
                 f"{p.id}: {p.sender} proposes {p.tool or p.method} on {', '.join(p.to or [])}"
                 f" with {json.dumps(p.arguments)}"
+                + ("" if p.may_approve else " (you may not approve it)")
                 for p in items
             ]
             return _ok(m.Proposals(proposals=items), "\n".join(lines) or "No pending proposals.")
@@ -656,7 +657,7 @@ def _called(target: str, tool: str, ans: Envelope) -> CallToolResult:
     )
 
 
-def _proposal(env: Envelope) -> m.Proposal:
+def _proposal(desk: Desk, env: Envelope) -> m.Proposal:
     params = env.payload.get("params")
     params = params if isinstance(params, dict) else {}
     arguments = params.get("arguments")
@@ -669,6 +670,7 @@ def _proposal(env: Envelope) -> m.Proposal:
             "method": env.payload.get("method"),
             "tool": params.get("name"),
             "arguments": arguments if isinstance(arguments, dict) else None,
+            "may_approve": desk.capabilities.allows("mcp/request", env.payload),
         }
     )
 
