@@ -60,6 +60,7 @@ SPACE_HEADER = "X-Hubbub-Space"
 SESSION_HEADER = "mcp-session-id"
 _MEW = MewDialect()
 SWEEP_EVERY_S = 30.0
+DISCONNECT_POLL_S = 2.0
 _STATUS = {
     ErrorCode.AUTH_FAILED: 401,
     ErrorCode.WRONG_SPACE: 403,
@@ -380,7 +381,15 @@ async def serve_asgi(
         if not body_sent:
             body_sent = True
             return {"type": "http.request", "body": body, "more_body": False}
-        await done.wait()
+        # then only the client's going away: aiohttp has no event for it, so look at the
+        # connection now and then (an open event stream must end when its reader has gone)
+        while not done.is_set():
+            t = request.transport
+            if t is None or t.is_closing():
+                break
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(DISCONNECT_POLL_S):
+                    await done.wait()
         return {"type": "http.disconnect"}
 
     async def send(message: dict[str, Any]) -> None:
