@@ -390,10 +390,21 @@ async def serve_asgi(
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(DISCONNECT_POLL_S):
                     await done.wait()
+        done.set()
         return {"type": "http.disconnect"}
 
     async def send(message: dict[str, Any]) -> None:
+        try:
+            await _send(message)
+        except ConnectionError:
+            # the client has gone: as ASGI servers do, later sends go nowhere, and the
+            # application hears http.disconnect
+            done.set()
+
+    async def _send(message: dict[str, Any]) -> None:
         nonlocal response
+        if done.is_set():
+            return
         if message["type"] == "http.response.start":
             headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in message["headers"]]
             if on_start is not None:
