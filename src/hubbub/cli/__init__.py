@@ -1,4 +1,4 @@
-"""The ``hubbub`` command: serve, token, demo, agent, chat, bridge (one module each)."""
+"""The ``hubbub`` command: serve, token, demo, agent, chat, bridge, mcp (one module each)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from hubbub.cli.agent import agent
 from hubbub.cli.bridge import bridge
 from hubbub.cli.chat import chat
 from hubbub.cli.demo import demo
+from hubbub.cli.mcp import mcp
 from hubbub.cli.serve import serve
 from hubbub.cli.token import token
 from hubbub.extras import explain
@@ -35,7 +36,7 @@ def main() -> None:
     """hubbub: a gateway where LLM agents and people share chat channels."""
 
 
-for _command in (serve, token, demo, bridge, agent, chat):
+for _command in (serve, token, demo, bridge, agent, chat, mcp):
     main.add_command(_command)
 
 __all__ = ["main"]

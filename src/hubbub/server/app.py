@@ -24,6 +24,7 @@ from hubbub.server.http.admin import add_admin_routes
 from hubbub.server.http.chat_http import add_chat_routes
 from hubbub.server.http.dashboard_http import add_dashboard_routes
 from hubbub.server.http.http_api import add_http_routes
+from hubbub.server.http.mcp_http import add_mcp_routes
 from hubbub.server.http.observe import ActivityWatcher
 from hubbub.server.listener import GuardedSite
 from hubbub.server.state.connection import CLOSE_POLICY, CLOSE_TOO_BIG, Connection, ws_text_frame
@@ -303,6 +304,7 @@ def build_app(router: Gateway) -> web.Application:
     add_dashboard_routes(app, ROUTER_KEY)
     add_admin_routes(app, ROUTER_KEY)
     add_chat_routes(app, ROUTER_KEY)
+    add_mcp_routes(app, ROUTER_KEY, open_session)  # MCP clients as participants (docs/mcp.md)
     add_asset_routes(app)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:

@@ -11,7 +11,8 @@ loopback, in open mode, with nothing to guess). So, as one middleware in front o
   127.0.0.1, sends ``Host`` and ``Origin`` both on that name, so the Origin check alone
   sees the gateway's own origin. Requests that a cluster node forwarded (they carry the
   cluster's secret, checked before this) were screened by that node and pass;
-- a WebSocket upgrade or a state-changing request (POST, PUT, PATCH, DELETE) that carries an
+- a WebSocket upgrade, a request to ``/mcp`` (any method: its GET opens a session's event
+  stream) or a state-changing request (POST, PUT, PATCH, DELETE) that carries an
   ``Origin`` header is served only when that origin is the gateway's own (the scheme, host
   and port the request was addressed to) or is listed in ``limits.allowed_origins``; others
   get 403 ``forbidden_origin``. Requests without ``Origin`` (curl, scripts, the SDK) are not
@@ -44,6 +45,8 @@ PROTECT = {
     "Content-Security-Policy": "frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
 }
+MCP_PATH = "/mcp"
+"""MCP over Streamable HTTP (``server/http/mcp_http.py``): every method is screened, GET too."""
 CORS_METHODS = "GET, POST"
 CORS_HEADERS = f"Authorization, Content-Type, {SCRIPT_HEADER}"
 
@@ -188,7 +191,8 @@ async def _screen(
         if request.method == "OPTIONS" and listed and not own:
             return _preflight(sent)
         upgrade = request.headers.get("Upgrade", "").lower() == "websocket"
-        if (changes or upgrade) and not (own or listed):
+        stream = request.path == MCP_PATH  # /mcp's GET opens a session's event stream
+        if (changes or upgrade or stream) and not (own or listed):
             return _refuse_origin(request, sent)
         listed_foreign = listed and not own
     if (

@@ -1,0 +1,382 @@
+"""The desk: one MCP session's view of its participant, built from the envelopes it receives.
+
+Every envelope the gateway sends the participant goes through :meth:`Desk.receive` (the
+seat adapters call it, in order). The desk keeps what the tools read:
+
+- the **inbox** of messages not yet returned by ``listen``, with the last ``seq`` returned
+  per channel and the DM ``seq``s seen, so a message is returned once and never skipped
+  (a resend after a reconnect is dropped here too);
+- who is online comes from the seat (its connection tracks it already);
+- the **floor**: who holds each message (``floor/claimed``, relayed claims) and the
+  ``floor/yield``s this participant received;
+- the **proposals** pending in its channels, and the answers to its requests.
+
+``listen``'s waits (the settle window, the jittered nudge, the progress tick) come from its
+:class:`~hubbub.mcp.settings.ListenSettings` (the jitter's random source is injected), so
+tests drive it with short settings instead of waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hubbub.mcp.seat import Seat, SeatClosed
+from hubbub.mcp.settings import ListenSettings
+from hubbub.protocol.capabilities import CapabilitySet
+from hubbub.protocol.envelope import Envelope
+from hubbub.protocol.mentions import addresses
+
+LISTENED_KINDS = frozenset({"chat", "mcp/proposal", "mcp/reject", "mcp/withdraw"})
+"""Kinds ``listen`` returns (with their ``seq``); ``mcp/response`` too when it answers one of
+this participant's proposals."""
+REMEMBERED = 256
+"""How many recent messages the desk remembers (id → channel, to claim them)."""
+_DM_SEEN = 512
+SERVER_IDS = frozenset({"system:gateway", "@server"})
+
+
+class DeskError(Exception):
+    """The gateway refused what a tool sent; the message says why and what to do."""
+
+
+@dataclass(slots=True)
+class Floor:
+    """Who holds the floor on one message (``None``: nobody claimed it yet)."""
+
+    holder: str | None = None
+    started_at: int | None = None
+    claimants: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Yielded:
+    """A ``floor/yield`` this participant received: ``winner`` answers ``msg_id``."""
+
+    msg_id: str
+    winner: str
+    channel: str | None
+
+
+@dataclass(slots=True)
+class ListenResult:
+    """What one ``listen`` returns: messages, or a nudge, and the yields since the last."""
+
+    messages: list[Envelope]
+    yields: list[Yielded]
+    nudge: bool
+
+
+_Waiter = tuple[Callable[[Envelope], bool], asyncio.Future[Envelope]]
+
+
+class Desk:
+    """One participant's state for the MCP tools; fed by :meth:`receive`."""
+
+    def __init__(
+        self,
+        seat: Seat,
+        participant_id: str,
+        settings: ListenSettings | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ) -> None:
+        self.seat = seat
+        self.me = participant_id
+        self.kind = "agent"
+        self.space = "default"
+        self.settings = settings or ListenSettings()
+        self.clock = clock
+        self.wall_ms = wall_ms
+        self.capabilities = CapabilitySet([])
+        self.channels: list[str] = []
+        self.last_seq: dict[str, int] = {}
+        self._dm_seen: set[int] = set()
+        self._dm_order: deque[int] = deque()
+        self.inbox: deque[Envelope] = deque()
+        self.recent: OrderedDict[str, str | None] = OrderedDict()
+        self.floors: dict[str, Floor] = {}
+        self.yields: dict[str, Yielded] = {}
+        self._unreported_yields: list[Yielded] = []
+        self.proposals: OrderedDict[str, Envelope] = OrderedDict()
+        self.my_proposals: set[str] = set()
+        self._waiters: list[_Waiter] = []
+        self._arrived = asyncio.Event()
+        self.watchers: list[Callable[[Envelope], None]] = []
+        self.closed: str | None = None
+        self.welcomed = asyncio.Event()
+
+    # ------------------------------------------------------------------ input
+
+    def receive(self, env: Envelope) -> None:
+        """Take one envelope from the gateway (the seat calls this for each, in order)."""
+        kind = env.kind
+        if kind == "system/welcome":
+            self._on_welcome(env)
+        elif kind == "channel/joined":
+            self._on_joined(env)
+        elif kind == "channel/left":
+            name = env.payload.get("channel")
+            if name in self.channels:
+                self.channels.remove(name)
+        elif kind == "system/presence":
+            self._on_presence(env)
+        elif kind == "floor/claimed":
+            p = env.payload
+            floor = self.floors.setdefault(str(p.get("msg_id")), Floor())
+            floor.holder = p.get("holder")
+            floor.started_at = p.get("started_at")
+        elif kind == "floor/responding-to":
+            floor = self.floors.setdefault(str(env.payload.get("msg_id")), Floor())
+            if env.from_ not in floor.claimants:
+                floor.claimants.append(env.from_)
+        elif kind == "floor/yield":
+            y = Yielded(str(env.payload.get("msg_id")), str(env.payload.get("winner")), env.channel)
+            self.yields[y.msg_id] = y
+            self._unreported_yields.append(y)
+            floor = self.floors.setdefault(y.msg_id, Floor())
+            floor.holder = y.winner
+            self._arrived.set()
+        elif kind in ("capability/grant", "capability/revoke") and self.me in (env.to or ()):
+            caps = env.payload.get("capabilities")
+            if isinstance(caps, list):
+                self.capabilities = (
+                    self.capabilities.granted(caps)
+                    if kind == "capability/grant"
+                    else self.capabilities.revoked(caps)
+                )
+        if env.seq is not None and not self._fresh(env):
+            return
+        self._wake_waiters(env)
+        if env.seq is not None or (env.from_ in SERVER_IDS and kind == "chat"):
+            self._on_message(env)
+
+    def _on_welcome(self, env: Envelope) -> None:
+        you = env.payload.get("you")
+        if isinstance(you, dict):
+            self.me = str(you.get("id", self.me))
+            self.kind = str(you.get("kind", self.kind))
+            caps = you.get("capabilities")
+            if isinstance(caps, list):
+                self.capabilities = CapabilitySet(caps)
+        self.space = str(env.payload.get("space", self.space))
+        self.welcomed.set()
+
+    def _on_joined(self, env: Envelope) -> None:
+        name = env.payload.get("channel")
+        if not isinstance(name, str):
+            return
+        if name not in self.channels:
+            self.channels.append(name)
+        seq = env.payload.get("seq")
+        if name not in self.last_seq:
+            # the first join: its history is context (the history tool), not news
+            self.last_seq[name] = seq if isinstance(seq, int) else 0
+
+    def roster(self) -> list[Mapping[str, Any]]:
+        """Who is online in the space (summaries), as the connection knows it."""
+        return list(self.seat.participants().values())
+
+    def _on_presence(self, env: Envelope) -> None:
+        p = env.payload
+        if p.get("channel") is not None:
+            return
+        if p.get("event") == "leave":
+            return
+        for entry in p.get("participants") or [p.get("participant")]:
+            if isinstance(entry, dict) and entry.get("id") == self.me:
+                caps = entry.get("capabilities")
+                if isinstance(caps, list) and caps != self.capabilities.capabilities:
+                    self.capabilities = CapabilitySet(caps)
+
+    def _fresh(self, env: Envelope) -> bool:
+        """Whether a stored message is new here (a resend or a resume overlap is not)."""
+        seq = env.seq
+        assert seq is not None
+        if env.channel is not None:
+            last = self.last_seq.get(env.channel)
+            if last is not None and seq <= last:
+                return False
+            self.last_seq[env.channel] = seq
+            return True
+        if seq in self._dm_seen:
+            return False
+        self._dm_seen.add(seq)
+        self._dm_order.append(seq)
+        if len(self._dm_order) > _DM_SEEN:
+            self._dm_seen.discard(self._dm_order.popleft())
+        return True
+
+    def remember(self, env: Envelope) -> None:
+        """Note a message's channel by its id (``claim_floor`` names messages by id)."""
+        if env.id:
+            self.recent[env.id] = env.channel
+            self.recent.move_to_end(env.id)
+            if len(self.recent) > REMEMBERED:
+                self.recent.popitem(last=False)
+
+    def _on_message(self, env: Envelope) -> None:
+        kind = env.kind
+        self.remember(env)
+        cids = env.correlation_ids()
+        if kind == "mcp/proposal":
+            self.proposals[env.id] = env
+            if env.from_ == self.me:
+                self.my_proposals.add(env.id)
+        elif kind in ("mcp/withdraw", "mcp/reject") or (kind == "mcp/request" and cids):
+            for cid in cids:
+                self.proposals.pop(cid, None)
+        for watch in list(self.watchers):
+            watch(env)
+        if env.from_ == self.me:
+            return  # our own echo: the sender knows it already
+        listened = kind in LISTENED_KINDS or (
+            kind == "mcp/response" and env.payload.get("id") in self.my_proposals
+        )
+        if listened:
+            self.inbox.append(env)
+            self._arrived.set()
+
+    # ------------------------------------------------------------------ requests
+
+    def _wake_waiters(self, env: Envelope) -> None:
+        for match, future in list(self._waiters):
+            if not future.done() and match(env):
+                future.set_result(env)
+
+    def expect(self, match: Callable[[Envelope], bool]) -> asyncio.Future[Envelope]:
+        """A future for the next envelope for which ``match`` holds (registered at once)."""
+        future: asyncio.Future[Envelope] = asyncio.get_running_loop().create_future()
+        entry = (match, future)
+        self._waiters.append(entry)
+        future.add_done_callback(lambda _f: self._waiters.remove(entry))
+        return future
+
+    def closed_by(self, reason: str) -> None:
+        """The seat lost its connection for good: fail every waiter with ``reason``."""
+        self.closed = reason
+        for _match, future in list(self._waiters):
+            if not future.done():
+                future.set_exception(SeatClosed(reason))
+        self._arrived.set()
+
+    async def request(
+        self,
+        env: Envelope,
+        answer: Callable[[Envelope], bool] | None = None,
+        timeout: float = 10.0,  # noqa: ASYNC109
+    ) -> Envelope:
+        """Send ``env`` and return the gateway's answer (by default the envelope correlated to
+        it); raises :class:`DeskError` with the gateway's refusal."""
+        if not env.id:
+            env.id = self.seat.new_id()
+        rid = env.id
+
+        def correlated(e: Envelope) -> bool:
+            return rid in e.correlation_ids()
+
+        def match(e: Envelope) -> bool:
+            if e.kind == "system/error":
+                return correlated(e)
+            return answer(e) if answer is not None else correlated(e)
+
+        future = self.expect(match)
+        try:
+            await self.seat.send(env)
+            async with asyncio.timeout(timeout):
+                got = await future
+        except TimeoutError:
+            raise DeskError(
+                f"the gateway did not answer {env.kind} within {timeout:g}s; try again"
+            ) from None
+        finally:
+            future.cancel()
+        if got.kind == "system/error":
+            raise DeskError(str(got.payload.get("message") or got.payload.get("error")))
+        return got
+
+    async def send_stored(self, env: Envelope, timeout: float = 10.0) -> Envelope:  # noqa: ASYNC109
+        """Send a message the gateway stores; return it as stored (its echo, with ``seq``)."""
+        if not env.id:
+            env.id = self.seat.new_id()
+        mid, me = env.id, self.me
+        return await self.request(
+            env, lambda e: e.id == mid and e.from_ == me and e.seq is not None, timeout
+        )
+
+    async def sync(self) -> None:
+        """Return once the gateway has handled everything sent before (a refusal of it has
+        then arrived): a ``channel/list`` round trip, answered in order."""
+        await self.request(Envelope(kind="channel/list"))
+
+    # ------------------------------------------------------------------ listen
+
+    def take_yields(self) -> list[Yielded]:
+        """The yields not reported yet (each is reported once)."""
+        out, self._unreported_yields = self._unreported_yields, []
+        return out
+
+    def yield_reported(self, msg_id: str) -> None:
+        """A yield was told to the model already (``claim_floor``'s answer): not again."""
+        self._unreported_yields = [y for y in self._unreported_yields if y.msg_id != msg_id]
+
+    def _matching(self, channels: Iterable[str] | None) -> list[Envelope]:
+        wanted = None if channels is None else set(channels)
+        return [e for e in self.inbox if wanted is None or e.channel is None or e.channel in wanted]
+
+    async def listen(
+        self,
+        channels: list[str] | None,
+        timeout_s: float | None,
+        progress: Callable[[float, str], Awaitable[None]] | None = None,
+    ) -> ListenResult:
+        """Wait for messages (then the settle window), or return a nudge after the jittered
+        timeout. Messages leave the inbox only when returned: a cancelled listen loses none."""
+        s = self.settings
+        start = self.clock()
+        deadline = start + s.nudge_after(timeout_s)
+        next_tick = start + s.progress_s
+        while not self._matching(channels) and not self._unreported_yields:
+            if self.closed is not None:
+                raise SeatClosed(self.closed)
+            now = self.clock()
+            if now >= deadline:
+                return ListenResult([], self.take_yields(), nudge=True)
+            if now >= next_tick and progress is not None:
+                await progress(now - start, "listening: no messages yet")
+                next_tick = now + s.progress_s
+            self._arrived.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(min(deadline, next_tick) - now, 0.0)):
+                    await self._arrived.wait()
+        if self._matching(channels) and s.settle_s > 0:
+            await asyncio.sleep(s.settle_s)  # the settle window: let a burst finish
+        taken = self._matching(channels)
+        ids = {id(e) for e in taken}
+        self.inbox = deque(e for e in self.inbox if id(e) not in ids)
+        return ListenResult(taken, self.take_yields(), nudge=False)
+
+    # ------------------------------------------------------------------ views
+
+    def floor(self, msg_id: str) -> Floor | None:
+        """The floor of a message as last heard (None: nobody claimed it)."""
+        return self.floors.get(msg_id)
+
+    def addresses_me(self, env: Envelope) -> bool:
+        """Whether ``env`` addresses this participant (a DM to it, ``to``, or a mention)."""
+        if env.channel is None and env.from_ != self.me:
+            return True
+        text = env.payload.get("text")
+        return addresses(env.to, text if isinstance(text, str) else "", self.me)
+
+    def kind_of(self, pid: str) -> str | None:
+        """The kind of a participant as the roster knows it."""
+        if pid in SERVER_IDS:
+            return "server"
+        entry = self.seat.participants().get(pid)
+        return None if entry is None else entry.get("kind")

@@ -1,0 +1,546 @@
+"""``/mcp``: hubbub's MCP server over Streamable HTTP, on the gateway's own port.
+
+Each MCP session is one participant connection, attached inside the gateway exactly as a
+WebSocket client's (``open_session``: the same hello, authentication, capabilities, welcome,
+presence and floor rules); its frames go to a :class:`QueueTransport` instead of a socket,
+which hands each envelope to the session's :class:`~hubbub.mcp.desk.Desk`. The MCP side is
+the official SDK's ``StreamableHTTPSessionManager`` (sessions, ``Mcp-Session-Id``, SSE,
+``DELETE``), reached through a small ASGI bridge from aiohttp.
+
+Who the participant is:
+
+- a token (``Authorization: Bearer``, or ``?token=``) names it, as for every HTTP route
+  (:func:`hubbub.server.access.request_token`);
+- in open mode, ``X-Hubbub-Participant: <id>`` (or ``?as=<id>``) names it, with
+  ``X-Hubbub-Kind`` (default ``agent``); ``X-Hubbub-Space`` / ``?space=`` picks the space.
+
+Every request of a session must carry the credentials that opened it (otherwise 404, as the
+SDK answers for a session it does not know). The browser rules of
+:mod:`hubbub.server.web_guard` apply (a foreign ``Origin`` is refused with 403). The ``mcp``
+package comes with the ``mcp`` extra; without it ``/mcp`` answers 501 naming the extra.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from hubbub.protocol.envelope import Envelope, decode_envelope, encode
+from hubbub.protocol.errors import ErrorCode, ProtocolError
+from hubbub.protocol.mew import MewDialect
+from hubbub.server.http.access import request_token
+from hubbub.server.web_guard import MCP_PATH
+
+if TYPE_CHECKING:
+    from hubbub.mcp.desk import Desk
+    from hubbub.protocol.dialect import Dialect
+    from hubbub.server.gateway import Gateway
+    from hubbub.server.state.connection import Connection
+    from hubbub.server.state.space import Session
+
+OpenSession = Callable[
+    ["Gateway", "Dialect", dict[str, object], "Connection"],
+    Awaitable[tuple["Session | None", ProtocolError | None]],
+]
+"""How the gateway attaches a connection (``hubbub.server.app.open_session``)."""
+
+log = logging.getLogger("hubbub.mcp")
+
+PARTICIPANT_HEADER = "X-Hubbub-Participant"
+KIND_HEADER = "X-Hubbub-Kind"
+SPACE_HEADER = "X-Hubbub-Space"
+SESSION_HEADER = "mcp-session-id"
+_MEW = MewDialect()
+SWEEP_EVERY_S = 30.0
+DISCONNECT_POLL_S = 2.0
+_STATUS = {
+    ErrorCode.AUTH_FAILED: 401,
+    ErrorCode.WRONG_SPACE: 403,
+    ErrorCode.UNKNOWN_SPACE: 404,
+    ErrorCode.INVALID_ID: 400,
+}
+
+
+# ---------------------------------------------------------------------- the in-process seat
+
+
+class QueueTransport(asyncio.Transport):
+    """The transport of an in-process session's ``Connection``: the gateway writes complete
+    server→client WebSocket frames (unmasked, never fragmented); each text frame's envelope
+    goes to ``deliver``, a close frame to ``closed``."""
+
+    def __init__(self, deliver: Callable[[Envelope], None], closed: Callable[[str], None]) -> None:
+        super().__init__()
+        self._deliver = deliver
+        self._closed = closed
+        self._closing = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        """Take one or more whole frames."""
+        buf = bytes(data)
+        i = 0
+        while i + 2 <= len(buf):
+            head, n = buf[i], buf[i + 1] & 0x7F
+            i += 2
+            if n == 126:
+                n = int.from_bytes(buf[i : i + 2], "big")
+                i += 2
+            elif n == 127:
+                n = int.from_bytes(buf[i : i + 8], "big")
+                i += 8
+            payload = buf[i : i + n]
+            i += n
+            opcode = head & 0x0F
+            if opcode in (0x1, 0x2):
+                try:
+                    self._deliver(decode_envelope(payload))
+                except Exception:
+                    log.exception("an MCP session could not take a frame")
+            elif opcode == 0x8:
+                reason = payload[2:].decode(errors="replace") if len(payload) > 2 else ""
+                self._closing = True
+                self._closed(reason or "closed by the gateway")
+
+    def is_closing(self) -> bool:
+        """Whether the session is closed."""
+        return self._closing
+
+    def close(self) -> None:
+        """Close (the gateway ends the session)."""
+        if not self._closing:
+            self._closing = True
+            self._closed("closed by the gateway")
+
+    def abort(self) -> None:
+        """Close at once."""
+        self.close()
+
+    def get_write_buffer_size(self) -> int:
+        """Nothing is ever buffered: frames are handed over as they are written."""
+        return 0
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        """No socket behind it."""
+        return default
+
+
+class SessionSeat:
+    """A :class:`~hubbub.mcp.seat.Seat` on a gateway session attached in this process."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, router: Gateway) -> None:
+        self.router = router
+        self.session: Session | None = None
+        self.on_closed: Callable[[], None] | None = None
+        self._prefix = os.urandom(4).hex()
+
+    def new_id(self) -> str:
+        """A fresh client id, unique in this process."""
+        return f"mcp-{self._prefix}-{next(self._ids)}"
+
+    async def send(self, env: Envelope) -> None:
+        """Hand ``env`` to the gateway as this session's next frame."""
+        from hubbub.mcp.seat import SeatClosed
+
+        s = self.session
+        if s is None or s.space.online.get(s.id) is not s:
+            raise SeatClosed("this MCP session's participant is no longer connected")
+        self.router.receive(s, encode(env))
+
+    def participants(self) -> Mapping[str, Mapping[str, Any]]:
+        """Who is online: the space's sessions, read in place."""
+        s = self.session
+        return _Online(s.space.online if s is not None else {})
+
+    async def close(self) -> None:
+        """Detach the session: the participant goes offline."""
+        s, self.session = self.session, None
+        if s is not None:
+            self.router.detach(s)
+        if self.on_closed is not None:
+            self.on_closed()
+
+
+class _Online(Mapping[str, Mapping[str, Any]]):
+    """A space's online sessions as id → summary, without a copy."""
+
+    def __init__(self, online: Mapping[str, Session]) -> None:
+        self._online = online
+
+    def __getitem__(self, pid: str) -> Mapping[str, Any]:
+        return self._online[pid].summary()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._online)
+
+    def __len__(self) -> int:
+        return len(self._online)
+
+
+# ---------------------------------------------------------------------- who is asking
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """The credentials of a request to ``/mcp`` (the same on every request of a session)."""
+
+    token: str | None
+    participant: str | None
+    kind: str
+    space: str | None
+
+    @classmethod
+    def of(cls, request: web.Request) -> Caller:
+        """Read them from the headers (or the query)."""
+        h, q = request.headers, request.query
+        return cls(
+            token=request_token(request),
+            participant=h.get(PARTICIPANT_HEADER) or q.get("as") or None,
+            kind=h.get(KIND_HEADER) or q.get("kind") or "agent",
+            space=h.get(SPACE_HEADER) or q.get("space") or None,
+        )
+
+    def hello(self, router: Gateway) -> dict[str, object]:
+        """The MEW join frame this caller's connection opens with (no channel is asked for:
+        the space's defaults apply, as for a plain MEW join)."""
+        pid, space = self.participant, router.auth.addressed_space(self.space)
+        if self.token:
+            owner = router.auth.lookup_token(self.token)
+            if owner is not None:
+                space = self.space or owner[0]
+                pid = pid or owner[1]
+            elif not router.auth.ignores_unknown_token(space, "an MCP client"):
+                raise ProtocolError(
+                    ErrorCode.AUTH_FAILED,
+                    "unknown token: send 'Authorization: Bearer <token>' with a token of this "
+                    "space (create one with `hubbub token create --space space.yaml --id <id>`)",
+                )
+        if not pid and not router.auth.ignores_unknown_token(space, "an MCP client"):
+            raise ProtocolError(
+                ErrorCode.AUTH_FAILED,
+                f"space {space!r} requires a token: send 'Authorization: Bearer <token>' "
+                "(create one with `hubbub token create --space space.yaml --id <id>`)",
+            )
+        if not pid:
+            raise ProtocolError(
+                ErrorCode.INVALID_ID,
+                f"no participant: this gateway is in open mode, so name yourself with the "
+                f"header '{PARTICIPANT_HEADER}: <id>' (or ?as=<id>), or send "
+                "'Authorization: Bearer <token>'",
+            )
+        frame: dict[str, object] = {
+            "type": "join",
+            "participantId": pid,
+            "space": space,
+            "kind": self.kind,
+        }
+        if self.token:
+            frame["token"] = self.token
+        return frame
+
+
+def _refusal(exc: ProtocolError) -> web.Response:
+    status = _STATUS.get(exc.code, 403)
+    headers = {"WWW-Authenticate": 'Bearer realm="hubbub"'} if status == 401 else None
+    return web.json_response(
+        {"error": exc.code.value, "message": exc.message}, status=status, headers=headers
+    )
+
+
+# ---------------------------------------------------------------------- the door
+
+
+@dataclass
+class _Open:
+    caller: Caller
+    desk: Desk
+    seat: SessionSeat
+
+
+@dataclass
+class McpDoor:
+    """The MCP server of one gateway: the SDK's session manager and the open sessions."""
+
+    router: Gateway
+    open_session: OpenSession
+    manager: Any = None
+    sessions: dict[str, _Open] = field(default_factory=dict)
+    _runner: asyncio.Task[None] | None = None
+    _stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def start(self) -> None:
+        """Build the MCP server and run the session manager (on the first request)."""
+        if self.manager is not None:
+            return
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+        from hubbub.mcp.tools import build_server
+
+        server = build_server()
+        self.manager = StreamableHTTPSessionManager(server._lowlevel_server)
+        started = asyncio.Event()
+
+        async def run() -> None:
+            async with self.manager.run():
+                started.set()
+                while not self._stop.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(SWEEP_EVERY_S):
+                            await self._stop.wait()
+                    await self.sweep()
+
+        self._runner = asyncio.create_task(run())
+        await started.wait()
+
+    async def sweep(self) -> None:
+        """Disconnect the participants of sessions the SDK ended on its own (its idle
+        timeout, 30 minutes without a request or an open stream). The manager offers no
+        hook for that, so this reads its table of live sessions."""
+        live = getattr(self.manager, "_server_instances", None)
+        if live is None:
+            return
+        for sid, opened in list(self.sessions.items()):
+            if sid not in live:
+                await opened.seat.close()
+
+    async def stop(self) -> None:
+        """End every session and the manager."""
+        for opened in list(self.sessions.values()):
+            await opened.seat.close()
+        self.sessions.clear()
+        self._stop.set()
+        if self._runner is not None:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await self._runner
+
+    async def open(self, caller: Caller) -> _Open:
+        """Attach a new participant connection for ``caller`` (raises ProtocolError)."""
+        from hubbub.mcp.desk import Desk
+        from hubbub.mcp.settings import ListenSettings
+        from hubbub.server.state.connection import Connection
+
+        hello = caller.hello(self.router)
+        seat = SessionSeat(self.router)
+        desk = Desk(seat, str(hello["participantId"]), ListenSettings.from_env())
+        transport = QueueTransport(desk.receive, desk.closed_by)
+        conn = Connection(
+            transport,
+            _MEW,
+            self.router.limits.send_buffer_bytes,
+            self.router.on_overflow,
+            "mcp",
+        )
+        session, refusal = await self.open_session(self.router, _MEW, hello, conn)
+        if session is None:
+            assert refusal is not None
+            raise refusal
+        seat.session = session
+        return _Open(caller, desk, seat)
+
+
+# ---------------------------------------------------------------------- the ASGI bridge
+
+
+async def serve_asgi(
+    request: web.Request,
+    app: Callable[..., Awaitable[None]],
+    on_start: Callable[[int, list[tuple[bytes, bytes]]], None] | None = None,
+) -> web.StreamResponse:
+    """Serve ``request`` with the ASGI application ``app`` (HTTP only, streaming bodies)."""
+    body = await request.read()
+    sockname = request.transport.get_extra_info("sockname") if request.transport else None
+    scope: MutableMapping[str, Any] = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": f"{request.version.major}.{request.version.minor}",
+        "method": request.method,
+        "scheme": request.scheme,
+        "path": request.path,
+        "raw_path": request.raw_path.encode(),
+        "root_path": "",
+        "query_string": request.query_string.encode(),
+        "headers": [(k.lower(), v) for k, v in request.raw_headers],
+        "client": (request.remote or "", 0),
+        "server": tuple(sockname[:2]) if sockname else None,
+    }
+    done = asyncio.Event()
+    body_sent = False
+    response: web.StreamResponse | None = None
+
+    async def receive() -> dict[str, Any]:
+        nonlocal body_sent
+        if not body_sent:
+            body_sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        # then only the client's going away: aiohttp has no event for it, so look at the
+        # connection now and then (an open event stream must end when its reader has gone)
+        while not done.is_set():
+            t = request.transport
+            if t is None or t.is_closing():
+                break
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(DISCONNECT_POLL_S):
+                    await done.wait()
+        done.set()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        try:
+            await _send(message)
+        except ConnectionError:
+            # the client has gone: as ASGI servers do, later sends go nowhere, and the
+            # application hears http.disconnect
+            done.set()
+
+    async def _send(message: dict[str, Any]) -> None:
+        nonlocal response
+        if done.is_set():
+            return
+        if message["type"] == "http.response.start":
+            headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in message["headers"]]
+            if on_start is not None:
+                on_start(message["status"], message["headers"])
+            response = web.StreamResponse(status=message["status"])
+            for k, v in headers:
+                response.headers.add(k, v)
+            await response.prepare(request)
+        elif message["type"] == "http.response.body" and response is not None:
+            chunk = message.get("body", b"")
+            if chunk:
+                await response.write(chunk)
+            if not message.get("more_body", False):
+                await response.write_eof()
+
+    try:
+        await app(scope, receive, send)
+    finally:
+        done.set()
+    if response is None:
+        return web.Response(status=500, text="the MCP server sent no response\n")
+    return response
+
+
+# ---------------------------------------------------------------------- the route
+
+
+def add_mcp_routes(
+    app: web.Application, key: web.AppKey[Gateway], open_session: OpenSession
+) -> None:
+    """Serve ``/mcp`` on ``app`` (the MCP server starts with the first request); sessions
+    attach with ``open_session``, as WebSocket connections do."""
+    doors: list[McpDoor] = []  # the one door, made by the first request
+
+    async def endpoint(request: web.Request) -> web.StreamResponse:
+        router = request.app[key]
+        try:
+            from hubbub.mcp.tools import CURRENT_DESK
+        except ModuleNotFoundError as exc:
+            return web.json_response(
+                {
+                    "error": "unavailable",
+                    "message": f"/mcp needs the mcp package ({exc.name} is missing): "
+                    "pip install 'hubbub[mcp]'",
+                },
+                status=501,
+            )
+        if not doors:
+            doors.append(McpDoor(router, open_session))
+        door = doors[0]
+        await door.start()
+        version = request.headers.get("mcp-protocol-version")
+        if version is not None and not _handshake_version(version):
+            return web.json_response(
+                {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {
+                        "code": -32600,
+                        "message": f"MCP protocol {version} is not served here: /mcp speaks "
+                        "the session protocol (2025-06-18 and later handshake versions); "
+                        "initialize to open a session",
+                    },
+                },
+                status=400,
+            )
+        caller = Caller.of(request)
+        sid = request.headers.get(SESSION_HEADER)
+        if sid is not None:
+            opened = door.sessions.get(sid)
+            if opened is not None and opened.caller != caller:
+                return web.json_response(
+                    {"jsonrpc": "2.0", "id": None,
+                     "error": {"code": -32600, "message": "Session not found"}},
+                    status=404,
+                )  # fmt: skip
+            # the SDK runs each message's handler in the context of the request that
+            # carried it: that is where the tools find their desk
+            token = CURRENT_DESK.set(opened.desk) if opened is not None else None
+            try:
+                response = await serve_asgi(request, door.manager.handle_request)
+            finally:
+                if token is not None:
+                    CURRENT_DESK.reset(token)
+            if request.method == "DELETE" and opened is not None and response.status < 300:
+                door.sessions.pop(sid, None)
+                await opened.seat.close()
+            return response
+        if request.method != "POST":
+            return web.json_response(
+                {
+                    "error": "no_session",
+                    "message": "open an MCP session first: POST an initialize request to /mcp",
+                },
+                status=400,
+            )
+        try:
+            opened = await door.open(caller)
+        except ProtocolError as exc:
+            return _refusal(exc)
+        started: list[str] = []
+
+        def on_start(status: int, headers: list[tuple[bytes, bytes]]) -> None:
+            for k, v in headers:
+                if k.lower() == SESSION_HEADER.encode() and status < 400:
+                    started.append(v.decode("latin-1"))
+
+        desk_token = CURRENT_DESK.set(opened.desk)
+        try:
+            response = await serve_asgi(request, door.manager.handle_request, on_start)
+        finally:
+            CURRENT_DESK.reset(desk_token)
+        if started:
+            sid = started[0]
+            door.sessions[sid] = opened
+
+            def forget() -> None:
+                door.sessions.pop(sid, None)
+
+            opened.seat.on_closed = forget
+        else:
+            await opened.seat.close()
+        return response
+
+    async def cleanup(app: web.Application) -> None:
+        for door in doors:
+            await door.stop()
+        doors.clear()
+
+    app.router.add_route("*", MCP_PATH, endpoint)
+    app.on_shutdown.append(cleanup)
+
+
+def _handshake_version(version: str) -> bool:
+    try:
+        from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+    except ModuleNotFoundError:  # pragma: no cover - mcp is installed when this runs
+        return True
+    return version in HANDSHAKE_PROTOCOL_VERSIONS

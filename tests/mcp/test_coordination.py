@@ -1,0 +1,220 @@
+"""Floor control, a gateway restart, cancellation and the /mcp door's refusals."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from datetime import datetime
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+
+from hubbub.sdk import Client
+from hubbub.server.config import ParticipantConfig, SpaceConfig, hash_token
+from tests.conftest import RunningGateway, start_gateway, stop_gateway
+from tests.mcp.conftest import SHORT, TRANSPORTS, call, fails, opener, stdio_session
+
+pytestmark = pytest.mark.timeout(90)
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+def _ms(ts: str) -> int:
+    """An envelope's ``ts`` in Unix milliseconds (the earliest legal ``started_at``)."""
+    return int(datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+@pytest.fixture(autouse=True)
+def short_listen(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in SHORT.items():
+        monkeypatch.setenv(name, value)
+
+
+async def test_two_mcp_agents_and_an_sdk_agent_one_answer(gateway: RunningGateway) -> None:
+    """One question, three agents claim it: the SDK agent claimed first and answers; the MCP
+    agents (one per transport) see yielded_to, and send(reply_to) refuses unless forced."""
+    ws = opener("stdio", gateway.http, gateway.url)
+    http = opener("http", gateway.http, gateway.url)
+    async with (
+        ws("alpha") as a,
+        http("beta") as b,
+        Client(gateway=gateway.url, participant_id="sdk") as sdk,
+    ):
+        asker = await gateway.mew("asker", kind="service")
+        await asker.send({"kind": "chat", "channel": "#general", "payload": {"text": "6*7?"}})
+        qa = (await call(a, "listen", timeout_s=10))["messages"][0]
+        qb = (await call(b, "listen", timeout_s=10))["messages"][0]
+        assert qa["id"] == qb["id"] and qa["addressed_to_you"] is False
+        claimed = sdk.expect("floor/claimed")
+        await sdk.send(
+            {
+                "kind": "floor/responding-to",
+                "channel": "#general",
+                "payload": {"msg_id": qa["id"], "started_at": _ms(qa["ts"])},
+            }
+        )
+        await asyncio.wait_for(claimed, 10)
+        for s in (a, b):
+            verdict = await call(s, "claim_floor", message_id=qa["id"])
+            assert (verdict["granted"], verdict["yielded_to"]) == (False, "sdk")
+            refusal = await fails(s, "send", to="#general", text="42", reply_to=qa["id"])
+            assert "sdk is answering" in refusal and "force: true" in refusal
+        await sdk.send({"kind": "chat", "channel": "#general", "payload": {"text": "42"}})
+        later = await call(a, "listen", timeout_s=10)
+        assert [m["text"] for m in later["messages"]] == ["42"]
+        forced = await call(b, "send", to="#general", text="also 42", reply_to=qa["id"], force=True)
+        assert forced["seq"] is not None
+
+
+async def test_first_claim_is_granted_and_a_later_yield_is_reported(
+    gateway: RunningGateway,
+) -> None:
+    for transport in TRANSPORTS:
+        async with (
+            opener(transport, gateway.http, gateway.url)("claude") as s,
+            Client(gateway=gateway.url, participant_id=f"sdk-{transport}") as sdk,
+        ):
+            asker = await gateway.mew(f"asker-{transport}")
+            await asker.send({"kind": "chat", "channel": "#general", "payload": {"text": "q?"}})
+            got = await call(s, "listen", timeout_s=10)
+            q = next(m for m in got["messages"] if m["from"] == f"asker-{transport}")
+            assert (await call(s, "claim_floor", message_id=q["id"]))["granted"] is True
+            # an earlier claim arrives later: the gateway yields claude, listen reports it
+            await sdk.send(
+                {
+                    "kind": "floor/responding-to",
+                    "channel": "#general",
+                    "payload": {"msg_id": q["id"], "started_at": _ms(q["ts"])},
+                }
+            )
+            note = await call(s, "listen", timeout_s=10)
+            assert note["yields"] == [
+                {"message_id": q["id"], "winner": f"sdk-{transport}", "channel": "#general"}
+            ]
+            assert "is answering" in await fails(
+                s, "send", to="#general", text="a", reply_to=q["id"]
+            )
+            unknown = await fails(s, "claim_floor", message_id="nope")
+            assert "claim the `id` of a channel message" in unknown
+
+
+async def test_listen_across_a_gateway_restart(tmp_path: Path) -> None:
+    """hubbub mcp reconnects and resumes: every message once, none missed, none twice."""
+    gw = await start_gateway(tmp_path)
+    port = gw.port
+    async with stdio_session(gw.url, "claude") as s:
+        bob = await gw.mew("bob")
+        await bob.send({"kind": "chat", "channel": "#general", "payload": {"text": "one"}})
+        await bob.next_where(lambda f: f.get("payload", {}).get("text") == "one")
+        await stop_gateway(gw)
+        gw = await start_gateway(tmp_path, port=port)
+        bob = await gw.mew("bob")  # before claude is back: it gets these by resume
+        for text in ("two", "three"):
+            await bob.send({"kind": "chat", "channel": "#general", "payload": {"text": text}})
+        texts: list[str] = []
+        while len(texts) < 3:
+            got = await call(s, "listen", timeout_s=15)
+            texts += [m["text"] for m in got["messages"]]
+        assert texts == ["one", "two", "three"]
+        await bob.send({"kind": "chat", "channel": "#general", "payload": {"text": "four"}})
+        got = await call(s, "listen", timeout_s=15)
+        assert [m["text"] for m in got["messages"]] == ["four"]
+    await stop_gateway(gw)
+
+
+async def test_hubbub_mcp_fails_over_to_the_next_gateway(gateway: RunningGateway) -> None:
+    """Several --gateway URLs (the nodes of a cluster): a dead one is skipped."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"ws://127.0.0.1:{sock.getsockname()[1]}/ws"
+    async with stdio_session(dead, "claude", "--gateway", gateway.url) as s:
+        assert (await call(s, "channels"))["channels"][0]["joined"] is True
+        assert "claude" in gateway.router.spaces["default"].online
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_cancelling_a_listen_loses_nothing(gateway: RunningGateway, transport: str) -> None:
+    async with opener(transport, gateway.http, gateway.url)("claude") as s:
+        waiting = asyncio.Event()
+
+        async def progress(_p: float, _t: float | None, _m: str | None) -> None:
+            waiting.set()
+
+        async with anyio.create_task_group() as tg:
+            scope = anyio.CancelScope()
+
+            async def blocked() -> None:
+                with scope:
+                    await s.call_tool("listen", {"timeout_s": 600}, progress_callback=progress)
+
+            tg.start_soon(blocked)
+            await waiting.wait()  # a progress notification: the listen is blocked, waiting
+            await call(s, "who")  # the session still answers while a listen blocks
+            scope.cancel()
+        bob = await gateway.mew("bob")
+        await bob.send({"kind": "chat", "channel": "#general", "payload": {"text": "after"}})
+        got = await call(s, "listen", timeout_s=10)
+        assert [m["text"] for m in got["messages"]] == ["after"]
+
+
+async def test_mcp_door_refusals(tmp_path: Path) -> None:
+    cfg = SpaceConfig(participants={"claude": ParticipantConfig(token_hash=hash_token("good"))})
+    gw = await start_gateway(tmp_path, spaces=[cfg])
+    try:
+        async with httpx2.AsyncClient() as http:
+            url = gw.http + "/mcp"
+            wrong = await http.post(
+                url, json=INIT, headers={**ACCEPT, "Authorization": "Bearer bad"}
+            )
+            assert wrong.status_code == 401 and "unknown token" in wrong.json()["message"]
+            none = await http.post(url, json=INIT, headers=ACCEPT)
+            assert none.status_code == 401 and "requires a token" in none.json()["message"]
+            foreign = await http.post(
+                url, json=INIT, headers={**ACCEPT, "Origin": "https://evil.example"}
+            )
+            assert foreign.status_code == 403 and foreign.json()["error"] == "forbidden_origin"
+            stream = await http.get(url, headers={"Origin": "https://evil.example"})
+            assert stream.status_code == 403
+        async with opener("http", gw.http, gw.url)("claude", token="good") as s:
+            assert (await call(s, "who"))["participants"][0]["id"] == "claude"
+    finally:
+        await stop_gateway(gw)
+
+
+async def test_open_mode_needs_a_participant(gateway: RunningGateway) -> None:
+    async with httpx2.AsyncClient() as http:
+        none = await http.post(gateway.http + "/mcp", json=INIT, headers=ACCEPT)
+        assert none.status_code == 400
+        assert (
+            "open mode, so name yourself with the header 'X-Hubbub-Participant"
+            in (none.json()["message"])
+        )
+        bad = await http.post(gateway.http + "/mcp?as=no%20spaces", json=INIT, headers=ACCEPT)
+        assert bad.status_code == 400
+
+
+async def test_closing_the_session_is_a_disconnect(gateway: RunningGateway) -> None:
+    watcher = await gateway.mew("watcher")
+    for transport in TRANSPORTS:
+        async with opener(transport, gateway.http, gateway.url)("claude") as s:
+            await call(s, "who")
+            assert "claude" in gateway.router.spaces["default"].online
+        left = await watcher.next_where(
+            lambda f: f.get("kind") == "system/presence" and f["payload"].get("event") == "leave"
+        )
+        ids = [
+            p["id"] for p in left["payload"].get("participants") or [left["payload"]["participant"]]
+        ]
+        assert ids == ["claude"]
