@@ -1,10 +1,14 @@
-"""Shared fixtures: a real gateway on a real socket with a real SQLite file."""
+"""Shared fixtures: a real gateway on a real socket with a real SQLite file.
+
+One factory starts every test gateway (:func:`gateways`); ``gateway`` (default limits) and
+``gw`` (no rate limit) are the two open-mode gateways most tests use.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,6 +82,7 @@ class RunningGateway(Door):
     port: int
     data_dir: Path
     clients: list[WsClient] = field(default_factory=list)
+    stopped: bool = False
 
 
 class WsClient:
@@ -153,14 +158,44 @@ async def start_gateway(
 
 
 async def stop_gateway(gw: RunningGateway) -> None:
+    """Close its test clients and stop it (again: nothing)."""
+    if gw.stopped:
+        return
+    gw.stopped = True
     for c in gw.clients:
         await c.ws.close()
     await gw.runner.cleanup()
 
 
+MakeGateway = Callable[..., Awaitable[RunningGateway]]
+
+
 @pytest.fixture
-async def gateway(tmp_path: Path) -> AsyncIterator[RunningGateway]:
-    """An open-mode gateway with default limits."""
-    gw = await start_gateway(tmp_path)
-    yield gw
-    await stop_gateway(gw)
+async def gateways(tmp_path: Path) -> AsyncIterator[MakeGateway]:
+    """``await gateways(**options)``: start a gateway (``spaces``, ``limits``, ``engines``,
+    ``clock``, ``port`` as :func:`start_gateway`; ``data_dir`` defaults to ``tmp_path`` for
+    the first one, a folder of its own for each later one); all are stopped after the test."""
+    started: list[RunningGateway] = []
+
+    async def make(data_dir: Path | None = None, **options: Any) -> RunningGateway:
+        if data_dir is None:
+            data_dir = tmp_path if not started else tmp_path / f"gateway-{len(started)}"
+        gw = await start_gateway(data_dir, **options)
+        started.append(gw)
+        return gw
+
+    yield make
+    for gw in reversed(started):
+        await stop_gateway(gw)
+
+
+@pytest.fixture
+async def gateway(gateways: MakeGateway) -> RunningGateway:
+    """An open-mode gateway with default limits (the rate limit on)."""
+    return await gateways()
+
+
+@pytest.fixture
+async def gw(gateways: MakeGateway) -> RunningGateway:
+    """An open-mode gateway without a rate limit."""
+    return await gateways(limits=Limits(rate_per_s=0))
