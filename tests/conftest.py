@@ -7,6 +7,7 @@ One factory starts every test gateway (:func:`gateways`); ``gateway`` (default l
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -21,6 +22,18 @@ from hubbub.server.app import build_app, make_router
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig
 from hubbub.server.listener import GuardedSite
 from hubbub.server.router import Router
+from tests.timing import WAIT
+
+SLOW_FIXTURES = frozenset({"browser", "redis_server"})
+"""A test that uses one of these drives Chromium or a redis-server: it is marked ``slow``."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every test that needs a browser or a redis-server (tests that start
+    processes carry the mark themselves): ``make test-fast`` runs the rest."""
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 class Door:
@@ -28,7 +41,7 @@ class Door:
 
     port: int
     clients: list[WsClient]
-    join_timeout = 5.0
+    join_timeout = WAIT
     """How long a join may take (a cluster node carries it to the space's leader)."""
 
     async def connect(self) -> WsClient:
@@ -85,6 +98,9 @@ class RunningGateway(Door):
     stopped: bool = False
 
 
+_FENCES = itertools.count(1)
+
+
 class WsClient:
     """A test client on a real WebSocket that reads JSON frames."""
 
@@ -95,14 +111,14 @@ class WsClient:
     async def send(self, frame: dict[str, Any] | str) -> None:
         await self.ws.send(frame if isinstance(frame, str) else json.dumps(frame))
 
-    async def recv(self, timeout: float = 5.0) -> dict[str, Any]:
+    async def recv(self, timeout: float = WAIT) -> dict[str, Any]:
         raw = await asyncio.wait_for(self.ws.recv(), timeout)
         out = json.loads(raw)
         assert isinstance(out, dict)
         return out
 
     async def next_where(
-        self, pred: Callable[[dict[str, Any]], bool], timeout: float = 5.0
+        self, pred: Callable[[dict[str, Any]], bool], timeout: float = WAIT
     ) -> dict[str, Any]:
         """The next frame matching ``pred``, skipping others."""
         loop = asyncio.get_running_loop()
@@ -115,16 +131,52 @@ class WsClient:
             if pred(frame):
                 return frame
 
-    async def expect(self, kind: str, timeout: float = 5.0) -> dict[str, Any]:
+    async def expect(self, kind: str, timeout: float = WAIT) -> dict[str, Any]:
         """The next MEW envelope of ``kind`` (presence frames in between are skipped)."""
         return await self.next_where(lambda f: f.get("kind") == kind, timeout)
 
-    async def expect_type(self, type_: str, timeout: float = 5.0) -> dict[str, Any]:
+    async def expect_type(self, type_: str, timeout: float = WAIT) -> dict[str, Any]:
         """The next agentchat frame of ``type_``."""
         return await self.next_where(lambda f: f.get("type") == type_, timeout)
 
-    async def silent(self, pred: Callable[[dict[str, Any]], bool], wait: float = 0.3) -> None:
-        """Assert no frame matching ``pred`` arrives within ``wait`` seconds."""
+    async def fence(self, timeout: float = WAIT) -> list[dict[str, Any]]:
+        """Ask the gateway something it answers at once (MEW ``channel/list``, agentchat
+        ``PING``) and return the frames that arrived before the answer: everything the gateway
+        wrote to this client before it read the question is among them."""
+        if self.welcome.get("type") == "WELCOME":  # agentchat
+            await self.send({"type": "PING"})
+
+            def answer(f: dict[str, Any]) -> bool:
+                return f.get("type") == "PONG"
+        else:
+            ident = f"fence-{next(_FENCES)}"
+            await self.send({"kind": "channel/list", "id": ident})
+
+            def answer(f: dict[str, Any]) -> bool:  # a refusal is an answer too
+                return f.get("kind") == "channel/list-response" or (
+                    f.get("kind") == "system/error" and ident in (f.get("correlation_id") or ())
+                )
+
+        before: list[dict[str, Any]] = []
+        while not answer(frame := await self.recv(timeout)):
+            before.append(frame)
+        return before
+
+    async def silent(
+        self, pred: Callable[[dict[str, Any]], bool], wait: float | None = None
+    ) -> None:
+        """Assert that no frame matching ``pred`` came.
+
+        Without ``wait``: none arrived before the answer to a :meth:`fence`. That proves it
+        when what could have sent one was already handled by the gateway (its sender saw its
+        echo, its error or its answer), since the gateway writes to each connection in order.
+        With ``wait``: none arrives within ``wait`` seconds, for what the gateway may send
+        later on its own (a timer, a coalesced presence, a commit still in flight).
+        """
+        if wait is None:
+            seen = [f for f in await self.fence() if pred(f)]
+            assert seen == [], f"unexpected frame {seen[0]}"
+            return
         try:
             frame = await self.next_where(pred, wait)
         except TimeoutError:

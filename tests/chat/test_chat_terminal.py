@@ -22,6 +22,8 @@ from tests.chat.terminal import START_TIMEOUT, TIMEOUT, Terminal
 from tests.conftest import MakeGateway, RunningGateway, start_gateway, stop_gateway
 from tests.sdk.conftest import FAST, PROPOSER_CAPS
 
+pytestmark = pytest.mark.slow  # `hubbub chat` in a pseudo-terminal
+
 PAGE_UP, PAGE_DOWN, CTRL_N, CTRL_C, CTRL_D = "\x1b[5~", "\x1b[6~", "\x0e", "\x03", "\x04"
 
 StartChat = Callable[..., Any]

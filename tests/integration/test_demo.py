@@ -109,6 +109,7 @@ def _stop(proc: subprocess.Popen[str], sig: signal.Signals, out: list[str]) -> N
     assert transcript.rstrip().endswith("stopped"), transcript
 
 
+@pytest.mark.slow  # a `hubbub demo` process
 def test_ctrl_c_mid_scene_stops_everything_cleanly() -> None:
     """`hubbub demo` interrupted while the agents are busy: exit 0, no traceback, port freed,
     even when started with SIGINT ignored (a background job)."""
@@ -128,6 +129,7 @@ def test_ctrl_c_mid_scene_stops_everything_cleanly() -> None:
         s.listen()
 
 
+@pytest.mark.slow  # a `hubbub demo` process
 def test_a_quick_rerun_keeps_the_port() -> None:
     """Stop the demo (SIGTERM) and start it again at once: its connections' TIME_WAIT does
     not push the second run off the port."""

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 import websockets
 from benchmarks.crash import Gateway, free_port
 
@@ -56,6 +57,7 @@ async def _raw_mew(url: str, pid: str, **extra: Any) -> WsClient:
 # ------------------------------------------------------------------ kill -9 after the ack
 
 
+@pytest.mark.slow  # a `hubbub serve` process, killed
 async def test_kill_right_after_acks_loses_nothing_and_reuses_no_seq(tmp_path: Path) -> None:
     gw = await _serve(tmp_path)
     try:
@@ -94,6 +96,7 @@ async def test_kill_right_after_acks_loses_nothing_and_reuses_no_seq(tmp_path: P
         gw.stop()
 
 
+@pytest.mark.slow  # a `hubbub serve` process, killed
 async def test_dms_held_for_a_sleeper_survive_a_kill(tmp_path: Path) -> None:
     gw = await _serve(tmp_path)
     try:
@@ -122,7 +125,7 @@ async def test_dms_held_for_a_sleeper_survive_a_kill(tmp_path: Path) -> None:
             for _ in range(3)
         ]
         assert got == ["d0", "d1", "d2"]
-        await back.silent(lambda f: f.get("kind") == "chat")  # each once
+        await back.silent(lambda f: f.get("kind") == "chat", wait=0.3)  # each once
         await back.close()
     finally:
         gw.stop()
@@ -201,6 +204,7 @@ async def test_string_correlation_id_becomes_a_list(gateway: RunningGateway) -> 
     assert echo["correlation_id"] == ["abc"]
 
 
+@pytest.mark.slow  # a `hubbub serve` process, killed
 async def test_sdk_client_resends_what_a_dropped_connection_lost(tmp_path: Path) -> None:
     gw = await _serve(tmp_path)
     try:
@@ -270,7 +274,7 @@ async def test_create_then_message_back_to_back(gateway: RunningGateway) -> None
     assert joined["kind"] == "channel/joined" and joined["payload"]["channel"] == "#fresh"
     # stored before the join's history was read: it arrives in that history, once
     assert [m["payload"]["text"] for m in joined["payload"]["history"]] == ["first words"]
-    await alice.silent(lambda f: f.get("kind") in ("chat", "system/error"))
+    await alice.silent(lambda f: f.get("kind") in ("chat", "system/error"), wait=0.3)
 
 
 async def test_agentchat_not_in_channel_names_join(gateway: RunningGateway) -> None:

@@ -20,17 +20,11 @@ from hubbub.sdk import Client, Disconnected, Reconnecting, State
 from hubbub.server.config import Limits, ParticipantConfig, SpaceConfig, hash_token
 from tests.conftest import RunningGateway, start_gateway, stop_gateway
 from tests.sdk.conftest import FAST, MakeClient
+from tests.timing import until
 
 
 def texts(envs: list[Envelope]) -> list[str]:
     return [e.payload["text"] for e in envs if e.kind == "chat"]
-
-
-async def until(cond: Any, timeout: float = 5.0) -> None:
-    """Poll ``cond()`` (cheaply) until it holds."""
-    async with asyncio.timeout(timeout):
-        while not cond():  # noqa: ASYNC110 - conditions over client state, not one event
-            await asyncio.sleep(0.005)
 
 
 async def test_states_and_lifecycle_events_follow_the_table(gw: RunningGateway) -> None:

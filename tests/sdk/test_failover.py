@@ -18,6 +18,7 @@ from hubbub.sdk import Client, Failover, Reconnecting
 from hubbub.server.config import Limits, ParticipantConfig, SpaceConfig, hash_token
 from tests.conftest import RunningGateway, start_gateway, stop_gateway
 from tests.sdk.conftest import FAST
+from tests.timing import until
 
 OPEN = Limits(rate_per_s=0)
 
@@ -25,13 +26,6 @@ OPEN = Limits(rate_per_s=0)
 def dead_url() -> str:
     """A URL where nothing listens."""
     return f"ws://127.0.0.1:{free_port()}/ws"
-
-
-async def until(cond: Any, timeout: float = 5.0) -> None:
-    """Poll ``cond()`` until it holds."""
-    async with asyncio.timeout(timeout):
-        while not cond():  # noqa: ASYNC110 - conditions over client state, not one event
-            await asyncio.sleep(0.005)
 
 
 def team(token: str) -> list[SpaceConfig]:
