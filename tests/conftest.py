@@ -17,12 +17,18 @@ from typing import Any
 import pytest
 import websockets
 from aiohttp import web
+from hypothesis import settings
 
 from hubbub.server.app import build_app, make_router
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig
 from hubbub.server.listener import GuardedSite
 from hubbub.server.router import Router
 from tests.timing import WAIT
+
+# No timed assertions: hypothesis' per-example deadline (200 ms) fails a property on a busy
+# machine, not on a wrong answer.
+settings.register_profile("hubbub", deadline=None)
+settings.load_profile("hubbub")
 
 SLOW_FIXTURES = frozenset({"browser", "redis_server"})
 """A test that uses one of these drives Chromium or a redis-server: it is marked ``slow``."""

@@ -17,6 +17,7 @@ import pytest
 from hubbub.demo.scene import gateway, run_demo
 
 
+@pytest.mark.slow  # the whole scripted scene
 async def test_demo_scene_runs(capsys: pytest.CaptureFixture[str]) -> None:
     await run_demo(0, once=True)
     out = capsys.readouterr().out

@@ -224,6 +224,7 @@ async def test_sdk_client_resends_what_a_dropped_connection_lost(tmp_path: Path)
 # ------------------------------------------------------------------ one connection's order
 
 
+@pytest.mark.slow  # load: 2,000 joins and messages from two dialects
 async def test_join_then_message_back_to_back_is_never_refused(tmp_path: Path) -> None:
     gw = await start_gateway(tmp_path, limits=Limits(rate_per_s=0))
     try:

@@ -147,10 +147,12 @@ async def test_switching_gateways_loses_and_repeats_nothing(tmp_path: Path) -> N
         for i in range(30, 40):
             await say(str(i))
         await until(lambda: len(got) >= 40 and len(dms) >= 2)
-        await asyncio.sleep(0.05)  # anything repeated would arrive now
+        # a last DM: a repeat of anything earlier would have come before it on this connection
+        await say("dm-last", to=["receiver"])
+        await until(lambda: "dm-last" in dms)
 
         assert got == [str(i) for i in range(40)]  # once each, in order
-        assert dms == ["dm-before", "dm-during"]
+        assert dms == ["dm-before", "dm-during", "dm-last"]
         assert receiver.gateway_url == sender.gateway_url == b_url
         assert failovers == {
             "receiver": [Failover(a.url, b_url)],
