@@ -21,6 +21,7 @@ from benchmarks.crash import Gateway, free_port
 from hubbub.sdk import Client
 from hubbub.server.config import Limits
 from tests.conftest import RunningGateway, WsClient, start_gateway, stop_gateway
+from tests.timing import until
 
 
 def _chat(text: str, **extra: Any) -> dict[str, Any]:
@@ -332,10 +333,12 @@ async def test_sdk_reloads_a_reset_history(tmp_path: Path) -> None:
         resets: list[Any] = []
         reader.on("chat", lambda env: got.append(env.payload["text"]))
         reader.on("history_reset", resets.append)
-        async with reader:
-            await asyncio.sleep(0.3)
-        assert got == ["m0", "m1", "m2"] and len(resets) == 1
-        assert reader.last_seq["#general"] == 3
+        async with reader, Client(gateway=gw.url, participant_id="w") as writer:
+            await until(lambda: len(got) >= 3)
+            await writer.send(_chat("last"), ack=True)  # a repeat would come before it
+            await until(lambda: "last" in got)
+        assert got == ["m0", "m1", "m2", "last"] and len(resets) == 1
+        assert reader.last_seq["#general"] == 4
     finally:
         await stop_gateway(gw)
 
