@@ -615,29 +615,35 @@ class Client:
         """Join ``channel``; return its ``channel/joined`` envelope (members, recent history)."""
         request = Envelope(kind="channel/join", id=self.new_id(), payload={"channel": channel})
         answer = self.expect("channel/joined", lambda e: e.payload.get("channel") == channel)
-        return await self._control(request, answer, f"join {channel}", timeout)
+        return await self.request(request, answer, f"join {channel}", timeout)
 
     async def leave(self, channel: str, timeout: float | None = None) -> Envelope:  # noqa: ASYNC109
         """Leave ``channel``; return the ``channel/left`` envelope."""
         request = Envelope(kind="channel/leave", id=self.new_id(), payload={"channel": channel})
         answer = self.expect("channel/left", lambda e: e.payload.get("channel") == channel)
-        return await self._control(request, answer, f"leave {channel}", timeout)
+        return await self.request(request, answer, f"leave {channel}", timeout)
 
-    async def _control(
+    async def request(
         self,
         request: Envelope,
         answer: asyncio.Future[Envelope],
         what: str,
-        limit: float | None,
+        timeout: float | None = None,  # noqa: ASYNC109
     ) -> Envelope:
-        """Send a control envelope; return the gateway's answer or raise its error about it."""
+        """Send ``request`` (with an id); return ``answer`` (an :meth:`expect` future taken
+        before) or raise the gateway's ``system/error`` about the request as a
+        :class:`~hubbub.errors.GatewayError`; :class:`~hubbub.errors.RequestTimeout` after
+        ``timeout`` (default ``connect_timeout``) names ``what``."""
         refused = self.expect("system/error", lambda e: request.id in e.correlation_ids())
+        limit = timeout or self.options.connect_timeout
         try:
             await self.send(request)
-            async with asyncio.timeout(limit or self.options.connect_timeout):
+            async with asyncio.timeout(limit):
                 await asyncio.wait({answer, refused}, return_when=asyncio.FIRST_COMPLETED)
         except TimeoutError:
-            raise RequestTimeout(f"no answer from the gateway to {what}") from None
+            raise RequestTimeout(
+                f"no answer from the gateway to {what} within {limit:g}s"
+            ) from None
         finally:
             for future in (answer, refused):
                 if not future.done():
