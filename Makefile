@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-test
 # a venv with the test extras runs the demo too: `make demo` after `make test` installs nothing
 DEMO_NEEDS := $(if $(wildcard $(STAMP)),$(STAMP),$(DEMO_STAMP))
 
-.PHONY: install test lint typecheck demo serve bench clean
+.PHONY: install test test-fast lint typecheck demo serve bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,11 @@ test: $(STAMP) lint typecheck
 	  else echo "make test: Debian's package(s) $$missing missing and this is not root;" \
 	    "install them with 'sudo apt-get install -y $$missing' (tests/dashboard, tests/cluster need them)" >&2; fi; fi
 	$(BIN)/pytest -q
+
+test-fast: $(STAMP)
+	@# every test but those marked slow (they start processes, drive Chromium or a redis-server,
+	@# or fuzz): the quick lane while working; `make test` runs everything
+	$(BIN)/pytest -q -m "not slow"
 
 demo: $(DEMO_NEEDS)
 	$(BIN)/hubbub demo

@@ -1,10 +1,15 @@
-"""Shared fixtures: a real gateway on a real socket with a real SQLite file."""
+"""Shared fixtures: a real gateway on a real socket with a real SQLite file.
+
+One factory starts every test gateway (:func:`gateways`); ``gateway`` (default limits) and
+``gw`` (no rate limit) are the two open-mode gateways most tests use.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,11 +17,29 @@ from typing import Any
 import pytest
 import websockets
 from aiohttp import web
+from hypothesis import settings
 
 from hubbub.server.app import build_app, make_router
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig
 from hubbub.server.gateway import Gateway
 from hubbub.server.listener import GuardedSite
+from tests.timing import WAIT
+
+# No timed assertions: hypothesis' per-example deadline (200 ms) fails a property on a busy
+# machine, not on a wrong answer.
+settings.register_profile("hubbub", deadline=None)
+settings.load_profile("hubbub")
+
+SLOW_FIXTURES = frozenset({"browser", "redis_server"})
+"""A test that uses one of these drives Chromium or a redis-server: it is marked ``slow``."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every test that needs a browser or a redis-server (tests that start
+    processes carry the mark themselves): ``make test-fast`` runs the rest."""
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 class Door:
@@ -24,7 +47,7 @@ class Door:
 
     port: int
     clients: list[WsClient]
-    join_timeout = 5.0
+    join_timeout = WAIT
     """How long a join may take (a cluster node carries it to the space's leader)."""
 
     async def connect(self) -> WsClient:
@@ -78,6 +101,10 @@ class RunningGateway(Door):
     port: int
     data_dir: Path
     clients: list[WsClient] = field(default_factory=list)
+    stopped: bool = False
+
+
+_FENCES = itertools.count(1)
 
 
 class WsClient:
@@ -90,14 +117,14 @@ class WsClient:
     async def send(self, frame: dict[str, Any] | str) -> None:
         await self.ws.send(frame if isinstance(frame, str) else json.dumps(frame))
 
-    async def recv(self, timeout: float = 5.0) -> dict[str, Any]:
+    async def recv(self, timeout: float = WAIT) -> dict[str, Any]:
         raw = await asyncio.wait_for(self.ws.recv(), timeout)
         out = json.loads(raw)
         assert isinstance(out, dict)
         return out
 
     async def next_where(
-        self, pred: Callable[[dict[str, Any]], bool], timeout: float = 5.0
+        self, pred: Callable[[dict[str, Any]], bool], timeout: float = WAIT
     ) -> dict[str, Any]:
         """The next frame matching ``pred``, skipping others."""
         loop = asyncio.get_running_loop()
@@ -110,16 +137,52 @@ class WsClient:
             if pred(frame):
                 return frame
 
-    async def expect(self, kind: str, timeout: float = 5.0) -> dict[str, Any]:
+    async def expect(self, kind: str, timeout: float = WAIT) -> dict[str, Any]:
         """The next MEW envelope of ``kind`` (presence frames in between are skipped)."""
         return await self.next_where(lambda f: f.get("kind") == kind, timeout)
 
-    async def expect_type(self, type_: str, timeout: float = 5.0) -> dict[str, Any]:
+    async def expect_type(self, type_: str, timeout: float = WAIT) -> dict[str, Any]:
         """The next agentchat frame of ``type_``."""
         return await self.next_where(lambda f: f.get("type") == type_, timeout)
 
-    async def silent(self, pred: Callable[[dict[str, Any]], bool], wait: float = 0.3) -> None:
-        """Assert no frame matching ``pred`` arrives within ``wait`` seconds."""
+    async def fence(self, timeout: float = WAIT) -> list[dict[str, Any]]:
+        """Ask the gateway something it answers at once (MEW ``channel/list``, agentchat
+        ``PING``) and return the frames that arrived before the answer: everything the gateway
+        wrote to this client before it read the question is among them."""
+        if self.welcome.get("type") == "WELCOME":  # agentchat
+            await self.send({"type": "PING"})
+
+            def answer(f: dict[str, Any]) -> bool:
+                return f.get("type") == "PONG"
+        else:
+            ident = f"fence-{next(_FENCES)}"
+            await self.send({"kind": "channel/list", "id": ident})
+
+            def answer(f: dict[str, Any]) -> bool:  # a refusal is an answer too
+                return f.get("kind") == "channel/list-response" or (
+                    f.get("kind") == "system/error" and ident in (f.get("correlation_id") or ())
+                )
+
+        before: list[dict[str, Any]] = []
+        while not answer(frame := await self.recv(timeout)):
+            before.append(frame)
+        return before
+
+    async def silent(
+        self, pred: Callable[[dict[str, Any]], bool], wait: float | None = None
+    ) -> None:
+        """Assert that no frame matching ``pred`` came.
+
+        Without ``wait``: none arrived before the answer to a :meth:`fence`. That proves it
+        when what could have sent one was already handled by the gateway (its sender saw its
+        echo, its error or its answer), since the gateway writes to each connection in order.
+        With ``wait``: none arrives within ``wait`` seconds, for what the gateway may send
+        later on its own (a timer, a coalesced presence, a commit still in flight).
+        """
+        if wait is None:
+            seen = [f for f in await self.fence() if pred(f)]
+            assert seen == [], f"unexpected frame {seen[0]}"
+            return
         try:
             frame = await self.next_where(pred, wait)
         except TimeoutError:
@@ -153,14 +216,44 @@ async def start_gateway(
 
 
 async def stop_gateway(gw: RunningGateway) -> None:
+    """Close its test clients and stop it (again: nothing)."""
+    if gw.stopped:
+        return
+    gw.stopped = True
     for c in gw.clients:
         await c.ws.close()
     await gw.runner.cleanup()
 
 
+MakeGateway = Callable[..., Awaitable[RunningGateway]]
+
+
 @pytest.fixture
-async def gateway(tmp_path: Path) -> AsyncIterator[RunningGateway]:
-    """An open-mode gateway with default limits."""
-    gw = await start_gateway(tmp_path)
-    yield gw
-    await stop_gateway(gw)
+async def gateways(tmp_path: Path) -> AsyncIterator[MakeGateway]:
+    """``await gateways(**options)``: start a gateway (``spaces``, ``limits``, ``engines``,
+    ``clock``, ``port`` as :func:`start_gateway`; ``data_dir`` defaults to ``tmp_path`` for
+    the first one, a folder of its own for each later one); all are stopped after the test."""
+    started: list[RunningGateway] = []
+
+    async def make(data_dir: Path | None = None, **options: Any) -> RunningGateway:
+        if data_dir is None:
+            data_dir = tmp_path if not started else tmp_path / f"gateway-{len(started)}"
+        gw = await start_gateway(data_dir, **options)
+        started.append(gw)
+        return gw
+
+    yield make
+    for gw in reversed(started):
+        await stop_gateway(gw)
+
+
+@pytest.fixture
+async def gateway(gateways: MakeGateway) -> RunningGateway:
+    """An open-mode gateway with default limits (the rate limit on)."""
+    return await gateways()
+
+
+@pytest.fixture
+async def gw(gateways: MakeGateway) -> RunningGateway:
+    """An open-mode gateway without a rate limit."""
+    return await gateways(limits=Limits(rate_per_s=0))

@@ -9,9 +9,9 @@ import pytest
 
 from hubbub.sdk import Agent, Participant
 from tests.conftest import RunningGateway
-from tests.sdk.conftest import MakeParticipant, client, gw, participant
+from tests.sdk.conftest import MakeParticipant, client, participant
 
-__all__ = ["client", "gw", "participant"]
+__all__ = ["client", "participant"]
 
 MakeAgent = Callable[..., Awaitable[Agent]]
 

@@ -16,6 +16,7 @@ from hubbub.sdk import Client, Resource, Subscription, Tool
 from hubbub.sdk.runtime import check_history
 from tests.agent.conftest import MakeAgent, calculator
 from tests.sdk.conftest import PROPOSER_CAPS, MakeClient, MakeParticipant
+from tests.timing import until
 
 
 async def next_from(
@@ -504,8 +505,8 @@ async def test_a_reasoning_cancel_stops_the_turn_and_the_agent_carries_on(
     assert cancel.payload == {"reason": "cancelled", "message": "cancelled by alice"}
     # the proposal nobody waits for any more is withdrawn, so it cannot be approved by mistake
     assert (await asyncio.wait_for(withdrawn, 5)).correlation_ids() == [proposal.id]
-    await asyncio.sleep(0.05)
-    assert proposal.status == "withdrawn" and proposal not in human.proposals
+    await until(lambda: proposal.status == "withdrawn", what="the human's inbox seeing it")
+    assert proposal not in human.proposals
     # the abandoned tool round is rolled back: the history stays valid for a strict provider
     assert [m.role for m in bot.history] == ["user"]
     check_history(bot.history)

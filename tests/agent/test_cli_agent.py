@@ -8,6 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from hubbub.cli import main
@@ -16,6 +17,7 @@ from tests.conftest import RunningGateway
 from tests.sdk.conftest import MakeParticipant
 
 
+@pytest.mark.slow  # a `hubbub agent run` process
 async def test_agent_run_answers_until_ctrl_c(
     gw: RunningGateway, participant: MakeParticipant, tmp_path: Path
 ) -> None:

@@ -18,10 +18,12 @@ from typing import Any
 import pexpect
 from wcwidth import wcwidth
 
+from tests.timing import WAIT
+
 ROWS, COLS = 30, 120
 ROOT = Path(__file__).resolve().parents[2]
-TIMEOUT = 10.0
-START_TIMEOUT = 30.0  # the first screen: Python and the SDK import slowly on a busy machine
+TIMEOUT = 2 * WAIT
+START_TIMEOUT = 6 * WAIT  # the first screen: Python and the SDK import slowly on a busy machine
 
 _CSI = re.compile(r"\x1b\[([0-9;?<=>]*)([ -/]*)([@-~])")
 _OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")

@@ -19,8 +19,10 @@ from hubbub.errors import ProposalRejected
 from hubbub.sdk import Client, Participant
 from hubbub.server.config import Limits, ParticipantConfig, SpaceConfig, hash_token
 from tests.chat.terminal import START_TIMEOUT, TIMEOUT, Terminal
-from tests.conftest import RunningGateway, start_gateway, stop_gateway
+from tests.conftest import MakeGateway, RunningGateway, start_gateway, stop_gateway
 from tests.sdk.conftest import FAST, PROPOSER_CAPS
+
+pytestmark = pytest.mark.slow  # `hubbub chat` in a pseudo-terminal
 
 PAGE_UP, PAGE_DOWN, CTRL_N, CTRL_C, CTRL_D = "\x1b[5~", "\x1b[6~", "\x0e", "\x03", "\x04"
 
@@ -28,13 +30,11 @@ StartChat = Callable[..., Any]
 
 
 @pytest.fixture
-async def gw(tmp_path: Path) -> AsyncIterator[RunningGateway]:
+async def gw(gateways: MakeGateway) -> RunningGateway:
     """An open-mode gateway (channels #general and #dev) with no rate limit."""
     space = SpaceConfig(open=True, channels=["#general", "#dev"])
     space.validate()
-    gateway = await start_gateway(tmp_path, spaces=[space], limits=Limits(rate_per_s=0))
-    yield gateway
-    await stop_gateway(gateway)
+    return await gateways(spaces=[space], limits=Limits(rate_per_s=0))
 
 
 @pytest.fixture

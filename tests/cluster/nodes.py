@@ -19,6 +19,7 @@ import aiohttp
 
 from tests import processes
 from tests.conftest import Door, WsClient
+from tests.timing import SLOW_WAIT, WAIT
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,7 +35,7 @@ def free_port() -> int:
 class ClusterNode(Door):
     """One node process; restartable on the same port."""
 
-    join_timeout = 10.0
+    join_timeout = 2 * WAIT
 
     name: str
     redis_url: str
@@ -130,13 +131,13 @@ async def leader_of(nodes: list[ClusterNode]) -> ClusterNode:
     raise AssertionError("no node leads")
 
 
-async def leader_link(node: ClusterNode, timeout: float = 10.0) -> str:
+async def leader_link(node: ClusterNode) -> str:
     """The link address of the leader as ``node``'s /health lists it, once it lists one.
 
     A follower learns the leader's name before the leader's node entry (with its link) reaches
     its /health, so a single look may find no leader among the nodes yet.
     """
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + SLOW_WAIT
     while True:
         health = await node.health()
         for entry in health["cluster"]["nodes"]:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from tests import processes
+from tests.timing import SLOW_WAIT
 
 DEFAULT_ARGS: tuple[str, ...] = (
     "--save",
@@ -21,7 +22,7 @@ DEFAULT_ARGS: tuple[str, ...] = (
 )
 """No RDB snapshots; every write in the append-only file, fsynced before Redis answers."""
 
-START_TIMEOUT_S = 20.0
+START_TIMEOUT_S = SLOW_WAIT
 """How long a start (or the AOF reload of a restart) may take before the test fails."""
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ from hubbub.store import MemoryStore, Store
 from hubbub.store.base import DM_STREAM, MessageRef
 from hubbub.store.redis import FencedError, RedisStore, redis_client
 from tests.cluster.redis_server import RedisServer
+from tests.timing import SLOW_WAIT, until
 
 SPACE = "s"
 
@@ -151,14 +152,6 @@ async def client(redis_server: RedisServer) -> AsyncIterator[Any]:
 def reader(server: RedisServer) -> redis.Redis:
     """A second, synchronous client: what another node or an operator would see."""
     return redis.Redis.from_url(server.url)
-
-
-async def until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
-    """Wait until ``condition()`` holds (an event in another process), failing after timeout."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, "condition never became true"
-        await asyncio.sleep(0.01)
 
 
 @dataclass
@@ -367,7 +360,7 @@ async def test_redis_killed_and_restarted_loses_nothing_acknowledged(
         store.append(SPACE, "#general", seq, b"%d" % seq)
         store.put_ban(SPACE, f"p{seq}", True)
         store.after_commit(lambda seq=seq: acked.append(seq))
-    await until(lambda: store.failed_commits >= 2)
+    await until(lambda: store.failed_commits >= 2, SLOW_WAIT, "two failed commits")
     assert not store.available
     assert acked == list(range(1, 51)), "nothing is acknowledged while Redis is away"
 

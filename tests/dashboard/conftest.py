@@ -22,8 +22,9 @@ from playwright.async_api import Browser, ConsoleMessage, Page, async_playwright
 from hubbub.server.config import Limits, ParticipantConfig, SpaceConfig, hash_token
 from tests.conftest import start_gateway, stop_gateway
 from tests.engines_live.conftest import EngineGateway, ManualClock
+from tests.timing import SLOW_WAIT
 
-WAIT_S = 20.0
+WAIT_S = SLOW_WAIT
 """How long a test waits for something visible (generous: CI runs on 2 slow cores)."""
 expect.set_options(timeout=WAIT_S * 1000)
 

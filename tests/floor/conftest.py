@@ -8,9 +8,9 @@ from collections.abc import AsyncGenerator, Sequence
 
 from hubbub.llm.base import Message, StreamEvent, ToolSpec
 from hubbub.llm.offline import CLASSIFY_MARKER, NOVELTY_MARKER, OfflineModel, OfflineScript
-from tests.agent.conftest import agent, client, gw, participant
+from tests.agent.conftest import agent, client, participant
 
-__all__ = ["SlowAnswers", "agent", "client", "gw", "participant"]
+__all__ = ["SlowAnswers", "agent", "client", "participant"]
 
 SCRIPT = OfflineScript.from_mapping(
     {"rules": [{"match": r"\bquestion\b", "reply": "my answer to {sender}"}]}

@@ -169,4 +169,5 @@ async def test_join_and_leave_other_channels(team: RunningGateway) -> None:
     await bot.send({"kind": "channel/leave", "payload": {"channel": "#ops"}})
     await bot.expect("channel/left")
     await boss.send({"kind": "chat", "channel": "#ops", "payload": {"text": "bot gone"}})
-    await bot.silent(lambda f: f.get("kind") == "chat")
+    await boss.next_where(lambda f: f.get("kind") == "chat" and f["payload"]["text"] == "bot gone")
+    await bot.silent(lambda f: f.get("kind") == "chat")  # delivered to #ops by now, not to bot

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import aiohttp
+import pytest
 import websockets
 import yaml
 from click.testing import CliRunner
@@ -39,6 +40,7 @@ async def _wait_ready(proc: subprocess.Popen[str], port: int) -> None:
     raise AssertionError("server did not start")
 
 
+@pytest.mark.slow  # a `hubbub serve` process
 async def test_serve_logs_url_and_closes_clients_with_1001_on_sigterm(tmp_path: Path) -> None:
     port = _free_port()
     proc = subprocess.Popen(
@@ -118,6 +120,7 @@ def test_serve_refuses_a_bad_origin_or_connection_limit_with_the_flag_named(
     assert result.exit_code != 0 and "max_connections_per_ip" in result.output
 
 
+@pytest.mark.slow  # a `hubbub serve` process
 async def test_serve_accepts_browsers_only_from_its_own_and_the_allowed_origins(
     tmp_path: Path,
 ) -> None:
@@ -154,6 +157,7 @@ def test_serve_refuses_a_bad_allowed_host_with_the_flag_named() -> None:
     assert "--allowed-hosts" in result.output and "'http://x.example'" in result.output
 
 
+@pytest.mark.slow  # a `hubbub serve` process
 async def test_serve_answers_the_hosts_it_is_told(tmp_path: Path) -> None:
     port = _free_port()
     argv = ["serve", "--port", str(port), "--data-dir", str(tmp_path), "--host", "localhost"]
@@ -183,6 +187,7 @@ async def test_serve_answers_the_hosts_it_is_told(tmp_path: Path) -> None:
         proc.kill()
 
 
+@pytest.mark.slow  # a `hubbub serve` process
 def test_serve_on_a_taken_port_says_so_without_a_traceback(tmp_path: Path) -> None:
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = int(taken.getsockname()[1])

@@ -24,9 +24,10 @@ from websockets.exceptions import InvalidStatus
 
 from hubbub.server.config import Limits
 from tests.conftest import RunningGateway, WsClient, start_gateway, stop_gateway
+from tests.timing import SLOW_WAIT
 
 PARTIAL = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: slow"
-WAIT_S = 20.0
+WAIT_S = SLOW_WAIT
 
 Socket = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
@@ -157,6 +158,7 @@ async def test_connections_that_never_finish_their_request_are_cut_at_the_timeou
         await stop_gateway(gw)
 
 
+@pytest.mark.slow  # a `hubbub serve` process
 async def test_out_of_file_descriptors_logs_once_a_second_and_recovers(tmp_path: Path) -> None:
     """Caps set above the open-file limit: accept() fails with EMFILE, as on main under flood."""
     port = _free_port()

@@ -18,6 +18,7 @@ import pytest
 from hubbub.demo.scene import gateway, run_demo
 
 
+@pytest.mark.slow  # the whole scripted scene
 async def test_demo_scene_runs(capsys: pytest.CaptureFixture[str]) -> None:
     await run_demo(0, once=True)
     out = capsys.readouterr().out
@@ -110,6 +111,7 @@ def _stop(proc: subprocess.Popen[str], sig: signal.Signals, out: list[str]) -> N
     assert transcript.rstrip().endswith("stopped"), transcript
 
 
+@pytest.mark.slow  # a `hubbub demo` process
 def test_ctrl_c_mid_scene_stops_everything_cleanly() -> None:
     """`hubbub demo` interrupted while the agents are busy: exit 0, no traceback, port freed,
     even when started with SIGINT ignored (a background job)."""
@@ -129,6 +131,7 @@ def test_ctrl_c_mid_scene_stops_everything_cleanly() -> None:
         s.listen()
 
 
+@pytest.mark.slow  # a `hubbub demo` process
 def test_a_quick_rerun_keeps_the_port() -> None:
     """Stop the demo (SIGTERM) and start it again at once: its connections' TIME_WAIT does
     not push the second run off the port."""

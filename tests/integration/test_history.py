@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from hubbub.server.config import Limits
 from tests.conftest import RunningGateway, start_gateway, stop_gateway
@@ -83,6 +84,7 @@ async def test_resume_delivers_exactly_what_was_missed(gateway: RunningGateway) 
     assert live["payload"]["text"] == "live" and live["seq"] == 13
 
 
+@pytest.mark.slow  # load: a writer against a dropping reader
 async def test_resume_under_load_misses_nothing_and_duplicates_nothing(
     tmp_path: Path,
 ) -> None:

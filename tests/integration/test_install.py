@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # virtual environments and pip in subprocesses
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -12,7 +12,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import websockets.sync.client
+
+pytestmark = pytest.mark.slow  # `hubbub serve` processes
 
 SERVE = [sys.executable, "-m", "hubbub", "serve", "--rate-limit", "0"]
 

@@ -14,12 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 import websockets
 from benchmarks.crash import Gateway, free_port
 
 from hubbub.sdk import Client
 from hubbub.server.config import Limits
 from tests.conftest import RunningGateway, WsClient, start_gateway, stop_gateway
+from tests.timing import until
 
 
 def _chat(text: str, **extra: Any) -> dict[str, Any]:
@@ -56,6 +58,7 @@ async def _raw_mew(url: str, pid: str, **extra: Any) -> WsClient:
 # ------------------------------------------------------------------ kill -9 after the ack
 
 
+@pytest.mark.slow  # a `hubbub serve` process, killed
 async def test_kill_right_after_acks_loses_nothing_and_reuses_no_seq(tmp_path: Path) -> None:
     gw = await _serve(tmp_path)
     try:
@@ -94,6 +97,7 @@ async def test_kill_right_after_acks_loses_nothing_and_reuses_no_seq(tmp_path: P
         gw.stop()
 
 
+@pytest.mark.slow  # a `hubbub serve` process, killed
 async def test_dms_held_for_a_sleeper_survive_a_kill(tmp_path: Path) -> None:
     gw = await _serve(tmp_path)
     try:
@@ -122,7 +126,7 @@ async def test_dms_held_for_a_sleeper_survive_a_kill(tmp_path: Path) -> None:
             for _ in range(3)
         ]
         assert got == ["d0", "d1", "d2"]
-        await back.silent(lambda f: f.get("kind") == "chat")  # each once
+        await back.silent(lambda f: f.get("kind") == "chat", wait=0.3)  # each once
         await back.close()
     finally:
         gw.stop()
@@ -201,6 +205,7 @@ async def test_string_correlation_id_becomes_a_list(gateway: RunningGateway) -> 
     assert echo["correlation_id"] == ["abc"]
 
 
+@pytest.mark.slow  # a `hubbub serve` process, killed
 async def test_sdk_client_resends_what_a_dropped_connection_lost(tmp_path: Path) -> None:
     gw = await _serve(tmp_path)
     try:
@@ -220,6 +225,7 @@ async def test_sdk_client_resends_what_a_dropped_connection_lost(tmp_path: Path)
 # ------------------------------------------------------------------ one connection's order
 
 
+@pytest.mark.slow  # load: 2,000 joins and messages from two dialects
 async def test_join_then_message_back_to_back_is_never_refused(tmp_path: Path) -> None:
     gw = await start_gateway(tmp_path, limits=Limits(rate_per_s=0))
     try:
@@ -270,7 +276,7 @@ async def test_create_then_message_back_to_back(gateway: RunningGateway) -> None
     assert joined["kind"] == "channel/joined" and joined["payload"]["channel"] == "#fresh"
     # stored before the join's history was read: it arrives in that history, once
     assert [m["payload"]["text"] for m in joined["payload"]["history"]] == ["first words"]
-    await alice.silent(lambda f: f.get("kind") in ("chat", "system/error"))
+    await alice.silent(lambda f: f.get("kind") in ("chat", "system/error"), wait=0.3)
 
 
 async def test_agentchat_not_in_channel_names_join(gateway: RunningGateway) -> None:
@@ -327,10 +333,12 @@ async def test_sdk_reloads_a_reset_history(tmp_path: Path) -> None:
         resets: list[Any] = []
         reader.on("chat", lambda env: got.append(env.payload["text"]))
         reader.on("history_reset", resets.append)
-        async with reader:
-            await asyncio.sleep(0.3)
-        assert got == ["m0", "m1", "m2"] and len(resets) == 1
-        assert reader.last_seq["#general"] == 3
+        async with reader, Client(gateway=gw.url, participant_id="w") as writer:
+            await until(lambda: len(got) >= 3)
+            await writer.send(_chat("last"), ack=True)  # a repeat would come before it
+            await until(lambda: "last" in got)
+        assert got == ["m0", "m1", "m2", "last"] and len(resets) == 1
+        assert reader.last_seq["#general"] == 4
     finally:
         await stop_gateway(gw)
 

@@ -7,12 +7,14 @@ import json
 import socket
 from pathlib import Path
 
+import pytest
 import websockets
 
 from hubbub.server.config import Limits
 from tests.conftest import start_gateway, stop_gateway
 
 
+@pytest.mark.slow  # load: fills a 256 KiB send buffer
 async def test_stalled_reader_is_disconnected_and_channel_keeps_flowing(tmp_path: Path) -> None:
     gw = await start_gateway(tmp_path, limits=Limits(rate_per_s=0, send_buffer_bytes=256 * 1024))
     try:

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from tests.agent.conftest import agent, client, gw, participant
+from tests.agent.conftest import agent, client, participant
 
-__all__ = ["agent", "client", "gw", "participant"]
+__all__ = ["agent", "client", "participant"]

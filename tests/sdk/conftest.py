@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hubbub.sdk import Client, Participant
-from hubbub.server.config import Limits
-from tests.conftest import RunningGateway, start_gateway, stop_gateway
+from tests.conftest import RunningGateway
 
 # Short timings so that no test waits longer than it must.
 FAST: dict[str, Any] = {
@@ -31,14 +29,6 @@ PROPOSER_CAPS: list[dict[str, Any]] = [
 
 MakeParticipant = Callable[..., Awaitable[Participant]]
 MakeClient = Callable[..., Awaitable[Client]]
-
-
-@pytest.fixture
-async def gw(tmp_path: Path) -> AsyncIterator[RunningGateway]:
-    """An open-mode gateway on a real socket with a real SQLite file and no rate limit."""
-    gateway = await start_gateway(tmp_path, limits=Limits(rate_per_s=0))
-    yield gateway
-    await stop_gateway(gateway)
 
 
 @pytest.fixture

@@ -18,6 +18,8 @@ from hubbub.sdk.bridge import run_bridge
 from tests.conftest import RunningGateway
 from tests.sdk.conftest import FAST, PROPOSER_CAPS, MakeParticipant
 
+pytestmark = pytest.mark.slow  # an MCP server process (and `hubbub bridge`)
+
 EXAMPLE = [sys.executable, str(Path(__file__).with_name("mcp_server_example.py"))]
 HUBBUB = Path(sys.executable).with_name("hubbub")
 

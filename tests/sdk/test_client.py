@@ -20,17 +20,11 @@ from hubbub.sdk import Client, Disconnected, Reconnecting, State
 from hubbub.server.config import Limits, ParticipantConfig, SpaceConfig, hash_token
 from tests.conftest import RunningGateway, start_gateway, stop_gateway
 from tests.sdk.conftest import FAST, MakeClient
+from tests.timing import WAIT, until
 
 
 def texts(envs: list[Envelope]) -> list[str]:
     return [e.payload["text"] for e in envs if e.kind == "chat"]
-
-
-async def until(cond: Any, timeout: float = 5.0) -> None:
-    """Poll ``cond()`` (cheaply) until it holds."""
-    async with asyncio.timeout(timeout):
-        while not cond():  # noqa: ASYNC110 - conditions over client state, not one event
-            await asyncio.sleep(0.005)
 
 
 async def test_states_and_lifecycle_events_follow_the_table(gw: RunningGateway) -> None:
@@ -155,9 +149,11 @@ async def test_kill_the_socket_mid_stream_and_miss_nothing(client: MakeClient) -
                 await asyncio.sleep(0.002)  # let the stream interleave with the reconnects
 
     await post()
-    await until(lambda: len(got) >= n, timeout=10)
-    await asyncio.sleep(0.05)  # anything duplicated would arrive now
-    assert got == list(range(n))
+    await until(lambda: len(got) >= n, timeout=2 * WAIT)
+    # a last message: a repeat of an earlier one would have come before it on this connection
+    await sender.send({"kind": "chat", "payload": {"text": str(n)}})
+    await until(lambda: n in got)
+    assert got == list(range(n + 1))
     assert len(reconnects) == 2
     assert len(resumed) == 2 and sum(resumed) > 0  # messages came back through the resume
     assert receiver.is_ready
@@ -191,8 +187,9 @@ async def test_resume_pages_a_gap_longer_than_resume_max(tmp_path: Path) -> None
         for i in range(60, 70):  # live messages, buffered until the gap is paged in
             await sender.send({"kind": "chat", "payload": {"text": str(i)}})
         await until(lambda: len(got) >= 70)
-        await asyncio.sleep(0.05)
-        assert got == list(range(70))
+        await sender.send({"kind": "chat", "payload": {"text": "70"}})  # a repeat comes before
+        await until(lambda: 70 in got)
+        assert got == list(range(71))
         assert joined[0]["has_more"] is True and len(joined[0]["history"]) == 7
     finally:
         await receiver.disconnect()
@@ -214,8 +211,9 @@ async def test_direct_messages_are_resumed_too(client: MakeClient) -> None:
     for i in range(5):
         await sender.send({"kind": "chat", "to": ["receiver"], "payload": {"text": f"dm{i}"}})
     await until(lambda: len(got) >= 6)
-    await asyncio.sleep(0.05)
-    assert got == ["first", "dm0", "dm1", "dm2", "dm3", "dm4"]
+    await sender.send({"kind": "chat", "to": ["receiver"], "payload": {"text": "last"}})
+    await until(lambda: "last" in got)  # a repeat would have come before it
+    assert got == ["first", "dm0", "dm1", "dm2", "dm3", "dm4", "last"]
 
 
 async def test_direct_messages_are_resumed_before_any_was_seen(client: MakeClient) -> None:
@@ -231,8 +229,9 @@ async def test_direct_messages_are_resumed_before_any_was_seen(client: MakeClien
     await until(lambda: receiver.state is not State.READY)
     await sender.send({"kind": "chat", "to": ["receiver"], "payload": {"text": "while away"}})
     await until(lambda: len(got) >= 1)
-    await asyncio.sleep(0.05)
-    assert got == ["while away"]
+    await sender.send({"kind": "chat", "to": ["receiver"], "payload": {"text": "last"}})
+    await until(lambda: "last" in got)  # the older DM would have come before it
+    assert got == ["while away", "last"]
 
 
 async def test_wrong_token_raises_auth_refused_and_does_not_retry(tmp_path: Path) -> None:
@@ -304,8 +303,7 @@ async def test_a_replaced_connection_does_not_fight_back(client: MakeClient) -> 
 async def test_heartbeats_are_sent_while_connected(client: MakeClient, gw: RunningGateway) -> None:
     await client("beater", heartbeat_interval=0.05)
     before = gw.router.metrics.messages_in
-    await asyncio.sleep(0.3)
-    assert gw.router.metrics.messages_in - before >= 3
+    await until(lambda: gw.router.metrics.messages_in - before >= 3, what="three heartbeats")
 
 
 async def test_join_leave_and_a_refused_channel(client: MakeClient) -> None:

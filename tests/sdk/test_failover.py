@@ -18,6 +18,7 @@ from hubbub.sdk import Client, Failover, Reconnecting
 from hubbub.server.config import Limits, ParticipantConfig, SpaceConfig, hash_token
 from tests.conftest import RunningGateway, start_gateway, stop_gateway
 from tests.sdk.conftest import FAST
+from tests.timing import until
 
 OPEN = Limits(rate_per_s=0)
 
@@ -25,13 +26,6 @@ OPEN = Limits(rate_per_s=0)
 def dead_url() -> str:
     """A URL where nothing listens."""
     return f"ws://127.0.0.1:{free_port()}/ws"
-
-
-async def until(cond: Any, timeout: float = 5.0) -> None:
-    """Poll ``cond()`` until it holds."""
-    async with asyncio.timeout(timeout):
-        while not cond():  # noqa: ASYNC110 - conditions over client state, not one event
-            await asyncio.sleep(0.005)
 
 
 def team(token: str) -> list[SpaceConfig]:
@@ -153,10 +147,12 @@ async def test_switching_gateways_loses_and_repeats_nothing(tmp_path: Path) -> N
         for i in range(30, 40):
             await say(str(i))
         await until(lambda: len(got) >= 40 and len(dms) >= 2)
-        await asyncio.sleep(0.05)  # anything repeated would arrive now
+        # a last DM: a repeat of anything earlier would have come before it on this connection
+        await say("dm-last", to=["receiver"])
+        await until(lambda: "dm-last" in dms)
 
         assert got == [str(i) for i in range(40)]  # once each, in order
-        assert dms == ["dm-before", "dm-during"]
+        assert dms == ["dm-before", "dm-during", "dm-last"]
         assert receiver.gateway_url == sender.gateway_url == b_url
         assert failovers == {
             "receiver": [Failover(a.url, b_url)],

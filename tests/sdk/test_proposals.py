@@ -13,6 +13,7 @@ from hubbub.protocol.envelope import Envelope
 from hubbub.sdk import Participant, Proposal
 from tests.conftest import RunningGateway
 from tests.sdk.conftest import PROPOSER_CAPS, MakeClient, MakeParticipant
+from tests.timing import until
 
 
 async def tool_owner(make: MakeParticipant) -> Participant:
@@ -79,8 +80,8 @@ async def test_proposal_timeout_withdraws_and_the_gateway_delivers_it(
         await agent.call_tool("calc", "add", {"a": 1, "b": 1}, timeout=0.2)
     withdrawal = await asyncio.wait_for(withdrawn, 2)
     assert withdrawal.from_ == "agent" and withdrawal.payload == {"reason": "timeout"}
-    await asyncio.sleep(0.05)
-    assert len(seen) == 1 and seen[0].status == "withdrawn"
+    await until(lambda: len(seen) == 1, what="the human's inbox seeing the withdrawal")
+    assert seen[0].status == "withdrawn"
     assert withdrawal.correlation_ids() == [seen[0].id]
     assert len(human.proposals) == 0
     with pytest.raises(ValueError, match="no pending proposal"):
@@ -182,8 +183,8 @@ async def test_a_delivered_forged_withdrawal_is_ignored_by_the_sdk(
     assert proposal in human.proposals and proposal.status == "pending"  # ...and ignored
     with pytest.raises(RequestTimeout):
         await call
-    await asyncio.sleep(0.05)
-    assert proposal not in human.proposals and proposal.status == "withdrawn"  # the real one
+    await until(lambda: proposal.status == "withdrawn", what="the real withdrawal")
+    assert proposal not in human.proposals
 
 
 async def test_fulfilling_needs_the_capability_to_request(participant: MakeParticipant) -> None:

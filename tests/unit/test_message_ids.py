@@ -6,6 +6,8 @@ from __future__ import annotations
 import gc
 import tracemalloc
 
+import pytest
+
 from hubbub.protocol.ids import UlidGenerator
 from hubbub.server.state.message_ids import DAY_MS, MessageIds
 from hubbub.store.base import DM_STREAM, MessageRef
@@ -86,6 +88,7 @@ def test_an_id_forgotten_and_used_again_belongs_to_its_new_message() -> None:
     assert ids2.get("m-0") == again
 
 
+@pytest.mark.slow  # a memory soak: 50,000 senders under tracemalloc
 def test_many_short_lived_senders_do_not_pile_up() -> None:
     tracemalloc.start()
     try:
@@ -106,6 +109,7 @@ def _traced_bytes(ids: MessageIds) -> int:
     return sum(s.size for s in snapshot.statistics("filename"))
 
 
+@pytest.mark.slow  # a memory soak under tracemalloc
 def test_a_full_window_costs_under_200_bytes_an_id_and_stops_growing() -> None:
     """The soak's sender: once its 10,000 ids are remembered, more messages cost nothing."""
     ulids = UlidGenerator()

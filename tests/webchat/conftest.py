@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,8 +17,7 @@ from playwright.async_api import Browser, Page, expect
 
 from hubbub.demo.cast import make_agent, make_calculator
 from hubbub.sdk import Agent, Participant
-from hubbub.server.config import Limits
-from tests.conftest import RunningGateway, start_gateway, stop_gateway
+from tests.conftest import RunningGateway
 from tests.dashboard.conftest import WAIT_S, WatchedPage, browser
 
 __all__ = ["WAIT_S", "browser"]
@@ -31,14 +29,6 @@ stops it)."""
 PHONE = {"width": 390, "height": 844}
 
 OpenPage = Callable[..., Awaitable[Page]]
-
-
-@pytest.fixture
-async def cgw(tmp_path: Path) -> AsyncIterator[RunningGateway]:
-    """An open-mode gateway on a real SQLite file, without a rate limit."""
-    gw = await start_gateway(tmp_path, limits=Limits(rate_per_s=0))
-    yield gw
-    await stop_gateway(gw)
 
 
 @pytest.fixture
@@ -71,11 +61,11 @@ async def sign_in(page: Page, name: str) -> None:
 
 
 @pytest.fixture
-async def person(cgw: RunningGateway, pages: OpenPage) -> Callable[..., Awaitable[Page]]:
+async def person(gw: RunningGateway, pages: OpenPage) -> Callable[..., Awaitable[Page]]:
     """``await person("dana")``: a browser signed in to ``/chat`` by name."""
 
     async def make(name: str, **options: Any) -> Page:
-        page = await pages(f"{cgw.http}/chat", **options)
+        page = await pages(f"{gw.http}/chat", **options)
         await sign_in(page, name)
         return page
 
@@ -83,7 +73,7 @@ async def person(cgw: RunningGateway, pages: OpenPage) -> Callable[..., Awaitabl
 
 
 @pytest.fixture
-async def cast(cgw: RunningGateway) -> AsyncIterator[Callable[..., Awaitable[Agent]]]:
+async def cast(gw: RunningGateway) -> AsyncIterator[Callable[..., Awaitable[Agent]]]:
     """``await cast("maths", latency_s)``: one of the demo's offline-model agents (and, for
     the first one, the demo's calculator service), stopped at teardown."""
     async with contextlib.AsyncExitStack() as stack:
@@ -91,8 +81,8 @@ async def cast(cgw: RunningGateway) -> AsyncIterator[Callable[..., Awaitable[Age
 
         async def make(name: str, latency_s: float = 0.2) -> Agent:
             if not calculator:
-                calc = make_calculator(cgw.url, lambda line: None)
+                calc = make_calculator(gw.url, lambda line: None)
                 calculator.append(await stack.enter_async_context(calc))
-            return await stack.enter_async_context(make_agent(name, cgw.url, latency_s))
+            return await stack.enter_async_context(make_agent(name, gw.url, latency_s))
 
         yield make

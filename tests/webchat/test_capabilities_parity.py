@@ -328,10 +328,10 @@ async def _js_answers(page: Page, cases: list[Case]) -> list[bool | None]:
     return answers
 
 
-async def test_the_page_and_the_gateway_answer_alike(cgw: RunningGateway, pages: OpenPage) -> None:
+async def test_the_page_and_the_gateway_answer_alike(gw: RunningGateway, pages: OpenPage) -> None:
     for caps, _ in CASES:
         validate_capabilities(caps)  # every case is a capability list the gateway accepts
-    page = await pages(f"{cgw.http}/chat")
+    page = await pages(f"{gw.http}/chat")
     js = await _js_answers(page, CASES)
     python = [can_send(caps, env) for caps, env in CASES]
     drift = [
@@ -346,9 +346,9 @@ async def test_the_page_and_the_gateway_answer_alike(cgw: RunningGateway, pages:
     assert sum(python) > len(CASES) // 5 and sum(not a for a in python) > len(CASES) // 5
 
 
-async def test_allows_some_kind(cgw: RunningGateway, pages: OpenPage) -> None:
+async def test_allows_some_kind(gw: RunningGateway, pages: OpenPage) -> None:
     """``allowsSome(kind)``: whether a control could be allowed at all (its payload aside)."""
-    page = await pages(f"{cgw.http}/chat")
+    page = await pages(f"{gw.http}/chat")
     answers = await page.evaluate(
         """async () => {
             const { Capabilities } = await import("/web/common/capabilities.js");

@@ -42,8 +42,8 @@ async def _texts(page: Page, sender: str) -> list[str]:
     return [t.strip() for t in await rows.all_inner_texts()]
 
 
-async def test_two_people_chat_in_a_channel_and_by_dm(cgw: RunningGateway, person: Any) -> None:
-    bob = await cgw.mew("bob", kind="human")
+async def test_two_people_chat_in_a_channel_and_by_dm(gw: RunningGateway, person: Any) -> None:
+    bob = await gw.mew("bob", kind="human")
     dana = await person("dana")
     erin = await person("erin")
     await expect(dana.locator("#conv-info")).to_have_text("3 members")
@@ -78,7 +78,7 @@ async def test_two_people_chat_in_a_channel_and_by_dm(cgw: RunningGateway, perso
 
 
 async def test_a_sign_in_is_remembered_per_gateway_until_sign_out(
-    cgw: RunningGateway, person: Any
+    gw: RunningGateway, person: Any
 ) -> None:
     dana = await person("dana")
     await dana.reload()
@@ -92,7 +92,7 @@ async def test_a_sign_in_is_remembered_per_gateway_until_sign_out(
 
 
 async def test_an_agent_answers_a_mention_and_is_answering_shows_then_clears(
-    cgw: RunningGateway, person: Any, cast: Any
+    gw: RunningGateway, person: Any, cast: Any
 ) -> None:
     await cast("maths", 1.0)  # a second of "inference": long enough to be seen
     dana = await person("dana")
@@ -116,11 +116,11 @@ async def test_an_agent_answers_a_mention_and_is_answering_shows_then_clears(
 
 
 async def test_claims_and_yields_show_who_answers_and_who_yielded(
-    cgw: RunningGateway, person: Any
+    gw: RunningGateway, person: Any
 ) -> None:
-    host = await cgw.mew("host", kind="service")
-    first = await cgw.mew("first")
-    second = await cgw.mew("second")
+    host = await gw.mew("host", kind="service")
+    first = await gw.mew("first")
+    second = await gw.mew("second")
     dana = await person("dana")
     await host.send(_chat("anyone?"))
     asked = await first.expect("chat")
@@ -142,9 +142,9 @@ async def test_claims_and_yields_show_who_answers_and_who_yielded(
 
 
 async def test_a_reconnect_in_a_burst_of_200_shows_all_once_in_order(
-    cgw: RunningGateway, person: Any
+    gw: RunningGateway, person: Any
 ) -> None:
-    sender = await cgw.mew("burst")
+    sender = await gw.mew("burst")
     dana = await person("dana")
     # the test watches the connection chip, so a short "reconnecting…" is not missed
     await dana.evaluate(
@@ -166,7 +166,7 @@ async def test_a_reconnect_in_a_burst_of_200_shows_all_once_in_order(
     task = asyncio.create_task(burst())
     await expect(dana.locator('#messages li[data-from="burst"]').first).to_be_visible()
     # the network drops under the page (no close frame): messages in flight are lost to it
-    dana_session = cgw.router.spaces["default"].online["dana"]
+    dana_session = gw.router.spaces["default"].online["dana"]
     dana_session.conn.transport.abort()
     dropped.set()
     await asyncio.wait_for(task, WAIT_S)
@@ -180,8 +180,8 @@ async def test_a_reconnect_in_a_burst_of_200_shows_all_once_in_order(
     assert seqs == sorted(seqs) and len(set(seqs)) == 200
 
 
-async def test_older_pages_load_on_scroll(cgw: RunningGateway, person: Any) -> None:
-    alice = await cgw.mew("alice", kind="human")
+async def test_older_pages_load_on_scroll(gw: RunningGateway, person: Any) -> None:
+    alice = await gw.mew("alice", kind="human")
     for n in range(1, 131):
         await alice.send(_chat(f"old message {n}\n\nwith a second paragraph"))
     await alice.send({"kind": "channel/list"})
@@ -199,9 +199,9 @@ async def test_older_pages_load_on_scroll(cgw: RunningGateway, person: Any) -> N
 
 
 async def test_a_phone_sized_screen_in_dark_mode_with_less_motion(
-    cgw: RunningGateway, person: Any, tmp_path: Any
+    gw: RunningGateway, person: Any, tmp_path: Any
 ) -> None:
-    await cgw.mew("bob", kind="human")
+    await gw.mew("bob", kind="human")
     dana = await person(
         "dana", viewport=PHONE, is_mobile=True, color_scheme="dark", reduced_motion="reduce"
     )
@@ -238,7 +238,7 @@ async def test_a_phone_sized_screen_in_dark_mode_with_less_motion(
 
 
 async def test_a_proposal_approved_inline_is_fulfilled(
-    cgw: RunningGateway, person: Any, cast: Any
+    gw: RunningGateway, person: Any, cast: Any
 ) -> None:
     coder = await cast("coder")  # may list tools but not call them: it proposes
     await coder.wait_for_tools("calculator", timeout=WAIT_S)
@@ -274,10 +274,10 @@ async def test_a_proposal_approved_inline_is_fulfilled(
 
 
 async def test_a_proposal_rejected_inline_with_the_keyboard(
-    cgw: RunningGateway, person: Any, cast: Any
+    gw: RunningGateway, person: Any, cast: Any
 ) -> None:
     await cast("coder")  # brings the calculator
-    asker = Participant(gateway=cgw.url, participant_id="asker", capabilities=PROPOSER_CAPS, **FAST)
+    asker = Participant(gateway=gw.url, participant_id="asker", capabilities=PROPOSER_CAPS, **FAST)
     async with asker:
         dana = await person("dana")
         call = asyncio.create_task(
@@ -327,8 +327,8 @@ XSS = [
 ]
 
 
-async def test_an_xss_corpus_renders_inert(cgw: RunningGateway, person: Any) -> None:
-    mallory = await cgw.mew("mallory")
+async def test_an_xss_corpus_renders_inert(gw: RunningGateway, person: Any) -> None:
+    mallory = await gw.mew("mallory")
     dana = await person("dana")
     dialogs: list[str] = []
     dana.on("dialog", lambda d: dialogs.append(d.message))
@@ -394,10 +394,10 @@ async def test_callbacks_pending_for_the_person_and_their_fire(
 
 
 async def test_channels_unread_counts_and_who_is_online_asleep_or_offline(
-    cgw: RunningGateway, person: Any
+    gw: RunningGateway, person: Any
 ) -> None:
-    sleeper = await cgw.mew("sleeper")
-    leaver = await cgw.mew("leaver")
+    sleeper = await gw.mew("sleeper")
+    leaver = await gw.mew("leaver")
     dana = await person("dana")
     erin = await person("erin")
     # create a channel (it opens), erin joins it from the list of other channels

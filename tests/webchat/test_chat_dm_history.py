@@ -36,10 +36,10 @@ async def _open_dm(page: Page, pid: str) -> None:
 
 
 async def test_dms_load_the_last_page_then_older_pages_on_scroll_and_resume_by_seq(
-    cgw: RunningGateway, person: Any
+    gw: RunningGateway, person: Any
 ) -> None:
     dana = await person("dana")  # known to the space: DMs to her are stored
-    old, bob, carol = [await cgw.mew(pid) for pid in ("old", "bob", "carol")]
+    old, bob, carol = [await gw.mew(pid) for pid in ("old", "bob", "carol")]
     # her DM stream: old 1-5, bob 6-205, carol 206-215
     await _send_dms(old, "old", [f"old {n}" for n in range(1, 6)])
     await _send_dms(bob, "bob", [f"bob {n}" for n in range(1, 201)])
@@ -71,7 +71,7 @@ async def test_dms_load_the_last_page_then_older_pages_on_scroll_and_resume_by_s
     await expect(rows).to_have_count(200)  # the pages between came on the way
 
     # a dropped connection resumes by DM seq: what came meanwhile once, in order
-    dana_session = cgw.router.spaces["default"].online["dana"]
+    dana_session = gw.router.spaces["default"].online["dana"]
     dana_session.conn.transport.abort()
     await _send_dms(bob, "bob", ["late 1", "late 2", "late 3"])
     await expect(rows).to_have_count(203)

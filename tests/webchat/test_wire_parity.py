@@ -20,9 +20,9 @@ IDS = ["alice", "a", "x" * 32, "x" * 33, "", "a b", "a.b-c_d", "é", "@alice", "
 
 
 async def test_the_pages_protocol_constants_are_the_gateways(
-    cgw: RunningGateway, pages: OpenPage
+    gw: RunningGateway, pages: OpenPage
 ) -> None:
-    page = await pages(f"{cgw.http}/chat")
+    page = await pages(f"{gw.http}/chat")
     js: dict[str, Any] = await page.evaluate(
         """async (ids) => {
             const w = await import("/web/common/wire.js");

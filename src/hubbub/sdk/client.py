@@ -30,7 +30,6 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from hubbub.errors import (
-    AuthRefused,
     CapabilityDenied,
     ConnectionFailed,
     GatewayError,
@@ -44,6 +43,7 @@ from hubbub.protocol.envelope import (
     encode,
 )
 from hubbub.sdk.events import ClientEvents, H, Handler, Subscription
+from hubbub.sdk.handshake import JoinHandshake
 from hubbub.sdk.options import ClientOptions
 from hubbub.sdk.outbox import Outbox, is_acknowledged
 from hubbub.sdk.reconnect import Backoff, Dial, ReconnectPolicy
@@ -52,12 +52,6 @@ from hubbub.sdk.states import ConnectionState, Event, State
 
 log = logging.getLogger("hubbub.sdk.client")
 
-_REFUSALS: Final = frozenset(
-    {"auth_failed", "wrong_space", "unknown_space", "handshake_required", "invalid_id", "banned"}
-)
-_JOIN_ERRORS: Final = frozenset(
-    {"capability_violation", "unknown_channel", "invalid_channel", "not_in_channel"}
-)
 _PARTIAL_REFUSALS: Final = frozenset({"callback_rejected"})
 """Errors about a part of a message (a callback marker) while the message itself is sent."""
 NO_RECONNECT_CODES: Final = frozenset({1008, 4000, 4001})
@@ -142,13 +136,11 @@ class Client:
         self._id_prefix = os.urandom(4).hex()
         self._counter = itertools.count(1)
         self._rand = random.Random()
-        self._awaiting_joins: list[str] = []
-        self._welcomed = False
+        self._handshake: JoinHandshake | None = None
         self._reached_ready = False
         self._last_close: tuple[int | None, str] = (None, "")
         self.failure: ConnectionFailed | None = None
         """Why the client stopped for good without ``disconnect()`` (refused, gave up)."""
-        self._refusal: AuthRefused | None = None
         self._refused_reconnect = False
 
     # ------------------------------------------------------------------ properties
@@ -463,8 +455,8 @@ class Client:
             self._emit("disconnected", Disconnected(code, why, will))
 
     def _closed_before_ready(self, ws: ClientConnection) -> ConnectionFailed:
-        if self._refusal is not None:
-            return self._refusal
+        if self._handshake is not None and self._handshake.refusal is not None:
+            return self._handshake.refusal
         code = ws.close_code
         return ConnectionFailed(
             f"the gateway closed the connection before the welcome (code {code}, "
@@ -472,28 +464,9 @@ class Client:
         )
 
     def _join_frame(self) -> str:
-        opts = self.options
-        self._welcomed = False
-        self._refusal = None
-        self._awaiting_joins = list(self.channels)
         resume = self.resume.join_points(self.channels)
-        frame: dict[str, Any] = {
-            "type": "join",
-            "participantId": opts.participant_id,
-            "space": opts.space,
-            "channels": list(self.channels),
-        }
-        if opts.token:
-            frame["token"] = opts.token
-        if opts.kind:
-            frame["kind"] = opts.kind
-        if opts.capabilities is not None:
-            frame["capabilities"] = opts.capabilities
-        if resume:
-            frame["resume"] = resume
-            if self.epoch is not None:
-                frame["epoch"] = self.epoch  # a resume into another history is reset
-        return encode(frame).decode()
+        self._handshake = JoinHandshake(self.options, self.channels, resume, self.epoch)
+        return encode(self._handshake.frame()).decode()
 
     def _become_ready(self) -> None:
         self._conn_state.handle(Event.WELCOMED)
@@ -621,29 +594,35 @@ class Client:
         """Join ``channel``; return its ``channel/joined`` envelope (members, recent history)."""
         request = Envelope(kind="channel/join", id=self.new_id(), payload={"channel": channel})
         answer = self.expect("channel/joined", lambda e: e.payload.get("channel") == channel)
-        return await self._control(request, answer, f"join {channel}", timeout)
+        return await self.request(request, answer, f"join {channel}", timeout)
 
     async def leave(self, channel: str, timeout: float | None = None) -> Envelope:  # noqa: ASYNC109
         """Leave ``channel``; return the ``channel/left`` envelope."""
         request = Envelope(kind="channel/leave", id=self.new_id(), payload={"channel": channel})
         answer = self.expect("channel/left", lambda e: e.payload.get("channel") == channel)
-        return await self._control(request, answer, f"leave {channel}", timeout)
+        return await self.request(request, answer, f"leave {channel}", timeout)
 
-    async def _control(
+    async def request(
         self,
         request: Envelope,
         answer: asyncio.Future[Envelope],
         what: str,
-        limit: float | None,
+        timeout: float | None = None,  # noqa: ASYNC109
     ) -> Envelope:
-        """Send a control envelope; return the gateway's answer or raise its error about it."""
+        """Send ``request`` (with an id); return ``answer`` (an :meth:`expect` future taken
+        before) or raise the gateway's ``system/error`` about the request as a
+        :class:`~hubbub.errors.GatewayError`; :class:`~hubbub.errors.RequestTimeout` after
+        ``timeout`` (default ``connect_timeout``) names ``what``."""
         refused = self.expect("system/error", lambda e: request.id in e.correlation_ids())
+        limit = timeout or self.options.connect_timeout
         try:
             await self.send(request)
-            async with asyncio.timeout(limit or self.options.connect_timeout):
+            async with asyncio.timeout(limit):
                 await asyncio.wait({answer, refused}, return_when=asyncio.FIRST_COMPLETED)
         except TimeoutError:
-            raise RequestTimeout(f"no answer from the gateway to {what}") from None
+            raise RequestTimeout(
+                f"no answer from the gateway to {what} within {limit:g}s"
+            ) from None
         finally:
             for future in (answer, refused):
                 if not future.done():
@@ -698,12 +677,14 @@ class Client:
             if isinstance(p, dict) and isinstance(p.get("id"), str)
         }
         self.resume.welcomed(env.payload)
-        self._welcomed = True
+        if self._handshake is not None:
+            self._handshake.welcome()
         self._emit("welcome", env)
         self._check_ready()
 
     def _check_ready(self) -> None:
-        if self._welcomed and not self._awaiting_joins and self._conn_state.state is State.JOINED:
+        hs = self._handshake
+        if hs is not None and hs.complete and self._conn_state.state is State.JOINED:
             self._become_ready()
 
     def _on_joined(self, env: Envelope) -> None:
@@ -723,8 +704,8 @@ class Client:
         self._replay(channel, joined.missed)
         if joined.more:
             self._request_page(channel)
-        if channel in self._awaiting_joins:
-            self._awaiting_joins.remove(channel)
+        if self._handshake is not None:
+            self._handshake.joined(channel)
         self._check_ready()
 
     def _replay(self, channel: str, envelopes: list[Envelope]) -> None:
@@ -795,25 +776,15 @@ class Client:
     def _on_error(self, env: Envelope) -> None:
         payload = env.payload
         code = str(payload.get("error", ""))
-        state = self._conn_state.state
-        if state is State.JOINED and not self._welcomed and code in _REFUSALS:
-            self._refusal = AuthRefused(
-                f"the gateway refused the join: {payload.get('message', code)}", code
-            )
-            return
-        if (
-            state is State.JOINED
-            and self._welcomed
-            and self._awaiting_joins
-            and code in _JOIN_ERRORS
-            and not env.correlation_ids()
-        ):
-            # The gateway joins the channels of the join frame in order and answers each with
-            # channel/joined or an error: this error is about the first one still awaited.
-            refused = self._awaiting_joins.pop(0)
-            if refused in self.channels:
-                self.channels.remove(refused)
-            self._check_ready()
+        hs = self._handshake
+        if hs is not None and self._conn_state.state is State.JOINED:
+            if hs.refuses(code, str(payload.get("message", code))):
+                return
+            refused = hs.channel_refused(code, bool(env.correlation_ids()))
+            if refused is not None:
+                if refused in self.channels:
+                    self.channels.remove(refused)
+                self._check_ready()
         for channel in self.resume.page_refused(env.correlation_ids()):
             log.warning("client %s: could not page the history of %s", self.id, channel)
             self._replay(channel, self.resume.filled(channel))

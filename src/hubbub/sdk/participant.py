@@ -368,22 +368,10 @@ class Participant:
             "history/response",
             lambda e: request.id in e.correlation_ids() or e.payload.get("channel") == channel,
         )
-        refused = self.client.expect("system/error", lambda e: request.id in e.correlation_ids())
         limit_s = timeout if timeout is not None else self.options.request_timeout
-        try:
-            await self.client.send(request)
-            async with asyncio.timeout(limit_s):
-                await asyncio.wait({answer, refused}, return_when=asyncio.FIRST_COMPLETED)
-        except TimeoutError:
-            raise RequestTimeout(f"no history of {channel} within {limit_s}s") from None
-        finally:
-            for future in (answer, refused):
-                if not future.done():
-                    future.cancel()
-        if not answer.done() or answer.cancelled():
-            raise gateway_error(refused.result())
+        page = await self.client.request(request, answer, f"the history of {channel}", limit_s)
         out: list[Envelope] = []
-        for item in answer.result().payload.get("messages", []):
+        for item in page.payload.get("messages", []):
             if isinstance(item, dict):
                 with contextlib.suppress(ValueError):
                     out.append(to_envelope(item))
