@@ -88,8 +88,9 @@ async def join(
     keep: Expect | None = None,
     space: str = "default",
 ) -> None:
-    """Identify and join ``#general`` of ``space`` (MEW); afterwards the client only counts marker frames, or
-    keeps handing every frame to ``keep`` (whose waiters may be set before the join)."""
+    """Identify and join ``#general`` of ``space`` (MEW; agentchat joins the default space);
+    afterwards the client only counts marker frames, or keeps handing every frame to ``keep``
+    (whose waiters may be set before the join)."""
     if dialect != "bare":
         expect = keep if keep is not None else Expect(ERROR_MARKERS)
         client.handler = expect
