@@ -28,6 +28,7 @@ bans/grants/channels kept. It exits 1 when any loss, duplicate, gap or reuse cou
 ``redis-server`` (AOF ``appendfsync always``) instead of one gateway: the clients are spread
 over the nodes, and each kill takes a random node (the leader about every other time), which
 is restarted on its port; ``tests/cluster/test_cluster_crash.py`` runs 3 kills on 3 nodes.
+``--redis-cluster`` puts the nodes on a 3-master Redis Cluster (``redis+cluster://``) instead.
 ``--handoffs H`` mixes H graceful hand-offs in (a second, idle space is configured so leads
 move on every join): the leader of the busy space gets SIGTERM (it stops admitting, commits,
 releases the lease; another node takes over), then rejoins (the leads are spread again), and
@@ -321,7 +322,9 @@ async def grants_kept(gw: Gateway, grantees: list[str]) -> int:
     return kept
 
 
-async def run(kills: int, seed: int, nodes: int = 0, handoffs: int = 0) -> dict[str, Any]:
+async def run(
+    kills: int, seed: int, nodes: int = 0, handoffs: int = 0, redis_cluster: bool = False
+) -> dict[str, Any]:
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="hubbub-crash-") as tmp:
         data = Path(tmp)
@@ -331,9 +334,10 @@ async def run(kills: int, seed: int, nodes: int = 0, handoffs: int = 0) -> dict[
         side.write_text("space: side\nopen: true\n")
         redis = None
         if nodes:
+            from tests.cluster.redis_cluster import RedisCluster
             from tests.cluster.redis_server import RedisServer
 
-            redis = RedisServer(data / "redis")
+            redis = RedisCluster(data / "redis") if redis_cluster else RedisServer(data / "redis")
             redis.start()
             atexit.register(redis.stop)  # also when the run fails half way
             gws = []
@@ -465,12 +469,18 @@ def main() -> None:
         help="with --cluster: first H graceful hand-offs (SIGTERM of the busy space's leader, "
         "then it rejoins and the leads are spread again), then the kills",
     )
+    parser.add_argument(
+        "--redis-cluster",
+        action="store_true",
+        help="with --cluster: the nodes run on a 3-master Redis Cluster (redis+cluster://)",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     what = f"a node of {args.cluster} in a cluster" if args.cluster else "a real gateway"
     more = f" and {args.handoffs} hand-offs" if args.handoffs else ""
     print(f"crash harness: {args.kills} kill -9 of {what}{more} (seed {args.seed})")
-    result = asyncio.run(run(args.kills, args.seed, args.cluster, args.handoffs))
+    cluster = (args.cluster, args.handoffs, args.redis_cluster)
+    result = asyncio.run(run(args.kills, args.seed, *cluster))
     width = max(map(len, result))
     for key, value in result.items():
         print(f"  {key:<{width}}  {value}")

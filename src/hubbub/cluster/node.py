@@ -32,7 +32,7 @@ from hubbub.server.listener import ConnectionGate, connection_caps, link_caps, o
 from hubbub.server.metrics import Metrics
 from hubbub.server.router import Router
 from hubbub.store.base import Store
-from hubbub.store.redis import redacted_url, redis_client
+from hubbub.store.redis import redacted_url, redis_client, replicas_wanted
 
 log = logging.getLogger("hubbub.cluster")
 
@@ -92,6 +92,8 @@ class Node:
         self._build_app = build_app
         # Any: redis-py types its commands as "Awaitable[T] | T" for both clients at once
         self.redis: Any = redis_client(settings.redis_url, timeout_s=2.0)
+        self.replicas = replicas_wanted(settings.redis_url)
+        """Replicas that must hold a commit before it is acknowledged (``?replicas=N``)."""
         self.seats: dict[str, Seat] = {}
         self.secret = ""
         self.redis_ok = False

@@ -39,6 +39,7 @@ class SeatHost(Protocol):
     secret: str
     metrics: Metrics
     stopping: bool
+    replicas: int
 
     def build_router(self, space: str, store: Store) -> Router:
         """A router for ``space`` over ``store``."""
@@ -174,7 +175,9 @@ class Seat:
         if self.uplink is not None:
             await self.uplink.close()
             self.uplink = None
-        store = RedisStore(self.node.redis, fence=lease, on_fenced=self._fenced)
+        store = RedisStore(
+            self.node.redis, fence=lease, on_fenced=self._fenced, replicas=self.node.replicas
+        )
         router = self.node.build_router(self.space, store)
         app = self.node.build_app(router)  # its startup starts the router (loads the space)
         app.middlewares.insert(0, self._internal_only)
