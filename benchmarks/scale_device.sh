@@ -39,3 +39,8 @@ for w in 1 2 4 8; do point "workers$w-k1000" --cluster --workers "$w" --k 1000; 
 point spaces8-k100-workers8 --cluster --workers 8 --spaces 8 --k 100
 point spaces8-k100-workers1 --cluster --workers 1 --spaces 8 --k 100
 python3 benchmarks/scale.py --table "$OUT" | tee "$OUT/summary.md"
+# the leader's CPU per message with 8 followers, without and with the profiler (issue 26)
+timeout 150 python3 benchmarks/leader_profile.py --followers 8 --k 1000 --seconds 10 --no-profile \
+    --json "$OUT/leader-cpu.json" >"$OUT/leader-cpu.txt" 2>&1; tail -2 "$OUT/leader-cpu.txt"
+timeout 150 python3 benchmarks/leader_profile.py --followers 8 --k 1000 --seconds 20 \
+    --json "$OUT/leader-profile.json" >"$OUT/leader-profile.txt" 2>&1; tail -30 "$OUT/leader-profile.txt"
