@@ -52,11 +52,24 @@ async def test_a_stalled_leader_makes_the_follower_refuse_new_frames_with_unavai
         assert error["payload"]["error"] == "unavailable"
         assert "not keeping up" in error["payload"]["message"]
         assert error["correlation_id"][0] in ids
-        await client.send({"id": "after", "kind": "chat", "channel": "#general",
-                           "payload": {"text": "after"}})  # fmt: skip
-        while True:  # the leader reads again: the queued frames, then this one, are echoed
-            echo = await client.expect("chat", timeout=120)
-            if echo["payload"]["text"] == "after":
+        # the leader reads again: once the follower's queue drained, frames are taken again
+        # (until then they are refused as before; a client sends them again, as told)
+        for attempt in range(120):
+            mid = f"after{attempt}"
+            await client.send({"id": mid, "kind": "chat", "channel": "#general",
+                               "payload": {"text": mid}})  # fmt: skip
+            answer = await client.next_where(
+                lambda f, mid=mid: (
+                    f.get("payload", {}).get("text") == mid
+                    or mid in (f.get("correlation_id") or [])
+                ),
+                timeout=120,
+            )
+            if answer["kind"] == "chat":
                 break
+            assert answer["payload"]["error"] == "unavailable"
+            await asyncio.sleep(0.5)
+        else:
+            raise AssertionError("the follower kept refusing after the leader came back")
     finally:
         await stop_cluster(nodes)
