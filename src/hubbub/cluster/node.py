@@ -233,11 +233,18 @@ class Node:
 
     # ------------------------------------------------------------------ the loop
 
+    def _settled(self) -> bool:
+        """Every space has a leader and this node leads its share (else: look again soon, a
+        lead handed over to it is taken within 0.2 s)."""
+        leads = self.leads()
+        share = placement.shares(len(self.seats), leads).get(self.name, 0)
+        led = all(seat.leader is not None for seat in self.seats.values())
+        return led and leads[self.name] >= share
+
     async def _supervise(self) -> None:
         interval = self.settings.lease_ms / 3000
         while True:
-            settled = all(seat.leader is not None for seat in self.seats.values())
-            await asyncio.sleep(interval if settled else 0.2)
+            await asyncio.sleep(interval if self._settled() else 0.2)
             try:
                 await self._tick()
             except (aioredis.ConnectionError, aioredis.TimeoutError, OSError) as exc:
