@@ -28,6 +28,11 @@ bans/grants/channels kept. It exits 1 when any loss, duplicate, gap or reuse cou
 ``redis-server`` (AOF ``appendfsync always``) instead of one gateway: the clients are spread
 over the nodes, and each kill takes a random node (the leader about every other time), which
 is restarted on its port; ``tests/cluster/test_cluster_crash.py`` runs 3 kills on 3 nodes.
+``--redis-cluster`` puts the nodes on a 3-master Redis Cluster (``redis+cluster://``) instead.
+``--handoffs H`` mixes H graceful hand-offs in (a second, idle space is configured so leads
+move on every join): the leader of the busy space gets SIGTERM (it stops admitting, commits,
+releases the lease; another node takes over), then rejoins (the leads are spread again), and
+the result counts them under ``handoffs``.
 """
 
 from __future__ import annotations
@@ -117,6 +122,21 @@ class Gateway:
 
     def stop(self) -> None:
         processes.stop(self.proc)
+
+    async def terminate(self) -> None:
+        """SIGTERM: a node hands its leads over (commits, releases) and exits."""
+        assert self.proc is not None
+        self.proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            await asyncio.to_thread(self.proc.wait, 15)
+        self.kill()
+
+    async def leads(self) -> list[str]:
+        """The spaces this node leads (cluster mode)."""
+        with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
+            async with aiohttp.ClientSession() as http, http.get(f"{self.http}/health") as resp:
+                return list((await resp.json())["cluster"]["leads"])
+        return []
 
 
 @dataclass
@@ -302,23 +322,29 @@ async def grants_kept(gw: Gateway, grantees: list[str]) -> int:
     return kept
 
 
-async def run(kills: int, seed: int, nodes: int = 0) -> dict[str, Any]:
+async def run(
+    kills: int, seed: int, nodes: int = 0, handoffs: int = 0, redis_cluster: bool = False
+) -> dict[str, Any]:
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="hubbub-crash-") as tmp:
         data = Path(tmp)
         config = data / "space.yaml"
         write_space(config)
+        side = data / "side.yaml"  # a second space: leads move between nodes on each join
+        side.write_text("space: side\nopen: true\n")
         redis = None
         if nodes:
+            from tests.cluster.redis_cluster import RedisCluster
             from tests.cluster.redis_server import RedisServer
 
-            redis = RedisServer(data / "redis")
+            redis = RedisCluster(data / "redis") if redis_cluster else RedisServer(data / "redis")
             redis.start()
             atexit.register(redis.stop)  # also when the run fails half way
             gws = []
             for i in range(nodes):
                 (data / f"node{i}").mkdir()
                 args = ["--cluster", redis.url, "--node", f"node{i}", "--lease-ms", "1500"]
+                args += ["--space-config", str(side)] if handoffs else []
                 gws.append(Gateway(data / f"node{i}", free_port(), config, cluster=args))
         else:
             gws = [Gateway(data, free_port(), config)]
@@ -338,16 +364,29 @@ async def run(kills: int, seed: int, nodes: int = 0) -> dict[str, Any]:
             asyncio.create_task(callback_owner(at(1), tally, stop)),
         ]
         started = time.monotonic()
-        for k in range(kills):
-            await admin_round(at(k), k, tally)
-            if k % 2:
+        moved = 0
+        rounds = ["kill"] * kills + ["handoff"] * handoffs
+        rng.shuffle(rounds)  # the hand-offs in the mix, the kills keep their count
+        k = 0
+        for n, what in enumerate(rounds):
+            await admin_round(at(n), n, tally)
+            if n % 2:
                 tally.ack_event.clear()
                 await tally.ack_event.wait()  # right after an acknowledgement
             else:
                 await asyncio.sleep(rng.uniform(0.3, 1.5))
+            if what == "handoff":  # graceful: the busy space's leader stops, then rejoins
+                for g in [g for g in gws if "default" in await g.leads()]:
+                    await g.terminate()
+                    moved += 1
+                    print(f"  hand-off {moved}/{handoffs}: {len(tally.acked)} messages "
+                          "acknowledged so far", flush=True)  # fmt: skip
+                    await g.start()
+                continue
             victim = gws[rng.randrange(len(gws))]
             victim.kill()
-            print(f"  kill {k + 1}/{kills}: {len(tally.acked)} messages acknowledged so far",
+            k += 1
+            print(f"  kill {k}/{kills}: {len(tally.acked)} messages acknowledged so far",
                   flush=True)  # fmt: skip
             await asyncio.sleep(rng.uniform(0.0, 0.3))
             await victim.start()
@@ -377,6 +416,7 @@ async def run(kills: int, seed: int, nodes: int = 0) -> dict[str, Any]:
     seqs = sorted(by_seq)
     result = {
         "kills": kills,
+        "handoffs": moved,
         "seconds": round(elapsed, 1),
         "acknowledged": len(tally.acked),
         "stored": len(history),
@@ -421,11 +461,26 @@ def main() -> None:
     parser.add_argument(
         "--cluster", type=int, default=0, metavar="N", help="N cluster nodes on a real Redis"
     )
+    parser.add_argument(
+        "--handoffs",
+        type=int,
+        default=0,
+        metavar="H",
+        help="with --cluster: first H graceful hand-offs (SIGTERM of the busy space's leader, "
+        "then it rejoins and the leads are spread again), then the kills",
+    )
+    parser.add_argument(
+        "--redis-cluster",
+        action="store_true",
+        help="with --cluster: the nodes run on a 3-master Redis Cluster (redis+cluster://)",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     what = f"a node of {args.cluster} in a cluster" if args.cluster else "a real gateway"
-    print(f"crash harness: {args.kills} kill -9 of {what} (seed {args.seed})")
-    result = asyncio.run(run(args.kills, args.seed, args.cluster))
+    more = f" and {args.handoffs} hand-offs" if args.handoffs else ""
+    print(f"crash harness: {args.kills} kill -9 of {what}{more} (seed {args.seed})")
+    cluster = (args.cluster, args.handoffs, args.redis_cluster)
+    result = asyncio.run(run(args.kills, args.seed, *cluster))
     width = max(map(len, result))
     for key, value in result.items():
         print(f"  {key:<{width}}  {value}")

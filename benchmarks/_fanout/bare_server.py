@@ -7,7 +7,11 @@ included (the hubbub gateway echoes channel messages to their sender too). Two t
   length, exactly as aiohttp's ``WebSocketWriter`` lays them out) and call
   ``transport.write(frame)`` on every client's transport;
 * ``send_str``: ``await ws.send_str(text)`` on every client (the message text is decoded once;
-  aiohttp encodes and frames it per client).
+  aiohttp encodes and frames it per client);
+* ``batch``: hubbub's technique (``hubbub.server.connection``): the frame bytes built once are
+  queued on every client, and at the end of the event-loop turn each client's queued frames
+  leave in one ``transport.write`` (joined when there are several), so a burst of messages
+  costs one write per client, not one per frame.
 
 ``GET /health`` answers 200 once the server listens. Run as a subprocess:
 ``python bare_server.py --port 8765 --technique write [--loop uvloop]``.
@@ -45,6 +49,8 @@ class Broadcaster:
         self.clients: dict[web.WebSocketResponse, asyncio.Transport] = {}
         self._transports: tuple[asyncio.Transport, ...] = ()
         self._sockets: tuple[web.WebSocketResponse, ...] = ()
+        self._out: dict[asyncio.Transport, list[bytes]] = {}
+        self._scheduled = False
 
     def add(self, ws: web.WebSocketResponse, transport: asyncio.Transport) -> None:
         self.clients[ws] = transport
@@ -63,6 +69,25 @@ class Broadcaster:
         for transport in self._transports:
             if not transport.is_closing():
                 transport.write(frame)
+
+    def forward_batch(self, text: str) -> None:
+        frame = server_frame(text.encode())
+        for transport in self._transports:
+            out = self._out.get(transport)
+            if out is None:
+                out = self._out[transport] = []
+                if not self._scheduled:
+                    self._scheduled = True
+                    asyncio.get_running_loop().call_soon(self._flush)
+            out.append(frame)
+
+    def _flush(self) -> None:
+        """One write per client of the frames queued during this loop turn."""
+        self._scheduled = False
+        queued, self._out = self._out, {}
+        for transport, out in queued.items():
+            if not transport.is_closing():
+                transport.write(out[0] if len(out) == 1 else b"".join(out))
 
     async def forward_send_str(self, text: str) -> None:
         for ws in self._sockets:
@@ -90,6 +115,8 @@ def make_app(technique: str) -> web.Application:
                     continue
                 if technique == "write":
                     hub.forward_write(msg.data)
+                elif technique == "batch":
+                    hub.forward_batch(msg.data)
                 else:
                     await hub.forward_send_str(msg.data)
         finally:
@@ -106,7 +133,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--technique", choices=("write", "send_str"), default="write")
+    parser.add_argument("--technique", choices=("write", "send_str", "batch"), default="write")
     parser.add_argument(
         "--loop", choices=("asyncio", "uvloop"), default="asyncio", help="the event loop"
     )

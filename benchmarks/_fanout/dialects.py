@@ -86,9 +86,11 @@ async def join(
     participant: str,
     timeout: float = 30.0,
     keep: Expect | None = None,
+    space: str = "default",
 ) -> None:
-    """Identify and join ``#general``; afterwards the client only counts marker frames, or
-    keeps handing every frame to ``keep`` (whose waiters may be set before the join)."""
+    """Identify and join ``#general`` of ``space`` (MEW; agentchat joins the default space);
+    afterwards the client only counts marker frames, or keeps handing every frame to ``keep``
+    (whose waiters may be set before the join)."""
     if dialect != "bare":
         expect = keep if keep is not None else Expect(ERROR_MARKERS)
         client.handler = expect
@@ -97,8 +99,8 @@ async def join(
                 if dialect == "mew":
                     joined = expect.expect(b"channel/joined")
                     client.send_text(
-                        b'{"type":"join","participantId":"%s","space":"default","token":""}'
-                        % participant.encode()
+                        b'{"type":"join","participantId":"%s","space":"%s","token":""}'
+                        % (participant.encode(), space.encode())
                     )
                     await _reply(client, joined)
                 elif dialect == "agentchat":  # IDENTIFY joins #general (auto-join)

@@ -11,16 +11,18 @@ from _fanout.scenarios import Config, IdleResult, LatencyResult, Measured, Throu
 LATENCY_P99_MS = 5.0
 RSS_KIB_PER_CONN = 20.0
 CONNECT_JOIN_S = 15.0
-ABSOLUTE_HINT = 150_000.0
-"""The deliveries/s that 0.7x the ceiling was expected to be on a 2-core machine (informative)."""
 
 BUSY_OTHER_CPU = 0.25
 """Cores used by other processes during a window above which a result is flagged as noisy."""
 
 
 def ratio_target(k: int) -> float:
-    """Required fraction of the ceiling: 0.5x for small fan-out (K < 100), else 0.7x."""
-    return 0.5 if k < 100 else 0.7
+    """Required fraction of the batching ceiling: 0.7x for small fan-out (K < 100), else 0.8x."""
+    return 0.7 if k < 100 else 0.8
+
+
+PER_FRAME = ("write", "send_str")
+"""The techniques writing each frame on its own (the per-frame ceiling is the faster one)."""
 
 
 def verdict(ok: bool) -> str:
@@ -130,11 +132,12 @@ def render(
 
     # -- ceiling -------------------------------------------------------------------------------
     ceil_by_k: dict[int, float] = {}
+    per_frame_by_k: dict[int, float] = {}
     if ceiling:
         out.append("")
         out.append("Ceiling: bare aiohttp broadcast server (no validation, routing or storage)")
-        header = f"  {'K':>5}  {'write()/s':>11}  {'send_str/s':>11}  {'ceiling/s':>11}"
-        header += f"  {'srv':>5}  {'gen':>5}  {'other':>5}  {'f/rd':>5}"
+        header = f"  {'K':>5}  {'write()/s':>11}  {'send_str/s':>11}  {'batch/s':>11}"
+        header += f"  {'srv':>5}  {'gen':>5}  {'other':>5}  {'f/rd':>5}  (batch: the ceiling)"
         out.append(header)
         for k in ks:
             meds = {t: m.median(k) for t, m in ceiling.items()}
@@ -142,14 +145,22 @@ def render(
             if not vals:
                 out.append(f"  {k:>5}  {'ERROR':>11}")
                 continue
-            best = max(vals, key=lambda t: vals[t])
+            frame_vals = {t: v for t, v in vals.items() if t in PER_FRAME}
+            if frame_vals:
+                per_frame_by_k[k] = max(frame_vals.values())
+            best = "batch" if "batch" in vals else max(vals, key=lambda t: vals[t])
             ceil_by_k[k] = vals[best]
             b = meds[best]
             assert b is not None
-            summary.ceiling_per_k[str(k)] = {**vals, "ceiling": vals[best], "technique": best}
+            summary.ceiling_per_k[str(k)] = {
+                **vals,
+                "ceiling": vals[best],
+                "technique": best,
+                "per_frame": per_frame_by_k.get(k),
+            }
             out.append(
                 f"  {k:>5}  {_n(vals.get('write', math.nan)):>11}  "
-                f"{_n(vals.get('send_str', math.nan)):>11}  {_n(vals[best]):>11}"
+                f"{_n(vals.get('send_str', math.nan)):>11}  {_n(vals.get('batch', math.nan)):>11}"
                 f"  {b.server_cpu:>5.2f}  {b.gen_cpu:>5.2f}  {max(0.0, b.other_cpu):>5.2f}"
                 f"  {b.frames_per_read:>5.1f}"
             )
@@ -185,18 +196,23 @@ def render(
                 continue
             ceil = ceil_by_k.get(k)
             ratio = r.deliveries_per_s / ceil if ceil else math.nan
+            per_frame = per_frame_by_k.get(k)
+            frame_ratio = r.deliveries_per_s / per_frame if per_frame else math.nan
             ok = bool(ceil) and ratio >= target
             v[f"K={k}"] = {
                 "deliveries_per_s": r.deliveries_per_s,
                 "ceiling": ceil,
                 "ratio": ratio if ceil else None,
+                "per_frame_ceiling": per_frame,
+                "per_frame_ratio": frame_ratio if per_frame else None,
                 "target_ratio": target,
                 "pass": ok if ceil else None,
             }
             out.append(
                 f"  {k:>5}  {_n(r.deliveries_per_s):>11}  {_n(r.msgs_per_s):>9}"
                 f"  {_n(ceil or math.nan):>11}  {ratio:>5.2f}x  >={target:.1f}x"
-                f"  {verdict(ok) if ceil else 'n/a':>6}  {r.server_cpu:>5.2f}  {r.gen_cpu:>5.2f}"
+                f"  {verdict(ok) if ceil else 'n/a':>6}  {frame_ratio:>6.2f}x"
+                f"  {r.server_cpu:>5.2f}  {r.gen_cpu:>5.2f}"
                 f"  {max(0.0, r.other_cpu):>5.2f}  {r.frames_per_read:>5.1f}"
             )
         _warn_runs(f"hubbub/{dialect}", m, w)
@@ -276,8 +292,8 @@ def render(
                     failed += 1
         out.append("")
         out.append(
-            f"Targets: {passed} PASS, {failed} FAIL  (ratio to ceiling >= 0.7x for K >= 100 "
-            f"[~{ABSOLUTE_HINT:,.0f}/s], >= 0.5x for K = 10; p99 <= {LATENCY_P99_MS:.0f} ms; "
+            f"Targets: {passed} PASS, {failed} FAIL  (ratio to the batching ceiling >= 0.8x for "
+            f"K >= 100, >= 0.7x for K = 10; p99 <= {LATENCY_P99_MS:.0f} ms; "
             f"<= {RSS_KIB_PER_CONN:.0f} KiB/idle connection; 5,000 connect+join <= "
             f"{CONNECT_JOIN_S:.0f} s)"
         )

@@ -108,7 +108,7 @@ def _is_name(host: str) -> bool:
 @click.option(
     "--cluster",
     "cluster_url",
-    metavar="redis://HOST:PORT/DB",
+    metavar="redis://HOST:PORT/DB | redis+cluster://HOST:PORT[,HOST:PORT...]",
     default=None,
     envvar="HUBBUB_CLUSTER",
     help="Run as one node of a cluster sharing its spaces through this Redis (docs/cluster.md).",

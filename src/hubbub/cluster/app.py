@@ -11,8 +11,9 @@ from aiohttp import web
 from hubbub import __version__
 from hubbub.cluster.node import Node
 from hubbub.cluster.proxy import forward, unavailable
+from hubbub.protocol.dialect import Dialect
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.server.app import Accepted, accept_websocket, pump, run_session
+from hubbub.server.app import Accepted, accept_websocket, error_frames, pump, run_session
 from hubbub.server.config import Limits
 from hubbub.server.listener import GuardedSite
 from hubbub.server.state.connection import Connection
@@ -78,8 +79,13 @@ async def _websocket(request: web.Request) -> web.StreamResponse:
             )
             hello = msgspec.json.encode(accepted.hello)
             sid = uplink.open(conn, accepted.dialect.name, hello, accepted.peer)
+
+            def up(data: bytes | str) -> None:
+                if not uplink.forward(sid, data):
+                    conn.send(error_frames(conn.dialect, _stalled(conn.dialect, data)))
+
             try:
-                await pump(accepted.ws, conn, lambda data: uplink.forward(sid, data), limits)
+                await pump(accepted.ws, conn, up, limits)
             finally:
                 uplink.gone(sid)
     finally:
@@ -93,6 +99,21 @@ async def _forwarded(request: web.Request) -> web.StreamResponse:
     if leader is None:
         return unavailable(_NO_LEADER)
     return await forward(request, node.http, leader.link, node.secret)
+
+
+def _stalled(dialect: Dialect, data: bytes | str) -> ProtocolError:
+    """The refusal of a frame the space's leader cannot take now (naming the frame's id)."""
+    try:
+        env = dialect.decode(data)
+        ref = getattr(env, "id", None)
+    except (ProtocolError, ValueError, msgspec.DecodeError):
+        ref = None
+    return ProtocolError(
+        ErrorCode.UNAVAILABLE,
+        "the space's leader is not keeping up with this gateway; nothing was accepted: "
+        "send it again in a few seconds",
+        correlation_id=ref if isinstance(ref, str) else None,
+    )
 
 
 LIMITS_KEY = web.AppKey("limits", Limits)

@@ -17,6 +17,9 @@ from hubbub.server.state.metrics import Metrics
 log = logging.getLogger("hubbub.cluster")
 
 LEADER_LOST = "the cluster's leader changed; reconnect and resume (nothing is lost)"
+UPLINK_LIMIT_BYTES = 16 * 1024 * 1024
+"""How much of this node's clients' frames may wait for a leader that does not read them;
+beyond it new frames are refused (``unavailable``) instead of queued."""
 
 
 class Uplink:
@@ -34,6 +37,9 @@ class Uplink:
         self._batch: list[list[Any]] = []
         self._scheduled = False
         self._outq: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self.queued_bytes = 0
+        """Bytes waiting to be written to the leader."""
+        self.limit_bytes = UPLINK_LIMIT_BYTES
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -62,9 +68,13 @@ class Uplink:
         self._queue([wire.OPEN, sid, dialect, hello, peer])
         return sid
 
-    def forward(self, sid: int, data: bytes | str) -> None:
-        """Send one client frame to the leader."""
+    def forward(self, sid: int, data: bytes | str) -> bool:
+        """Send one client frame to the leader; False (refused, nothing sent) while the
+        leader lets :attr:`limit_bytes` or more wait."""
+        if self.queued_bytes >= self.limit_bytes:
+            return False
         self._queue([wire.IN, sid, data])
+        return True
 
     def gone(self, sid: int) -> None:
         """A client of this node went away."""
@@ -81,7 +91,9 @@ class Uplink:
         self._scheduled = False
         batch, self._batch = self._batch, []
         if batch and not self.closed:
-            self._outq.put_nowait(wire.encode_batch(batch))
+            data = wire.encode_batch(batch)
+            self.queued_bytes += len(data)
+            self._outq.put_nowait(data)
 
     # ------------------------------------------------------------------ the link
 
@@ -116,7 +128,8 @@ class Uplink:
             data = await self._outq.get()
             if data is None:
                 return
-            await ws.send_bytes(data)
+            await ws.send_bytes(data)  # waits while the leader does not read
+            self.queued_bytes -= len(data)
 
     def _deliver(self, data: bytes) -> bool:
         try:

@@ -21,6 +21,7 @@ from aiohttp import web
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from hubbub.cluster import placement
 from hubbub.cluster.seat import Seat
 from hubbub.protocol.hello import Hello
 from hubbub.server.admission.auth import Authenticator
@@ -31,7 +32,7 @@ from hubbub.server.listener import ConnectionGate, connection_caps, link_caps, o
 from hubbub.server.state.connection import CLOSE_GOING_AWAY
 from hubbub.server.state.metrics import Metrics
 from hubbub.store.base import Store
-from hubbub.store.redis import redacted_url, redis_client
+from hubbub.store.redis import redacted_url, redis_client, replicas_wanted
 
 log = logging.getLogger("hubbub.cluster")
 
@@ -91,17 +92,20 @@ class Node:
         self._build_app = build_app
         # Any: redis-py types its commands as "Awaitable[T] | T" for both clients at once
         self.redis: Any = redis_client(settings.redis_url, timeout_s=2.0)
+        self.replicas = replicas_wanted(settings.redis_url)
+        """Replicas that must hold a commit before it is acknowledged (``?replicas=N``)."""
         self.seats: dict[str, Seat] = {}
         self.secret = ""
         self.redis_ok = False
         self.redis_ms = 0.0
         self.local_connections = 0
-        self.live_nodes = 1
-        """Nodes in the registry at the last supervision (leadership is shared among them)."""
+        self.live: list[str] = []
+        """The nodes in the registry at the last supervision (the spaces are shared among them)."""
         self.stopping = False
         self._task: asyncio.Task[None] | None = None
         self._http: aiohttp.ClientSession | None = None
         self._link_gate: ConnectionGate | None = None
+        self._handoffs: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ what a seat needs
 
@@ -120,10 +124,17 @@ class Node:
             self._link_gate = ConnectionGate(link_caps(public))
         return self._link_gate
 
-    def has_fair_share(self) -> bool:
-        """Whether this node leads at least its share of the spaces among the live nodes."""
-        share = -(-len(self.seats) // max(self.live_nodes, 1))  # ceiling
-        return len(self.led()) >= share
+    def leads(self) -> dict[str, int]:
+        """How many spaces each live node leads, as this node knows it now (itself counted
+        live; a node holding a lease counts as live even before it is in the registry)."""
+        counts = dict.fromkeys(self.live, 0)
+        counts[self.name] = 0
+        for seat in self.seats.values():
+            if seat.router is not None or seat.handing_off:
+                counts[self.name] += 1
+            elif seat.leader is not None:
+                counts[seat.leader.node] = counts.get(seat.leader.node, 0) + 1
+        return counts
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -155,6 +166,8 @@ class Node:
             port = st.link_port + i if st.link_port else 0
             seat = self.seats[sid] = Seat(self, sid, st.link_host, port, st.advertise)
             seat.open(st.lease_ms)
+        await self._register()  # seen by the nodes starting beside it before it takes a lease
+        await asyncio.sleep(min(st.lease_ms / 3000, 1.0))
         await self._tick()
         self._task = asyncio.get_running_loop().create_task(self._supervise())
 
@@ -201,6 +214,9 @@ class Node:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        await asyncio.gather(*self._handoffs, return_exceptions=True)
+        with contextlib.suppress(Exception):  # gone from the shares before the leases come free
+            await self.redis.hdel(NODES_KEY, self.name)
         for seat in self.seats.values():
             try:  # what is queued is committed first; with Redis away that could wait forever
                 await asyncio.wait_for(seat.close(), STOP_WAIT_S)
@@ -211,19 +227,24 @@ class Node:
                     seat.space,
                     STOP_WAIT_S,
                 )
-        with contextlib.suppress(Exception):
-            await self.redis.hdel(NODES_KEY, self.name)
         if self._http is not None:
             await self._http.close()
         await self.redis.aclose()
 
     # ------------------------------------------------------------------ the loop
 
+    def _settled(self) -> bool:
+        """Every space has a leader and this node leads its share (else: look again soon, a
+        lead handed over to it is taken within 0.2 s)."""
+        leads = self.leads()
+        share = placement.shares(len(self.seats), leads).get(self.name, 0)
+        led = all(seat.leader is not None for seat in self.seats.values())
+        return led and leads[self.name] >= share
+
     async def _supervise(self) -> None:
         interval = self.settings.lease_ms / 3000
         while True:
-            settled = all(seat.leader is not None for seat in self.seats.values())
-            await asyncio.sleep(interval if settled else 0.2)
+            await asyncio.sleep(interval if self._settled() else 0.2)
             try:
                 await self._tick()
             except (aioredis.ConnectionError, aioredis.TimeoutError, OSError) as exc:
@@ -249,9 +270,27 @@ class Node:
                     seat.router.store.available = True
         self.redis_ok = True
         await self._register()
-        self.live_nodes = len(await self.nodes())
+        self.live = [n.node for n in await self.nodes()]
         for seat in self.seats.values():
-            await seat.tick()
+            await seat.refresh()
+        await self._place()
+
+    async def _place(self) -> None:
+        """Take the free spaces this node's share allows; hand over the leads beyond it."""
+        st, total = self.settings, len(self.seats)
+        for seat in self.seats.values():
+            free_ms = seat.free_ms
+            if free_ms is not None and placement.may_take(
+                self.name, total, self.leads(), free_ms, st.lease_ms
+            ):
+                await seat.take()
+        extra = placement.surplus(self.name, total, self.leads())
+        if extra and not self._handoffs and not self.stopping:
+            led = [seat for seat in self.seats.values() if seat.router is not None]
+            for seat in sorted(led, key=lambda s: s.sessions)[:extra]:  # the fewest clients move
+                task = asyncio.get_running_loop().create_task(seat.hand_off(STOP_WAIT_S))
+                self._handoffs.add(task)
+                task.add_done_callback(self._handoffs.discard)
 
     async def _register(self) -> None:
         info = NodeInfo(
@@ -271,8 +310,9 @@ class Node:
         return next(iter(self.seats.values())).link if self.seats else ""
 
     async def nodes(self) -> list[NodeInfo]:
-        """The live nodes of the cluster (those silent for 3 lease times are dropped)."""
-        horizon = int(time.time() * 1000) - 3 * self.settings.lease_ms
+        """The live nodes of the cluster (those silent for a lease time are dropped: their
+        leases have run out too)."""
+        horizon = int(time.time() * 1000) - self.settings.lease_ms
         out: list[NodeInfo] = []
         for name, raw in (await self.redis.hgetall(NODES_KEY)).items():
             info = msgspec.json.decode(raw, type=NodeInfo)

@@ -39,15 +39,13 @@ class SeatHost(Protocol):
     secret: str
     metrics: Metrics
     stopping: bool
+    replicas: int
 
     def build_router(self, space: str, store: Store) -> Gateway:
         """A router for ``space`` over ``store``."""
 
     def build_app(self, router: Gateway) -> web.Application:
         """The gateway application serving ``router``."""
-
-    def has_fair_share(self) -> bool:
-        """Whether this node leads at least its share of the spaces among the live nodes."""
 
     def link_gate(self, limits: Limits) -> ConnectionGate:
         """The gate every link port of this node shares (its caps: :func:`link_caps`)."""
@@ -76,6 +74,8 @@ class Seat:
         self._runner: web.AppRunner | None = None
         self._free_since = 0.0
         """When this node first saw the space without a leader (0: it has one)."""
+        self.handing_off = False
+        """True while this node hands the lead over (it renews, admits nothing new)."""
 
     def _bind(self, port: int) -> socket.socket:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -93,26 +93,61 @@ class Seat:
 
     # ------------------------------------------------------------------ the loop
 
-    async def tick(self) -> None:
-        """Renew the lease while leading; else take it if free, or follow its holder."""
+    async def refresh(self) -> None:
+        """Renew the lease while leading; else learn who leads and follow it."""
         lease = self.lease
         assert lease is not None
+        if self.handing_off:
+            await lease.renew()  # until what it admitted is committed and the lease released
+            return
         if self.router is not None and not await lease.renew():
             log.warning("another node took the lead of %s; following it", self.space)
             await self.stop_leading(release=False)
         if self.router is None:
             leader = await lease.current()
             if leader is None:
-                now = time.monotonic()
-                self._free_since = self._free_since or now
-                # a node past its fair share leaves a free space to the others for one lease
-                patient = (now - self._free_since) * 1000 < lease.ttl_ms
-                if not (patient and self.node.has_fair_share()) and await lease.acquire():
-                    await self._lead()
-                    leader = lease.info
-            if leader is not None:
+                self._free_since = self._free_since or time.monotonic()
+            else:
                 self._free_since = 0.0
             self._follow(leader)
+
+    @property
+    def free_ms(self) -> float | None:
+        """How long this node has seen the space without a leader (None: it has one)."""
+        if self.router is not None or self.handing_off or not self._free_since:
+            return None
+        return (time.monotonic() - self._free_since) * 1000
+
+    async def take(self) -> bool:
+        """Take the free lease and lead the space (False: another node was first)."""
+        lease = self.lease
+        assert lease is not None
+        if not await lease.acquire():
+            return False
+        self._free_since = 0.0
+        await self._lead()
+        return True
+
+    @property
+    def sessions(self) -> int:
+        """Clients of the space while this node leads it (those a hand-off would move)."""
+        if self.router is None:
+            return 0
+        return sum(len(space.online) for space in self.router.spaces.values())
+
+    async def hand_off(self, timeout_s: float) -> None:
+        """Give the lead up gracefully: stop admitting, commit what was admitted, release the
+        lease (the next leader loads all of it), its clients resume on the next leader."""
+        if self.router is None or self.handing_off:
+            return
+        self.handing_off = True
+        try:
+            await asyncio.wait_for(self.stop_leading(release=True), timeout_s)
+        except TimeoutError:  # Redis did not take the last commit: the lease runs out instead
+            log.warning("hand-off of %s did not commit within %.0f s", self.space, timeout_s)
+        finally:
+            self.handing_off = False
+        log.info("node %s handed the lead of %s over", self.node.name, self.space)
 
     def _follow(self, leader: LeaderInfo | None) -> None:
         if self.router is not None:
@@ -140,7 +175,9 @@ class Seat:
         if self.uplink is not None:
             await self.uplink.close()
             self.uplink = None
-        store = RedisStore(self.node.redis, fence=lease, on_fenced=self._fenced)
+        store = RedisStore(
+            self.node.redis, fence=lease, on_fenced=self._fenced, replicas=self.node.replicas
+        )
         router = self.node.build_router(self.space, store)
         app = self.node.build_app(router)  # its startup starts the router (loads the space)
         app.middlewares.insert(0, self._internal_only)

@@ -50,6 +50,7 @@ def error_frames(dialect: Dialect, exc: ProtocolError) -> bytes:
         protocol=PROTOCOL,
         from_=SERVER_ID,
         payload=exc.payload(),
+        correlation_id=[exc.correlation_id] if exc.correlation_id else None,
     )
     return b"".join(ws_text_frame(p) for p in dialect.encode(env))
 

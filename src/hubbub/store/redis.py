@@ -11,35 +11,45 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, cast
-from urllib.parse import parse_qsl, quote
+from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 import msgspec
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
+from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from hubbub.store.base import DM_STREAM, GroupCommit, MessageRef, Store, StoredMessage
 from hubbub.store.retry import retry_pauses
 
-__all__ = ["Fence", "FencedError", "RedisStore", "redacted_url", "redis_client"]
+__all__ = [
+    "Fence",
+    "FencedError",
+    "RedisStore",
+    "redacted_url",
+    "redis_client",
+    "replicas_wanted",
+]
 
 log = logging.getLogger("hubbub.store")
 
 _FENCED = "FENCED"
 """The error code the commit script answers when the fence key holds another value."""
 
-# The commit script. KEYS[1]: the fence key (absent without a fence); ARGV[1]: the value it must
-# hold; ARGV[2]: the key prefix; ARGV[3]: history_max; ARGV[4]: ids_max; ARGV[5]: the batch, a
-# msgpack array of operations (strings and integers only: Redis' cmsgpack has no binary type);
-# ARGV[6]: every binary value of the batch, concatenated (an operation names its start, length).
-# A seq at or below the stream's last one is skipped: the batch is being tried again after a
-# reply was lost, and its writes are already there. Returns how many entries were skipped.
+# The commit script. KEYS: every key the batch touches (Redis Cluster routes and checks them;
+# all in the space's slot), the fence key first when there is a fence; ARGV[1]: the value the
+# fence key must hold ('' without a fence); ARGV[2]: the key prefix; ARGV[3]: history_max;
+# ARGV[4]: ids_max; ARGV[5]: the batch, a msgpack array of operations (strings and integers
+# only: Redis' cmsgpack has no binary type); ARGV[6]: every binary value of the batch,
+# concatenated (an operation names its start, length). A seq at or below the stream's last
+# one is skipped: the batch is being tried again after a reply was lost, and its writes are
+# already there. Returns how many entries were skipped.
 _COMMIT_LUA = r"""
-if KEYS[1] and redis.call('GET', KEYS[1]) ~= ARGV[1] then
+if ARGV[1] ~= '' and redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return redis.error_reply('FENCED ' .. KEYS[1] .. ' holds another writer\'s lease')
 end
 local P, cap, ids_max = ARGV[2], ARGV[3], tonumber(ARGV[4])
@@ -162,6 +172,21 @@ end
 return skipped
 """
 _COMMIT_SHA = hashlib.sha1(_COMMIT_LUA.encode()).hexdigest()
+_OP_KEYS = {
+    "c": "channels",
+    "cb": "callbacks",
+    "cb-": "callbacks",
+    "k": "dm_marks",
+    "k-": "dm_marks",
+    "b": "bans",
+    "b-": "bans",
+    "p": "caps",
+    "p-": "caps",
+}
+"""The one key of a space each other operation of the commit script writes."""
+WAIT_MS = 1000
+"""How long a commit waits for its replicas (``replicas=N``) before it is tried again (below
+the clients' 2 s socket timeout)."""
 _json_encode = msgspec.json.Encoder().encode
 
 
@@ -193,6 +218,7 @@ _HARMLESS_PARAMS = frozenset(
         "max_connections",
         "ssl_cert_reqs",
         "decode_responses",
+        "replicas",
     }
 )
 """Query parameters of a Redis URL shown as they are; every other value is hidden."""
@@ -222,9 +248,41 @@ def redacted_url(url: str) -> str:
     return f"{scheme}{sep}{where}"
 
 
-def redis_client(url: str, *, timeout_s: float = 5.0) -> aioredis.Redis:
+CLUSTER_SCHEME = "redis+cluster://"
+"""``--cluster redis+cluster://host:port[,host:port…]``: a Redis Cluster (its seed nodes)."""
+
+Client = aioredis.Redis | RedisCluster
+"""A standalone Redis (or a primary with replicas) or a Redis Cluster."""
+
+
+def replicas_wanted(url: str) -> int:
+    """The ``replicas=N`` of a Redis URL: commits wait (``WAIT``) until N replicas hold them."""
+    query = url.partition("?")[2].partition("#")[0]
+    raw = dict(parse_qsl(query)).get("replicas", "0")
+    if not raw.isdigit():
+        raise ValueError(
+            f"replicas={raw!r} in the Redis URL must be a whole number: how many replicas must "
+            "hold a commit before it is acknowledged (0: do not wait)"
+        )
+    return int(raw)
+
+
+def _without(url: str, param: str) -> str:
+    """``url`` without the query parameter ``param`` (one redis-py does not know)."""
+    head, qmark, query = url.partition("?")
+    if not qmark:
+        return url
+    pairs = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != param]
+    return f"{head}?{urlencode(pairs)}" if pairs else head
+
+
+def redis_client(url: str, *, timeout_s: float = 5.0) -> Client:
     """A client as :class:`RedisStore` needs it: bytes replies, a timeout on every call, one
-    immediate retry on a fresh connection (the store itself retries whole commits)."""
+    immediate retry on a fresh connection (the store itself retries whole commits); a
+    ``redis+cluster://`` URL gives a Redis Cluster client (MOVED/ASK and failovers followed)."""
+    url = _without(url, "replicas")
+    if url.startswith(CLUSTER_SCHEME):
+        return _cluster_client(url, timeout_s)
     return aioredis.Redis.from_url(
         url,
         decode_responses=False,
@@ -232,6 +290,46 @@ def redis_client(url: str, *, timeout_s: float = 5.0) -> aioredis.Redis:
         socket_connect_timeout=timeout_s,
         retry=Retry(NoBackoff(), 1),
     )
+
+
+def _cluster_client(url: str, timeout_s: float) -> RedisCluster:
+    rest = url.removeprefix(CLUSTER_SCHEME)
+    rest, _, query = rest.partition("?")
+    userinfo, at, hosts = rest.rpartition("@")
+    if not at:
+        userinfo, hosts = "", rest
+    hosts = hosts.partition("/")[0]  # a database number means nothing on a cluster
+    params = dict(parse_qsl(query))
+    user, _, password = userinfo.partition(":")
+    nodes: list[ClusterNode] = []
+    for seed in filter(None, hosts.split(",")):
+        host, colon, port = seed.rpartition(":")
+        if not colon or not port.isdigit():
+            raise ValueError(
+                f"{redacted_url(url)}: each seed node of a Redis Cluster is host:port "
+                "(redis+cluster://10.0.0.1:7000,10.0.0.2:7000)"
+            )
+        nodes.append(ClusterNode(host.strip("[]") or "127.0.0.1", int(port)))
+    if not nodes:
+        raise ValueError(
+            f"{redacted_url(url)} names no node: give one or more seed nodes, "
+            "redis+cluster://host:port[,host:port...]"
+        )
+    return RedisCluster(
+        startup_nodes=nodes,
+        username=unquote(user) or params.get("username") or None,
+        password=unquote(password) or params.get("password") or None,
+        decode_responses=False,
+        socket_timeout=timeout_s,
+        socket_connect_timeout=timeout_s,
+        retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), 6),
+    )
+
+
+async def _send(conn: AbstractConnection, command: tuple[Any, ...]) -> Any:
+    """One command on ``conn`` and its answer."""
+    await conn.send_packed_command(conn.pack_command(*command), check_health=False)
+    return await conn.read_response()
 
 
 async def _reply(call: Any) -> Any:
@@ -255,15 +353,16 @@ class RedisStore(Store):
 
     def __init__(
         self,
-        client: aioredis.Redis,
+        client: Client,
         fence: Fence | None = None,
         *,
         prefix: str = "hubbub",
         history_max: int = 100_000,
         ids_max: int = 200_000,
         on_fenced: Callable[[], None] | None = None,
+        replicas: int = 0,
     ) -> None:
-        if client.connection_pool.connection_kwargs.get("decode_responses"):
+        if client.get_encoder().decode_responses:
             raise ValueError(
                 "RedisStore needs a Redis client that answers bytes: make it with "
                 "decode_responses=False (hubbub.store.redis.redis_client(url) does)"
@@ -281,6 +380,8 @@ class RedisStore(Store):
         self.history_max = history_max
         self.ids_max = ids_max
         self._on_fenced = on_fenced
+        self.replicas = replicas
+        """How many replicas must hold a commit (``WAIT``) before it is acknowledged."""
         self._ops: list[list[Any]] = []
         """The queued operations, in order (see the commit script for their forms)."""
         self._blobs: list[bytes] = []
@@ -289,6 +390,8 @@ class RedisStore(Store):
         self._conn: AbstractConnection | None = None
         """The commit connection: the pool's per-call bookkeeping costs the leader more CPU
         than the round trip itself, and commits are one at a time anyway."""
+        self._conn_node: ClusterNode | None = None
+        """On a Redis Cluster: the primary the commit connection goes to."""
         self._fenced = False
         self._epoch = ""
         self.available = True
@@ -303,8 +406,11 @@ class RedisStore(Store):
         try:
             await _reply(self._redis.script_load(_COMMIT_LUA))
         except (RedisConnectionError, RedisTimeoutError) as exc:
-            kwargs = self._redis.connection_pool.connection_kwargs
-            where = kwargs.get("path") or f"{kwargs.get('host')}:{kwargs.get('port')}"
+            if isinstance(self._redis, RedisCluster):
+                where = ",".join(f"{n.host}:{n.port}" for n in self._redis.get_nodes())
+            else:
+                kwargs = self._redis.connection_pool.connection_kwargs
+                where = kwargs.get("path") or f"{kwargs.get('host')}:{kwargs.get('port')}"
             raise RedisConnectionError(
                 f"cannot reach Redis at {where} ({exc}): start redis-server there, or give "
                 "the URL of a running one"
@@ -431,7 +537,7 @@ class RedisStore(Store):
         first_try = True
         while True:
             try:
-                skipped = await self._commit_once(payload, blob)
+                skipped = await self._commit_once(ops, payload, blob)
             except ResponseError as exc:
                 if str(exc).startswith(_FENCED):
                     self._stop_fenced(str(exc))
@@ -461,15 +567,15 @@ class RedisStore(Store):
             )
             await asyncio.sleep(pause)
 
-    async def _commit_once(self, payload: bytes, blob: bytes) -> int:
+    async def _commit_once(self, ops: list[list[Any]], payload: bytes, blob: bytes) -> int:
         """One round trip: the commit script on the batch (loaded again if Redis lost it)."""
-        keys: list[str] = []
+        keys = self._keys_of(ops)
         fence_value = ""
         if self._fence is not None:
             value = self._fence.value()
             if value is None:
                 raise FencedError(f"this node holds no lease ({self._fence.key})")
-            keys, fence_value = [self._fence.key], value
+            keys, fence_value = [self._fence.key, *keys], value
         args = (fence_value, self._prefix, self.history_max, self.ids_max, payload, blob)
         try:
             skipped = await self._call("EVALSHA", _COMMIT_SHA, len(keys), *keys, *args)
@@ -478,9 +584,29 @@ class RedisStore(Store):
             skipped = await self._call("EVALSHA", _COMMIT_SHA, len(keys), *keys, *args)
         return int(skipped)
 
+    def _keys_of(self, ops: list[list[Any]]) -> list[str]:
+        """Every key the commit script touches for ``ops`` (declared, as Redis Cluster wants)."""
+        keys: dict[str, None] = {}
+        for op in ops:
+            o, sp = op[0], op[1]
+            if o == "m":
+                keys[self._key(sp, "last")] = keys[self._key(sp, "ch:" + op[2])] = None
+            elif o == "d":
+                keys[self._key(sp, "last")] = None
+                for party in op[6:]:
+                    keys[self._key(sp, "dm:" + party)] = None
+            elif o in ("r", "f"):
+                keys[self._key(sp, "ids")] = keys[self._key(sp, "ids:ts")] = None
+            else:
+                keys[self._key(sp, _OP_KEYS[o])] = None
+        return list(keys)
+
     async def _call(self, *command: Any) -> Any:
         """One command on the commit connection, tried once more on a fresh connection when
-        the old one was broken (a commit is safe to send twice: stored seqs are skipped)."""
+        the old one was broken (a commit is safe to send twice: stored seqs are skipped); with
+        ``replicas``, answered once that many replicas hold it (``WAIT``)."""
+        if isinstance(self._redis, RedisCluster):
+            return await self._call_cluster(command)
         conn = self._conn
         if conn is None:
             make: Callable[[], AbstractConnection] = self._redis.connection_pool.make_connection
@@ -488,10 +614,69 @@ class RedisStore(Store):
         packed = conn.pack_command(*command)
         try:
             await conn.send_packed_command(packed, check_health=False)
-            return await conn.read_response()
+            answer = await conn.read_response()
         except RedisConnectionError:  # it disconnected itself; the next send reconnects
             await conn.send_packed_command(packed, check_health=False)
-            return await conn.read_response()
+            answer = await conn.read_response()
+        await self._wait_replicas(conn)
+        return answer
+
+    async def _call_cluster(self, command: tuple[Any, ...]) -> Any:
+        """The commit on the primary of its slot (its first key's), on this store's own
+        connection there; the slot map is read again after a failure (a failover, MOVED)."""
+        cluster = self._redis
+        assert isinstance(cluster, RedisCluster)
+        node = cluster.get_node_from_key(str(command[3]))
+        if node is None:
+            await cluster.nodes_manager.initialize()
+            raise RedisConnectionError(f"no node serves the slot of {command[3]} yet")
+        if self._conn is not None and self._conn_node is not node:
+            await self._conn.disconnect()
+            self._conn = None
+        if self._conn is None:
+            self._conn, self._conn_node = node.acquire_connection(), node  # kept: this store's
+        conn = self._conn
+        try:
+            try:
+                answer = await _send(conn, command)
+            except NoScriptError:  # a promoted replica, a new shard: scripts are per node
+                await _send(conn, ("SCRIPT", "LOAD", _COMMIT_LUA))
+                answer = await _send(conn, command)
+            await self._wait_replicas(conn)
+        except ResponseError as exc:
+            if not str(exc).startswith(_FENCED):
+                await self._lost_node()
+            raise
+        except (RedisError, OSError):
+            await self._lost_node()
+            raise
+        return answer
+
+    async def _lost_node(self) -> None:
+        """Drop the commit connection and read the cluster's slot map again."""
+        conn, self._conn, self._conn_node = self._conn, None, None
+        if conn is not None:
+            await conn.disconnect()
+        cluster = self._redis
+        if isinstance(cluster, RedisCluster):
+            try:
+                await cluster.nodes_manager.initialize()
+            except (RedisError, OSError) as exc:
+                log.warning("reading the Redis Cluster's slots failed: %s", exc)
+
+    async def _wait_replicas(self, conn: AbstractConnection) -> None:
+        """Return once ``replicas`` replicas hold what this connection wrote (``WAIT``)."""
+        if not self.replicas:
+            return
+        await conn.send_packed_command(
+            conn.pack_command("WAIT", self.replicas, WAIT_MS), check_health=False
+        )
+        held = int(await conn.read_response())
+        if held < self.replicas:
+            raise RedisError(
+                f"only {held} of {self.replicas} replicas took the commit within {WAIT_MS} ms; "
+                "not acknowledged, trying again"
+            )
 
     def _stop_fenced(self, why: str) -> None:
         """Stop for good: drop what is queued, never run the waiters, tell the owner."""
