@@ -61,6 +61,7 @@ class Admission:
         self.rates = rates
         """Each participant's rate, shared by its connections (also across reconnects) and
         its HTTP posts."""
+        self._channels: dict[Channel, Destination] = {}
 
     # ------------------------------------------------------------------ the frame
 
@@ -204,7 +205,10 @@ class Admission:
                     "'to' must name at least one recipient, or be left out",
                 )
             self._check_recipients(sender.space, env.to)
-        return Destination(ch.name, ch)
+        dest = self._channels.get(ch)
+        if dest is None:  # one per channel, made once (this is the hot path)
+            dest = self._channels[ch] = Destination(ch.name, ch)
+        return dest
 
     def dm_recipients(self, sender: Sender, to: list[str] | None) -> list[str]:
         """The recipients of a DM, once each, all known."""
