@@ -37,7 +37,7 @@ from hubbub.protocol.envelope import Envelope
 from hubbub.sdk import Agent, Participant
 from hubbub.sdk.server_notes import CallbackFired, Wake
 from hubbub.server.app import build_app, make_router
-from hubbub.server.gateway import Gateway as Router  # the wiring object
+from hubbub.server.gateway import Gateway
 from hubbub.server.listener import GuardedSite
 
 Moment = Callable[[], Awaitable[None]]
@@ -80,7 +80,7 @@ async def _until(predicate: Callable[[], bool], timeout: float, what: str) -> bo
 class Feed:
     """Prints the gateway's activity feed as a transcript and remembers every event."""
 
-    def __init__(self, router: Router, dashboard: str) -> None:
+    def __init__(self, router: Gateway, dashboard: str) -> None:
         self.events: list[dict[str, Any]] = []
         self.chats: list[Envelope] = []
         """Channel chats the host saw (to count the answers to its questions)."""
@@ -229,7 +229,7 @@ async def _watch_dms(p: Participant, into: list[str]) -> None:
 
 async def play(
     url: str,
-    router: Router,
+    router: Gateway,
     dashboard: str,
     *,
     moment: Moment | None = None,
@@ -293,7 +293,7 @@ async def _cast_and_scene(
 
 
 @contextlib.asynccontextmanager
-async def gateway(port: int) -> AsyncIterator[tuple[Router, int]]:
+async def gateway(port: int) -> AsyncIterator[tuple[Gateway, int]]:
     """An open-mode gateway on 127.0.0.1:``port`` (or a free port), stopped on exit; its
     history lives in a temporary directory, removed on exit."""
     with _listen(port) as probe:  # the port the listener takes: 8080 unless really taken

@@ -130,6 +130,8 @@ class Gateway:
             self.ids,
         )
         self.coordination.post = self.router.post
+        self.receive: Callable[[Session, str | bytes], None] = self.router.receive
+        """Handle one frame from a connected participant (:meth:`Router.receive`)."""
 
     @property
     def epoch(self) -> str:
@@ -197,10 +199,6 @@ class Gateway:
     def on_overflow(self, conn: Connection) -> None:
         """A connection's send buffer overflowed: detach its session after this fan-out."""
         self.sessions.on_overflow(conn)
-
-    def receive(self, s: Session, data: str | bytes) -> None:
-        """Handle one frame from a connected participant; errors go back to it only."""
-        self.router.receive(s, data)
 
     def route(self, sender: Sender, env: Envelope, frame_len: int = 0) -> Envelope:
         """Admit and pass on one envelope (an HTTP post); return it as accepted."""

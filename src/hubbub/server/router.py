@@ -65,6 +65,7 @@ class Router:
         self.sessions = sessions
         self.delivery = delivery
         self.coordination = coordination
+        self.floor = coordination.floor
         self.events = events
         self.store = store
         self.metrics = metrics
@@ -94,14 +95,37 @@ class Router:
             )
 
     def route(self, sender: Sender, env: Envelope, frame_len: int = 0) -> Envelope:
-        """Admit, stamp and pass on one envelope of a participant; return it as accepted."""
+        """Admit and stamp one envelope of a participant, consult the engines' hook, then
+        answer it (a request) or sequence it (a message); return it as accepted."""
         dest = self.admission.admit(sender, env, frame_len)
         if dest.original is not None:
             return self.sequencer.resent(sender, env, dest.original)
         client_id = env.id or None
         now = self._stamp(sender, env, client_id)
+        kind = env.kind
+        sees = KINDS[kind].engines
+        sleep: SleepMarker | None = None
         try:
-            self._pass(sender, env, dest, now)
+            if (sender.wake_at is not None and sees in _ENGINES_SEE) or (
+                sees == "markers" and "@@" in env.payload["text"]
+            ):
+                relay, sleep = self.coordination.before_send(sender, env)
+                if not relay:
+                    after = self._after_delivery(sender, env, sleep, watched=False)
+                    if after is not None:  # in order with what arrived before it
+                        self.store.after_commit(after)
+                    return env
+            if dest.place == REQUEST:
+                self.requests.handle(sender, env, now)
+                return env
+            if kind == "participant/status" and "presence" in env.payload:
+                p = env.payload
+                self.sessions.set_presence(sender, p["presence"], p.get("status_text"))
+                if dest.place == PRESENCE:
+                    return env  # a bare presence change: the presence broadcast is its delivery
+            self._sequence(sender, env, dest, now, self._after_delivery(sender, env, sleep))
+            if sees == "markers" and dest.channel is not None:
+                self.coordination.spoke(sender, env)
         except ProtocolError as exc:
             # docs/protocol.md: an error quotes the offending frame's id when it had one
             if exc.correlation_id is None:
@@ -128,34 +152,6 @@ class Router:
         env.seq = None
         return now
 
-    def _pass(self, sender: Sender, env: Envelope, dest: Destination, now: int) -> None:
-        """Everything after admission: the engines' hook, then the request or the message."""
-        kind = env.kind
-        sees = KINDS[kind].engines
-        sleep: SleepMarker | None = None
-        if (sender.wake_at is not None and sees in _ENGINES_SEE) or (
-            sees == "markers" and "@@" in env.payload["text"]
-        ):
-            relay, sleep = self.coordination.before_send(sender, env)
-            if not relay:
-                after = self._after_delivery(sender, env, sleep, watched=False)
-                if after is not None:  # in order with what arrived before it
-                    self.store.after_commit(after)
-                return
-        if dest.place == REQUEST:
-            self.requests.handle(sender, env, now)
-            return
-        if kind == "participant/status" and "presence" in env.payload:
-            self.sessions.set_presence(
-                sender, env.payload["presence"], env.payload.get("status_text")
-            )
-            if dest.place == PRESENCE:
-                return  # a bare presence change: the presence broadcast is its delivery
-        after = self._after_delivery(sender, env, sleep)
-        self._sequence(sender, env, dest, now, after)
-        if sees == "markers" and dest.channel is not None:
-            self.coordination.spoke(sender, env)
-
     def _sequence(
         self, sender: Sender, env: Envelope, dest: Destination, now: int, after: After
     ) -> None:
@@ -168,8 +164,8 @@ class Router:
         extra: list[str] = []
         if env.kind.startswith("mcp/"):
             extra = space.proposals.observe(env)
-        if dest.channel is not None and self.coordination.relays_pending:
-            self.coordination.flush_relays()  # claims handled earlier go out first
+        if dest.channel is not None and self.floor.relays_pending:
+            self.floor.flush_relays()  # claims handled earlier go out first
         self.sequencer.accept(sender, dest, env, now, extra, after)
 
     def _after_delivery(

@@ -81,7 +81,8 @@ class GroupCommit(Generic[_Batch]):
     def after_commit(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` after the commit that holds everything queued so far."""
         self.waiters.append(fn)
-        self.kick()
+        if self._task is None or self._task.done():
+            self.kick()
 
     def kick(self) -> None:
         """Make sure a commit follows what was just queued."""

@@ -387,6 +387,8 @@ class RedisStore(Store):
         self._blobs: list[bytes] = []
         self._blob_len = 0
         self._group = GroupCommit(self._take_batch, self._commit_batch, lambda: bool(self._ops))
+        self._kick = self._group.kick
+        """Make sure a commit follows what was just queued."""
         self._conn: AbstractConnection | None = None
         """The commit connection: the pool's per-call bookkeeping costs the leader more CPU
         than the round trip itself, and commits are one at a time anyway."""
@@ -517,9 +519,6 @@ class RedisStore(Store):
         self._kick()
 
     # ------------------------------------------------------------------ group commit
-
-    def _kick(self) -> None:
-        self._group.kick()
 
     def _take_batch(self) -> tuple[list[list[Any]], bytes] | None:
         """Everything queued since the last commit and its binary argument (None: nothing)."""

@@ -147,6 +147,8 @@ class SqliteStore(Store):
         self._pending_rows: list[tuple[str, tuple[Any, ...]]] = []
         """Single-row saves and deletions (callbacks, bans, capabilities, channels), in order."""
         self._group = GroupCommit(self._take_batch, self._commit_batch, self._pending_work)
+        self._kick = self._group.kick
+        """Make sure a commit follows what was just queued."""
         self._epoch = ""
         self.commits = 0
         self.failed_commits = 0
@@ -298,9 +300,6 @@ class SqliteStore(Store):
         """Queue one single-row statement for the next commit."""
         self._pending_rows.append((sql, params))
         self._kick()
-
-    def _kick(self) -> None:
-        self._group.kick()
 
     def _take_batch(self) -> tuple[Any, ...] | None:
         """Everything queued since the last commit, as one batch (None: nothing)."""

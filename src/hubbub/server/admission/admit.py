@@ -46,6 +46,11 @@ class Destination(NamedTuple):
     """A resend of a message already accepted: answered with this original."""
 
 
+def _bare_presence(payload: dict[str, Any]) -> bool:
+    """Whether a ``participant/status`` payload only sets presence (and status text)."""
+    return "presence" in payload and payload.keys() <= PRESENCE_FIELDS
+
+
 class Admission:
     """Decides whether a participant's envelope is accepted, and where it goes."""
 
@@ -56,6 +61,7 @@ class Admission:
         self.rates = rates
         """Each participant's rate, shared by its connections (also across reconnects) and
         its HTTP posts."""
+        self._channels: dict[Channel, Destination] = {}
 
     # ------------------------------------------------------------------ the frame
 
@@ -140,11 +146,11 @@ class Admission:
                 ref = sender.space.ids.get(client_id)
                 if ref is not None:
                     return Destination(ref.place, original=self._resend(sender, ref))
-            self.require_store(client_id)
+            if not self.store.available:
+                self.require_store(client_id)
         if spec.request:
             return Destination(REQUEST)
-        bare_presence = "presence" in env.payload and env.payload.keys() <= PRESENCE_FIELDS
-        if kind == "participant/status" and bare_presence:
+        if kind == "participant/status" and _bare_presence(env.payload):
             return Destination(PRESENCE)
         try:
             return self.destination(sender, env)
@@ -182,9 +188,9 @@ class Admission:
         """Where ``env`` goes: a direct message's recipients, or the channel (``#general``
         by default) with its ``to`` checked."""
         if env.private:
-            to = self.dm_recipients(sender, env.to)
-            return Destination(DM_STREAM, to=to)
-        ch = self.channel_for(sender, "#general" if env.channel is None else env.channel)
+            return Destination(DM_STREAM, None, self.dm_recipients(sender, env.to))
+        name = "#general" if env.channel is None else env.channel
+        ch = channel_access(self.bans, sender.space, sender.id, sender.caps, name)
         if env.to is not None:
             if not env.to:
                 raise ProtocolError(
@@ -192,7 +198,10 @@ class Admission:
                     "'to' must name at least one recipient, or be left out",
                 )
             self._check_recipients(sender.space, env.to)
-        return Destination(ch.name, channel=ch)
+        dest = self._channels.get(ch)
+        if dest is None:  # one per channel, made once (this is the hot path)
+            dest = self._channels[ch] = Destination(ch.name, ch)
+        return dest
 
     def dm_recipients(self, sender: Sender, to: list[str] | None) -> list[str]:
         """The recipients of a DM, once each, all known."""

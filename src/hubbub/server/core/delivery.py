@@ -202,9 +202,14 @@ class Delivery:
         """Write one envelope to every awake member: encoded once per dialect, same bytes to
         all (``data``: its MEW encoding, when the caller has it)."""
         n = 0
+        groups = ch.groups
         for dname, conns in ch.by_dialect.items():
-            if conns or ch.groups[dname]:
-                buf = _frames(DIALECTS[dname], env, data)
+            if conns or groups[dname]:
+                dialect = DIALECTS[dname]
+                if data is not None and dialect.frames_are_envelopes:
+                    buf = ws_text_frame(data)
+                else:
+                    buf = ws_text_frames(dialect.encode(env))
                 if buf:
                     n += _send_to_listeners(ch, dname, buf)
         self.metrics.messages_out += n

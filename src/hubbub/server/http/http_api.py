@@ -34,12 +34,8 @@ _STATUS = {
 }
 
 
-def _error_body(exc: ProtocolError) -> dict[str, Any]:
-    return {"error": exc.code.value, "message": exc.message, **exc.extra}
-
-
 def _error(exc: ProtocolError) -> web.Response:
-    return web.json_response(_error_body(exc), status=_STATUS.get(exc.code, 400))
+    return web.json_response(exc.payload(), status=_STATUS.get(exc.code, 400))
 
 
 def _bearer(request: web.Request) -> str | None:
@@ -128,7 +124,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
             "seq": sent.seq,
         }
         if sender.refusals:  # e.g. a callback over a limit: the rest of the message went on
-            answer["errors"] = [_error_body(exc) for exc in sender.refusals]
+            answer["errors"] = [exc.payload() for exc in sender.refusals]
         return web.json_response(answer, status=202)
 
     async def participants(request: web.Request) -> web.Response:
