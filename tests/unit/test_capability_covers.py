@@ -127,8 +127,10 @@ def instance(data: st.DataObject, pattern: object) -> object:
 # 200 covered pairs: as many as the 600 draws (a third of them covered) checked before the
 # uncovered ones were filtered out with assume()
 @settings(max_examples=200, deadline=None)
-@given(held=st.lists(caps, min_size=1, max_size=3), wanted=caps, data=st.data())
-def test_covered_is_never_wrong(held: list[Cap], wanted: Cap, data: st.DataObject) -> None:
+@given(held=st.lists(caps, min_size=1, max_size=3), data=st.data())
+def test_covered_is_never_wrong(held: list[Cap], data: st.DataObject) -> None:
+    # half the time one of the held entries itself: enough covered pairs for assume()
+    wanted = data.draw(st.one_of(st.sampled_from(held), caps))
     assume(covers(held, wanted))
     have, want = CapabilitySet(held), CapabilitySet([wanted])
     for _ in range(20):

@@ -66,10 +66,10 @@ def _answers(page: Page) -> Any:
 
 
 async def test_a_person_mentions_maths_among_four_agents_and_maths_alone_answers(
-    cgw: RunningGateway, person: Any, cast: Any
+    gw: RunningGateway, person: Any, cast: Any
 ) -> None:
     agents = await _four(cast)
-    watcher = await cgw.mew("watcher", kind="human")
+    watcher = await gw.mew("watcher", kind="human")
     dana = await person("dana")
     msg_id = await _ask(dana, "@maths what is 6*7?")
     sent = await watcher.next_where(lambda f: f.get("id") == msg_id)
@@ -96,7 +96,7 @@ async def test_a_person_mentions_maths_among_four_agents_and_maths_alone_answers
     [("hello everyone, who can help me plan dinner?", "chef"), ("what is 12*7?", "maths")],
 )
 async def test_a_persons_open_question_is_answered_once_by_the_skilled_agent(
-    cgw: RunningGateway, person: Any, cast: Any, text: str, who: str
+    gw: RunningGateway, person: Any, cast: Any, text: str, who: str
 ) -> None:
     agents = await _four(cast)
     dana = await person("dana")

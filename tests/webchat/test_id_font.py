@@ -14,9 +14,9 @@ FONT_OF = "e => getComputedStyle(e).fontFamily"
 
 
 async def test_ids_and_channel_names_are_shown_in_a_face_that_tells_i_from_l(
-    cgw: RunningGateway, person: Any
+    gw: RunningGateway, person: Any
 ) -> None:
-    alice = await cgw.mew("alice")
+    alice = await gw.mew("alice")
     await alice.send({"kind": "channel/create", "payload": {"channel": "#genera1"}})
     await alice.expect("channel/joined")
     page = await person("aIice")

@@ -55,8 +55,8 @@ ALLOWED_TAGS = {"P", "BR", "STRONG", "EM", "DEL", "CODE", "PRE", "BLOCKQUOTE", "
 ALLOWED_TAGS |= {"HR", "A", "SPAN"}
 
 
-async def test_adversarial_messages_render_at_once(cgw: RunningGateway, pages: OpenPage) -> None:
-    page = await pages(f"{cgw.http}/chat")
+async def test_adversarial_messages_render_at_once(gw: RunningGateway, pages: OpenPage) -> None:
+    page = await pages(f"{gw.http}/chat")
     rendered = await page.evaluate(RENDER, list(ADVERSARIAL.values()))
     for (name, text), (shown, tags) in zip(ADVERSARIAL.items(), rendered, strict=True):
         assert shown >= len(text) // 5, (name, shown)  # rendered, and not swallowed
@@ -66,9 +66,9 @@ async def test_adversarial_messages_render_at_once(cgw: RunningGateway, pages: O
 
 
 async def test_a_freezing_heading_is_shown_live_and_from_history(
-    cgw: RunningGateway, person: Any
+    gw: RunningGateway, person: Any
 ) -> None:
-    mallory = await cgw.mew("mallory")
+    mallory = await gw.mew("mallory")
     dana = await person("dana")
     texts = ["# a" + " " * 9000 + "b", ADVERSARIAL["brackets"], ADVERSARIAL["closing-parens"]]
     for text in texts:
@@ -96,9 +96,9 @@ def _fuzz_corpus(seed: int, count: int) -> list[str]:
 
 
 async def test_fuzzed_markdown_renders_only_inert_elements(
-    cgw: RunningGateway, pages: OpenPage
+    gw: RunningGateway, pages: OpenPage
 ) -> None:
-    page = await pages(f"{cgw.http}/chat")
+    page = await pages(f"{gw.http}/chat")
     corpus = _fuzz_corpus(21, 600)
     rendered = await page.evaluate(RENDER, corpus)
     for text, (_, tags) in zip(corpus, rendered, strict=True):

@@ -121,9 +121,9 @@ def _python(case: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_the_page_and_the_gateway_find_the_same_mentions(
-    cgw: RunningGateway, pages: OpenPage
+    gw: RunningGateway, pages: OpenPage
 ) -> None:
-    page = await pages(f"{cgw.http}/chat")
+    page = await pages(f"{gw.http}/chat")
     cases = _cases()
     js: list[dict[str, Any]] = await page.evaluate(
         """async ([cases, known]) => {
