@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from hubbub.cli.options import channels_option
 from hubbub.defaults import DEFAULT_GATEWAY
 from hubbub.process import run_until_signal, setup_logging
 
@@ -23,14 +24,7 @@ from hubbub.process import run_until_signal, setup_logging
 )
 @click.option("--space", envvar="MEW_SPACE", default="default", show_default=True)
 @click.option("--token", envvar="MEW_TOKEN", default=None, help="Token [env MEW_TOKEN].")
-@click.option(
-    "--channel",
-    "channels",
-    multiple=True,
-    default=("#general",),
-    show_default=True,
-    help="Channel to join (repeat for several).",
-)
+@channels_option("Channel to join (repeat for several).")
 @click.option("--log-level", default="info", show_default=True)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def bridge(

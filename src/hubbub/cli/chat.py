@@ -9,6 +9,7 @@ import sys
 
 import click
 
+from hubbub.cli.options import channels_option
 from hubbub.defaults import DEFAULT_GATEWAY
 from hubbub.protocol.ids import is_channel, is_participant_id, normalize_channel
 
@@ -134,14 +135,7 @@ async def _session(
     help="Your token [env HUBBUB_TOKEN]; not needed in open mode.",
 )
 @click.option("--space", default="default", show_default=True, help="The space to join.")
-@click.option(
-    "--channel",
-    "channels",
-    multiple=True,
-    default=("#general",),
-    show_default=True,
-    help="A channel to join (repeat for several; the first is shown first).",
-)
+@channels_option("A channel to join (repeat for several; the first is shown first).")
 def chat(
     url: str,
     participant_id: str | None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from hubbub.cli.options import channels_option
 from hubbub.defaults import DEFAULT_GATEWAY
 from hubbub.process import run_until_signal, setup_logging
 
@@ -30,14 +31,7 @@ from hubbub.process import run_until_signal, setup_logging
     show_default=True,
     help="Kind asked for in open mode (a configured space decides by token).",
 )
-@click.option(
-    "--channel",
-    "channels",
-    multiple=True,
-    default=("#general",),
-    show_default=True,
-    help="Channel to join at start (repeat for several).",
-)
+@channels_option("Channel to join at start (repeat for several).")
 @click.option(
     "--settle-ms",
     type=click.FloatRange(min=0),
