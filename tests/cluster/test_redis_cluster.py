@@ -27,7 +27,7 @@ from hubbub.store import MemoryStore
 from hubbub.store.redis import RedisStore, redis_client
 from tests.cluster.nodes import ClusterNode, stop_cluster
 from tests.cluster.redis_cluster import RedisCluster
-from tests.cluster.test_redis_store import answers, apply, history_queries, ops, place_of
+from tests.cluster.test_redis_store import history_queries, ops, replay_on_both
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -70,17 +70,7 @@ def test_on_a_redis_cluster_the_store_matches_memory_and_declares_every_key(
         mem, red = MemoryStore(), DeclaringStore(client, prefix=prefix)
         await mem.open()
         await red.open()
-        seqs: dict[str, int] = {}
-        for ts, op in enumerate(batch, start=1):
-            if op[0] == "check":
-                assert await answers(red, queries) == await answers(mem, queries)
-                continue
-            place = place_of(op)
-            if place is not None:
-                seqs[place] = seqs.get(place, 0) + 1
-            for store in (mem, red):
-                apply(store, op, seqs.get(place or "", 0), ts * 10)
-        assert await answers(red, queries) == await answers(mem, queries)
+        await replay_on_both(mem, red, batch, queries)
         await red.close()
         stored = {k.decode() async for k in client.scan_iter(match=f"{prefix}:{{*")}
         assert stored <= DeclaringStore.declared  # nothing written that the script did not name

@@ -101,6 +101,24 @@ async def answers(store: Store, queries: list[tuple[str, int | None, int | None,
     return out
 
 
+async def replay_on_both(
+    mem: Store, red: Store, batch: list[tuple[Any, ...]], queries: list[Any]
+) -> None:
+    """Apply ``batch`` to both stores, numbered as the pipeline does (per channel, and for
+    DMs), and check that they answer ``queries`` alike at each check and at the end."""
+    seqs: dict[str, int] = {}
+    for ts, op in enumerate(batch, start=1):
+        if op[0] == "check":
+            assert await answers(red, queries) == await answers(mem, queries)
+            continue
+        place = place_of(op)
+        if place is not None:
+            seqs[place] = seqs.get(place, 0) + 1
+        for store in (mem, red):
+            apply(store, op, seqs.get(place or "", 0), ts * 10)
+    assert await answers(red, queries) == await answers(mem, queries)
+
+
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -116,17 +134,7 @@ def test_redis_matches_memory(
         mem, red = MemoryStore(), RedisStore(client, prefix=prefix)
         await mem.open()
         await red.open()
-        seqs: dict[str, int] = {}  # numbered as the router does: per channel, and for DMs
-        for ts, op in enumerate(batch, start=1):
-            if op[0] == "check":
-                assert await answers(red, queries) == await answers(mem, queries)
-                continue
-            place = place_of(op)
-            if place is not None:
-                seqs[place] = seqs.get(place, 0) + 1
-            for store in (mem, red):
-                apply(store, op, seqs.get(place or "", 0), ts * 10)
-        assert await answers(red, queries) == await answers(mem, queries)
+        await replay_on_both(mem, red, batch, queries)
         await red.close()
 
         again = RedisStore(client, prefix=prefix)  # a second store on the same Redis sees all
