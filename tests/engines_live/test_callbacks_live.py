@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import websockets
 
+from hubbub.server.config import ParticipantConfig, SpaceConfig, hash_token
 from tests.conftest import WsClient, stop_gateway
 from tests.engines_live.conftest import EngineGateway, ManualClock, start_engine_gateway
 
@@ -384,5 +385,45 @@ async def test_callbacks_due_while_the_gateway_was_down_wait_for_their_owner(
         b = await gw.mew("agent-b")
         await b.silent(_from_server, wait=0.3)
         await a.silent(_from_server, wait=0.3)  # each was delivered once
+    finally:
+        await stop_gateway(gw)
+
+
+# ---------------------------------------------------------------------------- issue 21 item 13
+
+
+async def test_a_channel_callback_of_an_origin_whose_chat_was_revoked_is_dropped(
+    tmp_path: Path,
+) -> None:
+    cfg = SpaceConfig(
+        space="team",
+        participants={
+            "boss": ParticipantConfig(kind="human", role="admin", token_hash=hash_token("b")),
+            "bot": ParticipantConfig(
+                token_hash=hash_token("t"),
+                capabilities=[{"kind": "chat"}, {"kind": "channel/*"}],
+            ),
+        },
+    )
+    cfg.validate()
+    clock = ManualClock()
+    gw = await start_engine_gateway(tmp_path, clock, spaces=[cfg])
+    try:
+        boss = await gw.mew("boss", space="team", token="b")
+        bot = await gw.mew("bot", space="team", token="t")
+        await bot.send(_chat("@@cb:30s#general@@posted after the revoke"))
+        await gw.synced(bot)
+        revoke = {"recipient": "bot", "capabilities": [{"kind": "chat"}]}
+        await boss.send({"kind": "capability/revoke", "payload": revoke})
+        await bot.expect("capability/revoke")
+        gw.tick(31)
+        err = await bot.next_where(lambda f: f.get("kind") == "system/error")
+        assert err["payload"]["error"] == "callback_rejected"
+        assert "dropped when it fell due" in err["payload"]["message"]
+        await boss.silent(lambda f: f.get("kind") == "chat" and "cb_id" in f["payload"], wait=0.3)
+        assert any(
+            e["event"] == "callback-dropped" and e["reason"].startswith("refused")
+            for e in gw.router.activity.recent
+        )
     finally:
         await stop_gateway(gw)
