@@ -15,7 +15,7 @@ import msgspec
 import yaml
 
 from hubbub.protocol.capabilities import CapabilityError, validate_capabilities
-from hubbub.protocol.ids import SPACE_ID_RE, is_channel, is_participant_id
+from hubbub.protocol.ids import SPACE_ID_RE, is_channel, is_participant_id, reserved_id_error
 from hubbub.server.web_guard import canonical_origin, host_setting
 
 _T = TypeVar("_T")
@@ -214,6 +214,9 @@ class SpaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 raise ConfigError(
                     f"{source}: participants: {pid!r} is not a legal id (1-32 of [A-Za-z0-9_.-])"
                 )
+            reserved = reserved_id_error(pid)
+            if reserved is not None:
+                raise ConfigError(f"{source}: participants: {reserved}")
             if p.token_hash is not None and not p.token_hash.startswith("sha256:"):
                 raise ConfigError(
                     f"{source}: participants.{pid}.token_hash must look like 'sha256:<hex>'; "

@@ -10,8 +10,8 @@ from aiohttp import web
 from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.envelope import decode_envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.protocol.ids import is_participant_id, normalize_channel
-from hubbub.server.admission.auth import Identity
+from hubbub.protocol.ids import normalize_channel
+from hubbub.server.admission.auth import Identity, check_open_id
 from hubbub.server.admission.authorization import channel_access
 from hubbub.server.admission.sender import HttpSender
 from hubbub.server.gateway import Gateway
@@ -76,11 +76,9 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
         try:
             space, ident = _resolve(router, request)
             if ident is None:
-                if not is_participant_id(pid):
-                    raise ProtocolError(ErrorCode.INVALID_ID, f"{pid!r} is not a legal id")
                 ident = Identity(
                     space.id,
-                    pid,
+                    check_open_id(pid),
                     space.config.defaults.kind,
                     "participant",
                     tuple(space.config.open_capabilities()),
