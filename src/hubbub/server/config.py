@@ -337,6 +337,7 @@ class EngineSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     claim_max_skew_ms: float = 2_000
     cb_max_duration_s: float = 3_600
     cb_max_per_agent: int = 50
+    cb_max_per_space: int = 10_000
     cb_max_payload: int = 500
     cb_poll_ms: float = 1_000
     cb_grace_s: float = 30

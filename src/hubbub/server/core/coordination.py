@@ -311,6 +311,10 @@ class Coordination:
             self._refuse(sender, str(exc))
             return
         self._persist(space.id, cb.id, cb)
+        if space.online.get(sender.id) is None:
+            # an origin with no connection (an HTTP post) gets the grace window at once: it
+            # connects within it to keep its callbacks, or they are collected at its end
+            eng.callbacks.disconnected(now, sender.id)
         r.activity.publish(
             "callback-scheduled",
             space.id,
