@@ -2,9 +2,9 @@
 
 Durations are clamped to ``max_duration_s``; a callback over the per-participant or the
 per-space pending limit, or the payload limit, is refused. Delivery is best-effort: a
-callback that falls due while its origin is offline is dropped. Past the document, a participant that disconnects
-keeps its callbacks for ``grace_s`` (a reconnect within the window keeps them all); after
-the window they are collected.
+callback that falls due while its origin is offline is dropped. Past the document, a
+participant that disconnects keeps its callbacks for ``grace_s`` (a reconnect within the
+window keeps them all); after the window they are collected.
 
 A restart is different, because the gateway, not the origin, was away (and so is a
 connection cut by the gateway's side, :meth:`CallbackEngine.stranded`): after
