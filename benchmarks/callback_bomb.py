@@ -4,7 +4,7 @@ from a throw-away id with 50 ``@@cb:3600s@@`` markers, leaves in a gateway.
 Usage::
 
     .venv/bin/python benchmarks/callback_bomb.py [--posts 10000] [--concurrency 32]
-        [--grace-s 30] [--extra-serve-args "--rate-limit 0"]
+        [--grace-s 30] [--extra-serve-args "--rate-limit 0"] [--plain]
 
 Starts ``python -m hubbub serve`` (open mode, SQLite in a temporary folder, this checkout's
 ``src`` first on the path), posts from one client as fast as it answers, then prints: posts
@@ -12,6 +12,7 @@ answered 202 and refused (by status), callbacks scheduled (markers minus the ref
 in the 202 answers), the gateway's pending callbacks (``GET /participants`` sums), its RSS
 (``/proc/PID/status``) before and after, and the size of the SQLite files; then, after the
 callback grace window (``AGENTCHAT_CB_GRACE_S``, shortened by ``--grace-s``), the same again.
+``--plain`` posts ``hi`` instead (the rate limits against throw-away ids: posts/s accepted).
 Numbers: docs/reliability.md#callbacks-and-rate-limits-against-throw-away-ids.
 """
 
@@ -64,12 +65,15 @@ async def pending(http: aiohttp.ClientSession, base: str) -> int:
     return sum(int(p.get("pending_callbacks", 0)) for p in people)
 
 
-async def flood(base: str, posts: int, concurrency: int) -> tuple[Counter[int], int, float]:
-    """Post ``posts`` bombs from throw-away ids; the statuses, callbacks scheduled, seconds."""
+async def flood(
+    base: str, posts: int, concurrency: int, text: str
+) -> tuple[Counter[int], int, float]:
+    """Post ``posts`` texts from throw-away ids; the statuses, callbacks scheduled, seconds."""
     statuses: Counter[int] = Counter()
     scheduled = 0
     ids = iter(range(posts))
-    body = {"kind": "chat", "channel": "#general", "payload": {"text": BOMB}}
+    body = {"kind": "chat", "channel": "#general", "payload": {"text": text}}
+    markers = text.count("@@cb:")
 
     async def worker(http: aiohttp.ClientSession) -> None:
         nonlocal scheduled
@@ -78,7 +82,7 @@ async def flood(base: str, posts: int, concurrency: int) -> tuple[Counter[int], 
                 statuses[resp.status] += 1
                 if resp.status == 202:
                     answer = await resp.json()
-                    scheduled += 50 - len(answer.get("errors", []))
+                    scheduled += markers - len(answer.get("errors", []))
                 else:
                     await resp.read()
 
@@ -102,7 +106,7 @@ async def main(args: argparse.Namespace) -> None:
     base = f"http://127.0.0.1:{port}"
     try:
         async with aiohttp.ClientSession() as http:
-            for _ in range(200):
+            for _ in range(600):
                 try:
                     async with http.get(f"{base}/health") as resp:
                         if resp.status == 200:
@@ -110,9 +114,11 @@ async def main(args: argparse.Namespace) -> None:
                 except aiohttp.ClientError:
                     await asyncio.sleep(0.05)
             before = rss_mib(proc.pid)
-            statuses, scheduled, seconds = await flood(base, args.posts, args.concurrency)
+            text = "hi" if args.plain else BOMB
+            statuses, scheduled, seconds = await flood(base, args.posts, args.concurrency, text)
             print(f"serve {' '.join(cmd[4:])}")
             print(f"{args.posts} posts in {seconds:.1f} s: statuses {dict(statuses)}")
+            print(f"accepted: {statuses[202] / seconds:.0f} posts/s")
             print(f"callbacks scheduled: {scheduled}; pending: {await pending(http, base)}")
             rss = rss_mib(proc.pid)
             print(f"RSS {before:.0f} MiB -> {rss:.0f} MiB; disk {disk_mb(folder):.1f} MB")
@@ -132,4 +138,5 @@ if __name__ == "__main__":
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--grace-s", type=float, default=30)
     parser.add_argument("--extra-serve-args", default="")
+    parser.add_argument("--plain", action="store_true", help="post 'hi' (no markers)")
     asyncio.run(main(parser.parse_args()))

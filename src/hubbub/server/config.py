@@ -67,7 +67,13 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_frame_bytes: int = 256 * 1024
     max_payload_bytes: int = 64 * 1024
     rate_per_s: float = 20.0
+    """Messages/s per participant id, and per HTTP connection whatever ids it posts as
+    (0: every rate limit off)."""
     rate_burst: int = 40
+    rate_per_address_s: float = 200.0
+    """Messages/s from one source address, all its ids, connections and HTTP posts together
+    (0: off)."""
+    rate_per_address_burst: int = 400
     send_buffer_bytes: int = 1024 * 1024
     history_on_join: int = 50
     history_page_max: int = 1000
@@ -102,6 +108,11 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 raise ConfigError(f"limits.{name} must be at least 1024 bytes")
         if self.rate_per_s < 0 or self.rate_burst < 0:
             raise ConfigError("limits.rate_per_s and limits.rate_burst must be >= 0 (0 disables)")
+        if self.rate_per_address_s < 0 or self.rate_per_address_burst < 0:
+            raise ConfigError(
+                "limits.rate_per_address_s and limits.rate_per_address_burst must be >= 0 "
+                "(0 disables)"
+            )
         if self.history_on_join < 0 or self.history_page_max < 1:
             raise ConfigError("limits.history_on_join must be >= 0, history_page_max >= 1")
         if self.idempotency_ids < 1000:

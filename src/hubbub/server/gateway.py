@@ -211,9 +211,12 @@ class Gateway:
         """Answer a problem to the participant that caused it."""
         self.delivery.error(s, exc)
 
-    def check_rate(self, space: SpaceState, pid: str) -> None:
-        """Spend one message of ``pid``'s rate (HTTP posts share it with the WebSocket)."""
-        self.admission.check_rate(space, pid)
+    def check_rate(
+        self, space: SpaceState, pid: str, address: str = "", connection: str = ""
+    ) -> None:
+        """Spend one message of ``pid``'s rate (HTTP posts share it with the WebSocket), of
+        the HTTP connection's and of the source address's."""
+        self.admission.check_rate(space, pid, address, connection)
 
     def capabilities_for(self, ident: Identity) -> CapabilitySet:
         """``ident``'s capabilities now (see :meth:`Grants.current`)."""
