@@ -200,10 +200,17 @@ async def start_gateway(
     port: int = 0,
     engines: EngineSettings | None = None,
     clock: Callable[[], float] | None = None,
+    wall_clock: Callable[[], float] | None = None,
 ) -> RunningGateway:
-    """Start a gateway with an SQLite file in ``data_dir``."""
+    """Start a gateway with an SQLite file in ``data_dir`` (``clock``: the engines' timeline,
+    ``wall_clock``: Unix time, both injectable)."""
     router = make_router(
-        spaces, data_dir=data_dir, limits=limits or Limits(), engines=engines, clock=clock
+        spaces,
+        data_dir=data_dir,
+        limits=limits or Limits(),
+        engines=engines,
+        clock=clock,
+        wall_clock=wall_clock,
     )
     runner = web.AppRunner(build_app(router), handle_signals=False, shutdown_timeout=2.0)
     await runner.setup()

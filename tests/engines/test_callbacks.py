@@ -147,6 +147,40 @@ def test_default_limits_match_the_document() -> None:
         eng.schedule(NOW, "c50", "a1", 1, "x")
 
 
+@given(
+    st.lists(st.tuples(st.integers(0, 30), st.floats(0, 3600, allow_nan=False)), max_size=200),
+    st.integers(1, 40),
+    st.integers(1, 8),
+)
+def test_no_schedule_passes_the_per_space_and_per_agent_caps(
+    requests: list[tuple[int, float]], per_space: int, per_agent: int
+) -> None:
+    """Issue 21 item 10: throw-away origins cannot pile up callbacks past the space's cap."""
+    timers, eng = make(max_per_space=per_space, max_per_agent=per_agent)
+    for n, (origin, seconds) in enumerate(requests):
+        full = len(eng) >= per_space or eng.count(f"o{origin}") >= per_agent
+        try:
+            eng.schedule(NOW, f"c{n}", f"o{origin}", seconds, "x")
+        except CallbackRejected as exc:
+            assert full
+            mine = eng.count(f"o{origin}") >= per_agent  # the participant's own limit first
+            assert ("PER_AGENT" if mine else "AGENTCHAT_CB_MAX_PER_SPACE") in str(exc)
+        else:
+            assert not full
+        assert len(eng) <= per_space and len(timers) == len(eng)
+
+
+def test_the_space_cap_is_named_and_frees_as_callbacks_fire() -> None:
+    timers, eng = make(max_per_space=2)
+    eng.schedule(NOW, "a", "x1", 1, "p")
+    eng.schedule(NOW, "b", "x2", 5, "p")
+    with pytest.raises(CallbackRejected, match=r"space already holds 2 pending callbacks"):
+        eng.schedule(NOW, "c", "x3", 1, "p")
+    run(timers, eng, NOW + 1_000)
+    eng.schedule(NOW + 1_000, "c", "x3", 1, "p")
+    assert len(eng) == 2
+
+
 # ---------------------------------------------------------------------------- firing
 
 

@@ -13,6 +13,7 @@ VARIABLES = {
     "AGENTCHAT_CLAIM_MAX_SKEW_MS": ("claim_max_skew_ms", 2_000),
     "AGENTCHAT_CB_MAX_DURATION_S": ("cb_max_duration_s", 3_600),
     "AGENTCHAT_CB_MAX_PER_AGENT": ("cb_max_per_agent", 50),
+    "AGENTCHAT_CB_MAX_PER_SPACE": ("cb_max_per_space", 10_000),
     "AGENTCHAT_CB_MAX_PAYLOAD": ("cb_max_payload", 500),
     "AGENTCHAT_CB_POLL_MS": ("cb_poll_ms", 1_000),
     "AGENTCHAT_CB_GRACE_S": ("cb_grace_s", 30),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hubbub.server.config import EngineSettings
+from hubbub.server.config import EngineSettings, SpaceConfig
 from tests.conftest import RunningGateway, WsClient, start_gateway, stop_gateway
 
 
@@ -44,11 +44,19 @@ class EngineGateway(RunningGateway):
 
 
 async def start_engine_gateway(
-    data_dir: Path, clock: ManualClock | None = None, **settings: object
+    data_dir: Path,
+    clock: ManualClock | None = None,
+    spaces: list[SpaceConfig] | None = None,
+    **settings: object,
 ) -> EngineGateway:
-    """A gateway on a manual clock with the given engine settings."""
+    """A gateway on a manual clock with the given engine settings (and spaces)."""
     clock = clock or ManualClock()
-    gw = await start_gateway(data_dir, engines=EngineSettings(**settings), clock=clock)  # type: ignore[arg-type]
+    gw = await start_gateway(
+        data_dir,
+        spaces=spaces,
+        engines=EngineSettings(**settings),  # type: ignore[arg-type]
+        clock=clock,
+    )
     gw.__class__ = EngineGateway
     gw.clock = clock  # type: ignore[attr-defined]
     return gw  # type: ignore[return-value]

@@ -11,9 +11,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 import websockets
 
+from hubbub.server.config import ParticipantConfig, SpaceConfig, hash_token
 from tests.conftest import WsClient, stop_gateway
 from tests.engines_live.conftest import EngineGateway, ManualClock, start_engine_gateway
 
@@ -386,3 +388,97 @@ async def test_callbacks_due_while_the_gateway_was_down_wait_for_their_owner(
         await a.silent(_from_server, wait=0.3)  # each was delivered once
     finally:
         await stop_gateway(gw)
+
+
+# ---------------------------------------------------------------------------- issue 21 item 13
+
+
+async def test_a_channel_callback_of_an_origin_whose_chat_was_revoked_is_dropped(
+    tmp_path: Path,
+) -> None:
+    cfg = SpaceConfig(
+        space="team",
+        participants={
+            "boss": ParticipantConfig(kind="human", role="admin", token_hash=hash_token("b")),
+            "bot": ParticipantConfig(
+                token_hash=hash_token("t"),
+                capabilities=[{"kind": "chat"}, {"kind": "channel/*"}],
+            ),
+        },
+    )
+    cfg.validate()
+    clock = ManualClock()
+    gw = await start_engine_gateway(tmp_path, clock, spaces=[cfg])
+    try:
+        boss = await gw.mew("boss", space="team", token="b")
+        bot = await gw.mew("bot", space="team", token="t")
+        await bot.send(_chat("@@cb:30s#general@@posted after the revoke"))
+        await gw.synced(bot)
+        revoke = {"recipient": "bot", "capabilities": [{"kind": "chat"}]}
+        await boss.send({"kind": "capability/revoke", "payload": revoke})
+        await bot.expect("capability/revoke")
+        gw.tick(31)
+        err = await bot.next_where(lambda f: f.get("kind") == "system/error")
+        assert err["payload"]["error"] == "callback_rejected"
+        assert "dropped when it fell due" in err["payload"]["message"]
+        await boss.silent(lambda f: f.get("kind") == "chat" and "cb_id" in f["payload"], wait=0.3)
+        assert any(
+            e["event"] == "callback-dropped" and e["reason"].startswith("refused")
+            for e in gw.router.activity.recent
+        )
+    finally:
+        await stop_gateway(gw)
+
+
+# ---------------------------------------------------------------------------- issue 21 item 10
+
+
+async def _post(gw: EngineGateway, pid: str, text: str) -> dict[str, Any]:
+    body = {"kind": "chat", "channel": "#general", "payload": {"text": text}}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{gw.http}/participants/{pid}/messages", json=body) as resp,
+    ):
+        assert resp.status == 202, await resp.text()
+        answer: dict[str, Any] = await resp.json()
+        return answer
+
+
+def _stored_callbacks(gw: EngineGateway) -> int:
+    with sqlite3.connect(gw.data_dir / "hubbub.db") as db:
+        ((n,),) = db.execute("SELECT count(*) FROM callbacks").fetchall()
+    return int(n)
+
+
+async def test_throw_away_http_ids_cannot_pile_up_callbacks(tmp_path: Path) -> None:
+    gw = await start_engine_gateway(tmp_path, cb_max_per_space=120)
+    try:
+        bomb = "x " + "@@cb:3600s@@p" * 60
+        first = await _post(gw, "throwaway-0", bomb)
+        # the per-agent cap holds for an HTTP sender as for a connection
+        assert len(first["errors"]) == 10
+        assert "AGENTCHAT_CB_MAX_PER_AGENT" in first["errors"][0]["message"]
+        second = await _post(gw, "throwaway-1", bomb)
+        third = await _post(gw, "throwaway-2", bomb)
+        assert len(second["errors"]) == 10 and len(third["errors"]) == 40
+        assert "AGENTCHAT_CB_MAX_PER_SPACE" in third["errors"][-1]["message"]
+        await gw.router.durable()
+        assert len(gw.router.coordination.spaces["default"].callbacks) == 120
+        assert _stored_callbacks(gw) == 120
+        # nobody connected as those ids: their callbacks are collected after the grace window
+        gw.tick(31)
+        await gw.router.durable()
+        assert len(gw.router.coordination.spaces["default"].callbacks) == 0
+        assert _stored_callbacks(gw) == 0
+    finally:
+        await stop_gateway(gw)
+
+
+async def test_an_http_origin_that_connects_within_the_window_keeps_its_callbacks(
+    egw: EngineGateway,
+) -> None:
+    await _post(egw, "agent-a", "later @@cb:60s@@check")
+    a = await egw.mew("agent-a")
+    egw.tick(61)
+    fire = await a.next_where(lambda f: f.get("kind") == "chat" and "cb_id" in f["payload"])
+    assert fire["payload"]["text"] == "@@cb-fire@@check"

@@ -1,10 +1,10 @@
 """The callback engine (document 001): deferred messages scheduled by ``@@cb:Ns@@`` markers.
 
-Durations are clamped to ``max_duration_s``; a callback over the per-participant pending
-limit or the payload limit is refused. Delivery is best-effort: a callback that falls due
-while its origin is offline is dropped. Past the document, a participant that disconnects
-keeps its callbacks for ``grace_s`` (a reconnect within the window keeps them all); after
-the window they are collected.
+Durations are clamped to ``max_duration_s``; a callback over the per-participant or the
+per-space pending limit, or the payload limit, is refused. Delivery is best-effort: a
+callback that falls due while its origin is offline is dropped. Past the document, a
+participant that disconnects keeps its callbacks for ``grace_s`` (a reconnect within the
+window keeps them all); after the window they are collected.
 
 A restart is different, because the gateway, not the origin, was away (and so is a
 connection cut by the gateway's side, :meth:`CallbackEngine.stranded`): after
@@ -64,6 +64,7 @@ class CallbackEngine:
         *,
         max_duration_s: float = 3600,
         max_per_agent: int = 50,
+        max_per_space: int = 10_000,
         max_payload: int = 500,
         grace_s: float = 30,
         scope: str = "",
@@ -71,6 +72,7 @@ class CallbackEngine:
         self.timers = timers
         self.max_duration_s = max_duration_s
         self.max_per_agent = max_per_agent
+        self.max_per_space = max_per_space
         self.max_payload = max_payload
         self.grace_s = grace_s
         self.scope = scope
@@ -126,6 +128,11 @@ class CallbackEngine:
             raise CallbackRejected(
                 f"you already have {self.max_per_agent} pending callbacks, the limit "
                 "(AGENTCHAT_CB_MAX_PER_AGENT); wait for one to fire before scheduling more"
+            )
+        if len(self._pending) >= self.max_per_space:
+            raise CallbackRejected(
+                f"this space already holds {self.max_per_space} pending callbacks, the limit "
+                "(AGENTCHAT_CB_MAX_PER_SPACE); try again once some have fired"
             )
         cb = Callback(cb_id, origin, payload, now + self.clamp(seconds) * 1000, now, channel)
         self._add(cb)

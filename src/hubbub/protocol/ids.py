@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import time
+import unicodedata
 from datetime import UTC, datetime, timedelta
 
 PARTICIPANT_ID_RE = re.compile(r"[A-Za-z0-9_.-]{1,32}")
@@ -17,6 +18,21 @@ DM_STREAM = "@dm"
 SERVER_ID = "system:gateway"
 """The server's own identity on the MEW dialect (``@server`` on the agentchat dialect)."""
 
+RESERVED_NAMES = ("server", "system", "gateway")
+"""Names that read as the gateway itself: no participant id may look like one of them
+(:func:`reserved_id_error`)."""
+_LOOK_ALIKES = str.maketrans("013457869i", "oleastbbgl", "_.-")
+"""Digits that pass for letters, ``i`` for ``l``; separators dropped."""
+
+
+def _skeleton(name: str) -> str:
+    """``name`` as it reads: NFKC, lower case, look-alikes mapped, ``rn``/``vv`` as m/w."""
+    folded = unicodedata.normalize("NFKC", name).lower().translate(_LOOK_ALIKES)
+    return folded.replace("rn", "m").replace("vv", "w")
+
+
+_RESERVED_SKELETONS = {_skeleton(n) for n in (*RESERVED_NAMES, "systemgateway", "gatewayserver")}
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
@@ -24,6 +40,20 @@ _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 def is_participant_id(value: object) -> bool:
     """Tell whether ``value`` is a legal participant id (1–32 of ``[A-Za-z0-9_.-]``)."""
     return isinstance(value, str) and PARTICIPANT_ID_RE.fullmatch(value) is not None
+
+
+def reserved_id_error(pid: str) -> str | None:
+    """Why ``pid`` may not be a participant's id because it looks like the gateway's own
+    name, or None. The rule: after NFKC, lower case, dropping ``_ . -`` and reading
+    ``0 1 3 4 5 7 8 6 9 i rn vv`` as ``o l e a s t b b g l m w``, it must not spell
+    ``server``, ``system``, ``gateway`` (or ``system-gateway``, ``gateway-server``)."""
+    if _skeleton(pid) not in _RESERVED_SKELETONS:
+        return None
+    return (
+        f"participant id {pid!r} is reserved: it reads as the gateway's own name "
+        f"({', '.join(RESERVED_NAMES)}; compared ignoring case, '_', '.', '-' and look-alike "
+        "digits such as 0 for o, 1 for l, 3 for e); choose another id"
+    )
 
 
 def is_channel(value: object) -> bool:

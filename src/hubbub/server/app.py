@@ -330,6 +330,7 @@ def make_router(
     engines: EngineSettings | None = None,
     clock: Callable[[], float] | None = None,
     durability: Durability = "process",
+    wall_clock: Callable[[], float] | None = None,
 ) -> Gateway:
     """A gateway over the given spaces (open mode when none) and store (SQLite in data_dir)."""
     if store is None:
@@ -345,6 +346,7 @@ def make_router(
         Metrics(),
         engine_settings=engines,
         engine_clock=clock,
+        wall_clock=wall_clock,
     )
 
 

@@ -15,7 +15,7 @@ import msgspec
 import yaml
 
 from hubbub.protocol.capabilities import CapabilityError, validate_capabilities
-from hubbub.protocol.ids import SPACE_ID_RE, is_channel, is_participant_id
+from hubbub.protocol.ids import SPACE_ID_RE, is_channel, is_participant_id, reserved_id_error
 from hubbub.server.web_guard import canonical_origin, host_setting
 
 _T = TypeVar("_T")
@@ -67,7 +67,13 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_frame_bytes: int = 256 * 1024
     max_payload_bytes: int = 64 * 1024
     rate_per_s: float = 20.0
+    """Messages/s per participant id, and per HTTP connection whatever ids it posts as
+    (0: every rate limit off)."""
     rate_burst: int = 40
+    rate_per_address_s: float = 200.0
+    """Messages/s from one source address, all its ids, connections and HTTP posts together
+    (0: off)."""
+    rate_per_address_burst: int = 400
     send_buffer_bytes: int = 1024 * 1024
     history_on_join: int = 50
     history_page_max: int = 1000
@@ -102,6 +108,11 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 raise ConfigError(f"limits.{name} must be at least 1024 bytes")
         if self.rate_per_s < 0 or self.rate_burst < 0:
             raise ConfigError("limits.rate_per_s and limits.rate_burst must be >= 0 (0 disables)")
+        if self.rate_per_address_s < 0 or self.rate_per_address_burst < 0:
+            raise ConfigError(
+                "limits.rate_per_address_s and limits.rate_per_address_burst must be >= 0 "
+                "(0 disables)"
+            )
         if self.history_on_join < 0 or self.history_page_max < 1:
             raise ConfigError("limits.history_on_join must be >= 0, history_page_max >= 1")
         if self.idempotency_ids < 1000:
@@ -214,6 +225,9 @@ class SpaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 raise ConfigError(
                     f"{source}: participants: {pid!r} is not a legal id (1-32 of [A-Za-z0-9_.-])"
                 )
+            reserved = reserved_id_error(pid)
+            if reserved is not None:
+                raise ConfigError(f"{source}: participants: {reserved}")
             if p.token_hash is not None and not p.token_hash.startswith("sha256:"):
                 raise ConfigError(
                     f"{source}: participants.{pid}.token_hash must look like 'sha256:<hex>'; "
@@ -334,6 +348,7 @@ class EngineSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     claim_max_skew_ms: float = 2_000
     cb_max_duration_s: float = 3_600
     cb_max_per_agent: int = 50
+    cb_max_per_space: int = 10_000
     cb_max_payload: int = 500
     cb_poll_ms: float = 1_000
     cb_grace_s: float = 30

@@ -25,7 +25,7 @@ from hubbub.server.admission.bans import BanList
 from hubbub.server.admission.grants import Grants
 from hubbub.server.admission.sender import Sender
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig
-from hubbub.server.core.coordination import Coordination, now_ms
+from hubbub.server.core.coordination import Coordination
 from hubbub.server.core.delivery import Delivery
 from hubbub.server.core.dm_marks import DmMarks
 from hubbub.server.core.events import Events
@@ -53,6 +53,7 @@ class Gateway:
         server_name: str = "hubbub",
         engine_settings: EngineSettings | None = None,
         engine_clock: Callable[[], float] | None = None,
+        wall_clock: Callable[[], float] | None = None,
     ) -> None:
         configs = {c.space: c for c in spaces}
         self.spaces = {sid: SpaceState(cfg, limits.idempotency_ids) for sid, cfg in configs.items()}
@@ -87,7 +88,7 @@ class Gateway:
             self.store, limits, self.metrics, self.delivery, marks, self.tasks, self.clock
         )
         self.coordination = Coordination(
-            self, engine_settings or EngineSettings(), engine_clock or now_ms
+            self, engine_settings or EngineSettings(), engine_clock, wall_clock
         )
         self.delivery.sleepers = self.coordination
         self.sessions = Sessions(
@@ -208,9 +209,12 @@ class Gateway:
         """Answer a problem to the participant that caused it."""
         self.delivery.error(s, exc)
 
-    def check_rate(self, space: SpaceState, pid: str) -> None:
-        """Spend one message of ``pid``'s rate (HTTP posts share it with the WebSocket)."""
-        self.admission.check_rate(space, pid)
+    def check_rate(
+        self, space: SpaceState, pid: str, address: str = "", connection: str = ""
+    ) -> None:
+        """Spend one message of ``pid``'s rate (HTTP posts share it with the WebSocket), of
+        the HTTP connection's and of the source address's."""
+        self.admission.check_rate(space, pid, address, connection)
 
     def capabilities_for(self, ident: Identity) -> CapabilitySet:
         """``ident``'s capabilities now (see :meth:`Grants.current`)."""

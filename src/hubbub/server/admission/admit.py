@@ -62,6 +62,13 @@ class Admission:
         """Each participant's rate, shared by its connections (also across reconnects) and
         its HTTP posts."""
         self._channels: dict[Channel, Destination] = {}
+        on = limits.rate_per_s > 0  # rate limiting off turns every rate limit off
+        self.connections = RateBuckets(limits.rate_per_s if on else 0, limits.rate_burst)
+        """Each HTTP connection's rate, whatever ids it posts as."""
+        self.addresses = RateBuckets(
+            limits.rate_per_address_s if on else 0, limits.rate_per_address_burst
+        )
+        """Each source address's rate: all its ids, connections and posts together."""
 
     # ------------------------------------------------------------------ the frame
 
@@ -79,6 +86,7 @@ class Admission:
             )
         if not s.rate.take():
             raise self.rate_error()
+        self._check_address(s.conn.peer)
         return size
 
     def rate_error(self) -> ProtocolError:
@@ -89,12 +97,35 @@ class Admission:
             f"(burst {self.limits.rate_burst}); this message was refused, resend it later",
         )
 
-    def check_rate(self, space: SpaceState, pid: str) -> None:
-        """Spend one message of ``pid``'s rate (HTTP posts share it with the WebSocket)."""
+    def check_rate(
+        self, space: SpaceState, pid: str, address: str = "", connection: str = ""
+    ) -> None:
+        """Spend one message of ``pid``'s rate (HTTP posts share it with the WebSocket), of
+        the HTTP ``connection``'s and of the source ``address``'s."""
         online = space.online.get(pid)
         bucket = online.rate if online is not None else self.rates.get(space.id, pid)
         if not bucket.take():
             raise self.rate_error()
+        if connection and not self.connections.get("", connection).take():
+            raise ProtocolError(
+                ErrorCode.RATE_LIMITED,
+                f"rate limit exceeded per connection: at most {self.limits.rate_per_s:g} "
+                f"messages/s (burst {self.limits.rate_burst}) on one HTTP connection, whatever "
+                "ids it posts as (limits.rate_per_s); this message was refused, resend it later",
+            )
+        self._check_address(address)
+
+    def _check_address(self, address: str) -> None:
+        """Spend one message of the source address's rate."""
+        if address and not self.addresses.get("", address).take():
+            raise ProtocolError(
+                ErrorCode.RATE_LIMITED,
+                f"rate limit exceeded for your address {address}: at most "
+                f"{self.limits.rate_per_address_s:g} messages/s (burst "
+                f"{self.limits.rate_per_address_burst}) from one address, all its ids and "
+                "connections together (limits.rate_per_address_s); this message was refused, "
+                "resend it later",
+            )
 
     # ------------------------------------------------------------------ the envelope
 

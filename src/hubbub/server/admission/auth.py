@@ -9,7 +9,7 @@ from typing import Any
 from hubbub.protocol.capabilities import Capability, CapabilityError, CapabilitySet, narrowed
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.hello import Hello
-from hubbub.protocol.ids import is_participant_id
+from hubbub.protocol.ids import is_participant_id, reserved_id_error
 from hubbub.server.config import SpaceConfig, hash_token
 
 log = logging.getLogger("hubbub.auth")
@@ -169,12 +169,7 @@ class Authenticator:
                 f"space {cfg.space!r} requires a token; pass one in the join frame "
                 "('token') or IDENTIFY ('token')",
             )
-        pid = hello.participant_id
-        if not is_participant_id(pid):
-            raise ProtocolError(
-                ErrorCode.INVALID_ID,
-                f"participant id {pid!r} is not legal: use 1-32 of [A-Za-z0-9_.-]",
-            )
+        pid = check_open_id(hello.participant_id)
         configured = cfg.participants.get(pid)
         if configured is not None and configured.token_hash:
             raise ProtocolError(
@@ -191,6 +186,20 @@ class Authenticator:
         return Identity(
             cfg.space, pid, kind, "participant", tuple(_open_capabilities(cfg, hello.capabilities))
         )
+
+
+def check_open_id(pid: object) -> str:
+    """``pid`` as an open-mode participant's id (a join, an IDENTIFY, an HTTP post); raise
+    ``invalid_id`` when it is not legal or reads as the gateway's own name."""
+    if not isinstance(pid, str) or not is_participant_id(pid):
+        raise ProtocolError(
+            ErrorCode.INVALID_ID,
+            f"participant id {pid!r} is not legal: use 1-32 of [A-Za-z0-9_.-]",
+        )
+    reserved = reserved_id_error(pid)
+    if reserved is not None:
+        raise ProtocolError(ErrorCode.INVALID_ID, reserved)
+    return pid
 
 
 def _open_capabilities(cfg: SpaceConfig, asked: list[dict[str, Any]] | None) -> list[Capability]:

@@ -40,7 +40,9 @@ from hubbub.protocol.markers import (
     parse_markers,
 )
 from hubbub.server.admission.auth import Identity
+from hubbub.server.admission.authorization import channel_access, check_send
 from hubbub.server.admission.bans import BanList
+from hubbub.server.admission.grants import Grants
 from hubbub.server.admission.sender import HttpSender, Sender
 from hubbub.server.config import EngineSettings
 from hubbub.server.core.delivery import Delivery
@@ -57,8 +59,21 @@ _SERVER_CAPS: tuple[dict[str, Any], ...] = ({"kind": "**"},)
 
 
 def now_ms() -> float:
-    """Wall-clock Unix time in milliseconds (deadlines survive restarts)."""
+    """Wall-clock Unix time in milliseconds (what is persisted and shown)."""
     return time.time() * 1000
+
+
+class MonotonicClock:
+    """The engines' timeline in ms: Unix time when created, then advancing with the monotonic
+    clock, so a step of the system clock (NTP, an operator) moves no deadline."""
+
+    __slots__ = ("_base",)
+
+    def __init__(self) -> None:
+        self._base = time.time() * 1000 - time.monotonic() * 1000
+
+    def __call__(self) -> float:
+        return time.monotonic() * 1000 + self._base
 
 
 ServerPost = Callable[[HttpSender, Envelope], Envelope]
@@ -104,6 +119,11 @@ class CoordinationHost(Protocol):
         """Writes to sessions: relays, yields, presence, errors."""
         ...
 
+    @property
+    def grants(self) -> Grants:
+        """Current capabilities: a channel callback posts only while its origin may post."""
+        ...
+
 
 class Coordination:
     """Floor control, callbacks and sleep/wake for every space of a router."""
@@ -112,14 +132,19 @@ class Coordination:
         self,
         router: CoordinationHost,
         settings: EngineSettings,
-        clock: Callable[[], float] = now_ms,
+        clock: Callable[[], float] | None = None,
+        wall: Callable[[], float] | None = None,
     ) -> None:
         self.router = router
         self.post: ServerPost | None = None
         """Sends the server's own messages (the gateway wires the router's ``post`` in)."""
         self.settings = settings
-        self.clock = clock
-        """Unix ms now; tests inject a manual clock and call :meth:`run_due`."""
+        self.clock: Callable[[], float] = clock or MonotonicClock()
+        """The engines' timeline in ms (durations, the timer); tests inject a manual clock and
+        call :meth:`run_due`."""
+        self.wall: Callable[[], float] = wall or (now_ms if clock is None else clock)
+        """Unix ms now: persisted due times and the ``wake_at`` participants see are converted
+        to it (:meth:`to_wall`), and back at a restart (:meth:`from_wall`)."""
         self.timers = TimerQueue()
         self.spaces = {
             sid: SpaceEngines(sp, self.timers, settings) for sid, sp in router.spaces.items()
@@ -154,7 +179,7 @@ class Coordination:
         now = self.clock()
         for sid, eng in self.spaces.items():
             rows = await self.router.store.callbacks(sid)
-            restored = [msgspec.json.decode(r, type=Callback) for r in rows]
+            restored = [self._from_stored(msgspec.json.decode(r, type=Callback)) for r in rows]
             eng.callbacks.restore(now, restored)
             if restored:
                 log.info("space %s: %d pending callbacks restored", sid, len(restored))
@@ -286,6 +311,10 @@ class Coordination:
             self._refuse(sender, str(exc))
             return
         self._persist(space.id, cb.id, cb)
+        if space.online.get(sender.id) is None:
+            # an origin with no connection (an HTTP post) gets the grace window at once: it
+            # connects within it to keep its callbacks, or they are collected at its end
+            eng.callbacks.disconnected(now, sender.id)
         r.activity.publish(
             "callback-scheduled",
             space.id,
@@ -298,7 +327,27 @@ class Coordination:
     def _persist(self, sid: str, cb_id: str, cb: Callback | None) -> None:
         """Queue saving a pending callback (or, with None, deleting it) with the next commit:
         the message that scheduled it is acknowledged only after that commit."""
-        self.router.store.put_callback(sid, cb_id, None if cb is None else msgspec.json.encode(cb))
+        self.router.store.put_callback(
+            sid, cb_id, None if cb is None else msgspec.json.encode(self._to_stored(cb))
+        )
+
+    def to_wall(self, t: float) -> float:
+        """A time of the engines' timeline as Unix ms by the wall clock now."""
+        return self.wall() + (t - self.clock())
+
+    def from_wall(self, unix_ms: float) -> float:
+        """Unix ms (a persisted due time) on the engines' timeline, re-derived now."""
+        return self.clock() + (unix_ms - self.wall())
+
+    def _to_stored(self, cb: Callback) -> Callback:
+        return msgspec.structs.replace(
+            cb, due_ms=self.to_wall(cb.due_ms), created_ms=self.to_wall(cb.created_ms)
+        )
+
+    def _from_stored(self, cb: Callback) -> Callback:
+        return msgspec.structs.replace(
+            cb, due_ms=self.from_wall(cb.due_ms), created_ms=self.from_wall(cb.created_ms)
+        )
 
     def _refuse(self, sender: Sender, message: str) -> None:
         """Tell the sender a callback was not scheduled (the rest of its message goes on).
@@ -318,7 +367,7 @@ class Coordination:
         eng = self.spaces[s.space.id]
         entry = eng.sleep.sleep(self.clock(), s.id, seconds, mode)
         was_awake = s.wake_at is None
-        s.wake_at = int(entry.wake_at)
+        s.wake_at = int(self.to_wall(entry.wake_at))
         if was_awake:
             for name in s.channels:
                 ch = s.space.channels.get(name)
@@ -468,6 +517,8 @@ class Coordination:
             ch = space.channels.get(cb.channel)
             if ch is None or cb.origin not in ch.members:
                 dropped = "not a member of " + cb.channel
+            else:
+                dropped = self._may_still_post(space, cb)
         # an asleep origin: its fire is a message from @server addressed to it, so the sleep
         # mode decides (document 004): buffered until the wake, or dropped in drop mode
         asleep: str | None = None
@@ -508,6 +559,30 @@ class Coordination:
             late_ms=round(error, 1),
             **extra,
         )
+
+    def _may_still_post(self, space: SpaceState, cb: Callback) -> str | None:
+        """Why a channel callback may not post now (None: it may): its origin's current
+        capabilities and channel access decide at the fire, as for a message it sent then.
+        A refused fire is dropped and its origin, if online, told with ``system/error``."""
+        assert cb.channel is not None
+        caps = self.router.grants.current(space, cb.origin)
+        try:
+            channel_access(self.router.bans, space, cb.origin, caps, cb.channel)
+            check_send(caps, "chat", {"text": CB_FIRE + cb.payload}, None)
+        except ProtocolError as exc:
+            reason = f"refused: {exc.code.value}"
+            s = space.online.get(cb.origin)
+            if s is not None:
+                self.router.delivery.error(
+                    s,
+                    ProtocolError(
+                        ErrorCode.CALLBACK_REJECTED,
+                        f"your callback {cb.id} to {cb.channel} was dropped when it fell due: "
+                        f"you may no longer post there ({exc.message})",
+                    ),
+                )
+            return reason
+        return None
 
     # ------------------------------------------------------------------ observers
 

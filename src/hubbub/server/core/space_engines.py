@@ -27,6 +27,7 @@ class SpaceEngines:
             timers,
             max_duration_s=settings.cb_max_duration_s,
             max_per_agent=settings.cb_max_per_agent,
+            max_per_space=settings.cb_max_per_space,
             max_payload=settings.cb_max_payload,
             grace_s=settings.cb_grace_s,
             scope=sid,

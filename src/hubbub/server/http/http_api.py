@@ -10,12 +10,13 @@ from aiohttp import web
 from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.envelope import decode_envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.protocol.ids import is_participant_id, normalize_channel
-from hubbub.server.admission.auth import Identity
+from hubbub.protocol.ids import normalize_channel
+from hubbub.server.admission.auth import Identity, check_open_id
 from hubbub.server.admission.authorization import channel_access
 from hubbub.server.admission.sender import HttpSender
 from hubbub.server.gateway import Gateway
 from hubbub.server.state.space import SpaceState
+from hubbub.server.web_guard import FORWARDED_BY_NODE
 
 _STATUS = {
     ErrorCode.AUTH_FAILED: 401,
@@ -63,6 +64,19 @@ def _resolve(router: Gateway, request: web.Request) -> tuple[SpaceState, Identit
     return router.spaces[caller.space], router.auth.identity(caller)
 
 
+def _source(request: web.Request) -> tuple[str, str]:
+    """The request's source address and its connection (address and port) for rate limits;
+    a request another cluster node forwarded counts for the client's address it names (the
+    node's pooled connection is no client's)."""
+    if request.get(FORWARDED_BY_NODE):
+        return request.headers.get("X-Forwarded-For", ""), ""
+    peer = request.transport.get_extra_info("peername") if request.transport else None
+    address = str(request.remote or "")
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        return address, f"{peer[0]}:{peer[1]}"
+    return address, address
+
+
 def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
     """Register the HTTP API handlers on ``app``."""
 
@@ -72,11 +86,9 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
         try:
             space, ident = _resolve(router, request)
             if ident is None:
-                if not is_participant_id(pid):
-                    raise ProtocolError(ErrorCode.INVALID_ID, f"{pid!r} is not a legal id")
                 ident = Identity(
                     space.id,
-                    pid,
+                    check_open_id(pid),
                     space.config.defaults.kind,
                     "participant",
                     tuple(space.config.open_capabilities()),
@@ -108,7 +120,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
                     )
                 env.id = idem
             caps = router.capabilities_for(ident)
-            router.check_rate(space, ident.id)
+            router.check_rate(space, ident.id, *_source(request))
             space.known.add(ident.id)
             sender = HttpSender(space, ident, caps)
             sent = router.route(sender, env, frame_len=len(body))
