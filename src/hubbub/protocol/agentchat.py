@@ -26,6 +26,7 @@ CLIENT_TYPES = (
     "LIST_CHANNELS",
     "LIST_AGENTS",
     "CREATE_CHANNEL",
+    "INVITE",
     "PING",
     "SET_PRESENCE",
 )
@@ -69,7 +70,6 @@ UNSUPPORTED: dict[str, str] = {
         ),
         "administer hubbub with admin tokens on the dashboard and HTTP API (docs/dashboard.md)",
     ),
-    "INVITE": "hubbub has no invite-only channels; capabilities decide who may JOIN",
     "SET_NICK": "ids are names in hubbub; reconnect with another IDENTIFY name",
     "TYPING": "hubbub relays no typing indicators",
 }
@@ -80,6 +80,7 @@ _FRAME_OF_KIND = {
     "channel/join": "JOIN",
     "channel/leave": "LEAVE",
     "channel/create": "CREATE_CHANNEL",
+    "channel/invite": "INVITE",
     "channel/list": "LIST_CHANNELS",
     "channel/members": "LIST_AGENTS",
     "floor/responding-to": "RESPONDING_TO",
@@ -87,6 +88,16 @@ _FRAME_OF_KIND = {
     "capability/grant": "capability grant (an admin sends it over MEW or HTTP)",
 }
 """How this dialect names the kinds that error messages mention."""
+_CODE_ON_WIRE = {
+    "unknown_channel": "CHANNEL_NOT_FOUND",
+    "invalid_envelope": "INVALID_MSG",
+    "invalid_json": "INVALID_MSG",
+    "unknown_kind": "INVALID_MSG",
+    "unknown_participant": "AGENT_NOT_FOUND",
+    "None": "INTERNAL_ERROR",
+}
+"""hubbub's error codes under the names agentchat's clients act on (its daemon skips a
+channel for good on ``CHANNEL_NOT_FOUND`` and retries anything else); others upper-cased."""
 _KIND_IN_TEXT = re.compile(r"kind '([a-z/-]+)'|\b([a-z]+/[a-z-]+)\b")
 _MSG_FIELDS = frozenset(
     {"type", "to", "content", "ts", "from", "from_name", "msg_id", "seq", "replay", "verified"}
@@ -140,6 +151,12 @@ class _ListAgents(_Frame, tag="LIST_AGENTS"):
 
 class _CreateChannel(_Frame, tag="CREATE_CHANNEL"):
     channel: str
+    invite_only: bool = False
+
+
+class _Invite(_Frame, tag="INVITE"):
+    channel: str
+    agent: str
 
 
 class _Ping(_Frame, tag="PING"):
@@ -160,6 +177,7 @@ _AnyFrame = (
     | _ListChannels
     | _ListAgents
     | _CreateChannel
+    | _Invite
     | _Ping
     | _SetPresence
 )
@@ -283,7 +301,15 @@ class AgentchatDialect:
         if isinstance(frame, _ListAgents):
             return Envelope(kind="channel/members", payload={"channel": frame.channel})
         if isinstance(frame, _CreateChannel):
-            return Envelope(kind="channel/create", payload={"channel": frame.channel})
+            created: dict[str, Any] = {"channel": frame.channel}
+            if frame.invite_only:
+                created["private"] = True
+            return Envelope(kind="channel/create", payload=created)
+        if isinstance(frame, _Invite):
+            return Envelope(
+                kind="channel/invite",
+                payload={"channel": frame.channel, "participant": _bare(frame.agent)},
+            )
         if isinstance(frame, _SetPresence):
             status: dict[str, Any] = {"presence": frame.status}
             if frame.status_text is not None:
@@ -356,6 +382,19 @@ class AgentchatDialect:
                 if old.kind == "chat":
                     frames.append(encode(self._msg(old) | {"replay": True}))
             return frames
+        if kind == "channel/invited":
+            if env.to != [p.get("participant")]:
+                return []  # agentchat answers the inviter nothing
+            by = str(p.get("by", ""))
+            invitation = {
+                "type": "MSG",
+                "from": at(by),
+                "from_name": _name(by),
+                "to": at(str(p.get("participant", ""))),
+                "content": f"You have been invited to {p.get('channel')}",
+                "ts": _ms(env),
+            }
+            return [encode(invitation)]
         if kind == "channel/left":
             return [encode({"type": "LEFT", "channel": p.get("channel"), "ts": _ms(env)})]
         if kind == "channel/list-response":
@@ -394,7 +433,7 @@ class AgentchatDialect:
         if kind == "system/error":
             frame = {
                 "type": "ERROR",
-                "code": str(p.get("error", "internal_error")).upper(),
+                "code": _CODE_ON_WIRE.get(str(p.get("error")), str(p.get("error")).upper()),
                 "message": in_frames(str(p.get("message", ""))),
                 "ts": _ms(env),
             }

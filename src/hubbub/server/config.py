@@ -32,6 +32,7 @@ AGENT_DEFAULT_CAPABILITIES: list[dict[str, Any]] = [
     {"kind": "system/heartbeat"},
     {"kind": "channel/join"},
     {"kind": "channel/leave"},
+    {"kind": "channel/invite"},
     {"kind": "channel/list"},
     {"kind": "channel/members"},
     {"kind": "history/request"},

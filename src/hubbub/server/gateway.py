@@ -23,6 +23,7 @@ from hubbub.server.admission.admit import Admission
 from hubbub.server.admission.auth import Authenticator, Identity
 from hubbub.server.admission.bans import BanList
 from hubbub.server.admission.grants import Grants
+from hubbub.server.admission.invitations import Invitations
 from hubbub.server.admission.sender import Sender
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig
 from hubbub.server.core.coordination import Coordination, now_ms
@@ -69,6 +70,7 @@ class Gateway:
         self.events = Events()
         self.bans = BanList(self.store)  # admin kill switch (hubbub.server.admission.bans, admin)
         self.grants = Grants(self.store)
+        self.invitations = Invitations(self.store)
         self.rates = RateBuckets(limits.rate_per_s, limits.rate_burst)
         marks = DmMarks(self.store)
         self.delivery = Delivery(
@@ -115,6 +117,7 @@ class Gateway:
             self.delivery,
             self.coordination,
             self.tasks,
+            self.invitations,
         )
         self.router = Router(
             self.admission,
@@ -146,6 +149,7 @@ class Gateway:
             await self.bans.load(space.id)
             await self.grants.load(space)
             await self.sequencer.load(space)
+            await self.invitations.load(space)
         await self.coordination.start()
 
     def close_all(self) -> None:

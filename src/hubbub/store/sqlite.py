@@ -71,6 +71,10 @@ CREATE TABLE IF NOT EXISTS msg_ids (
     seq INTEGER NOT NULL, ts INTEGER NOT NULL,
     PRIMARY KEY (space, id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS records (
+    space TEXT NOT NULL, tbl TEXT NOT NULL, key TEXT NOT NULL, data TEXT NOT NULL,
+    PRIMARY KEY (space, tbl, key)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY, value TEXT NOT NULL
 );
@@ -293,6 +297,31 @@ class SqliteStore(Store):
                 participant,
                 json.dumps(capabilities, separators=(",", ":")),
             )
+
+    def put_record(self, space: str, table: str, key: str, data: Any | None) -> None:
+        """Queue saving (or, with None, deleting) a record."""
+        if data is None:
+            self._queue_row(
+                "DELETE FROM records WHERE space=? AND tbl=? AND key=?", space, table, key
+            )
+        else:
+            self._queue_row(
+                "INSERT OR REPLACE INTO records (space, tbl, key, data) VALUES (?,?,?,?)",
+                space,
+                table,
+                key,
+                json.dumps(data, separators=(",", ":")),
+            )
+
+    async def records(self, space: str, table: str) -> dict[str, Any]:
+        """The saved records of ``table`` in a space."""
+        await self.flush()
+        rows = await self._run(
+            lambda: self._rdb.execute(  # type: ignore[union-attr]
+                "SELECT key, data FROM records WHERE space=? AND tbl=?", (space, table)
+            ).fetchall()
+        )
+        return {str(r[0]): json.loads(r[1]) for r in rows}
 
     def _queue_row(self, sql: str, *params: Any) -> None:
         """Queue one single-row statement for the next commit."""

@@ -20,8 +20,9 @@ from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import DM_STREAM, is_channel
 from hubbub.protocol.kinds import REQUEST_KINDS
 from hubbub.server.admission.admit import Admission, Destination
-from hubbub.server.admission.authorization import check_grant
+from hubbub.server.admission.authorization import check_grant, visible
 from hubbub.server.admission.grants import Grants
+from hubbub.server.admission.invitations import Invitations
 from hubbub.server.admission.sender import Sender
 from hubbub.server.config import Limits
 from hubbub.server.core.coordination import Coordination
@@ -56,6 +57,7 @@ class Requests:
         delivery: Delivery,
         coordination: Coordination,
         tasks: Tasks,
+        invitations: Invitations,
     ) -> None:
         self.limits = limits
         self.store = store
@@ -66,11 +68,13 @@ class Requests:
         self.delivery = delivery
         self.coordination = coordination
         self.tasks = tasks
+        self.invitations = invitations
         self.handlers: dict[str, Handler] = {
             "floor/responding-to": self._claim,
             "channel/join": self._join,
             "channel/leave": self._leave,
             "channel/create": self._create,
+            "channel/invite": self._invite,
             "channel/list": self._list,
             "channel/members": self._members,
             "history/request": self._history,
@@ -140,8 +144,13 @@ class Requests:
                 f"(limits.max_channels = {most}): join an existing channel (channel/list lists "
                 "them) or ask the operator to raise HUBBUB_MAX_CHANNELS",
             )
+        private = env.payload.get("private", False)
+        if not isinstance(private, bool):
+            raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "'private' must be true or false")
         ch = space.channels[name] = Channel(name, 0, HISTORY_CACHE)
         self.store.put_channel(space.id, name)
+        if private:
+            self.invitations.make_private(space, ch, sender.id)
         if isinstance(sender, Session):
             s = sender
             ch.add_joining(s)  # a message sent right after the create frame is accepted
@@ -154,9 +163,25 @@ class Requests:
 
             self.tasks.spawn(join_when_stored(), answer=s)
 
+    def _invite(self, sender: Sender, env: Envelope, now: int) -> None:
+        """``channel/invite {channel, participant}``: a member lets ``participant`` into a
+        private channel; the invitee hears of it (agentchat: a MSG), the inviter gets
+        ``channel/invited`` back."""
+        s = _session(sender, "channel/invite")
+        ch = self.admission.channel_for(s, env.payload.get("channel"), member=False)
+        pid = self.invitations.invite(s.space, ch, s.id, env.payload.get("participant"))
+        note = {"channel": ch.name, "participant": pid, "by": s.id}
+        target = s.space.online.get(pid)
+        if target is not None and target is not s:
+            invited = self.delivery.server_env("channel/invited", note, to=[pid])
+            self.store.after_commit(lambda: self.delivery.send(target, invited))
+        self.reply(s, env, "channel/invited", note)
+
     def _list(self, sender: Sender, env: Envelope, now: int) -> None:
         chans = [
-            {"name": c.name, "members": len(c.members)} for c in sender.space.channels.values()
+            {"name": c.name, "members": len(c.members), "private": c.private}
+            for c in sender.space.channels.values()
+            if visible(c, sender.id)
         ]
         self.reply(sender, env, "channel/list-response", {"channels": chans})
 

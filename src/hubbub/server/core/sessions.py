@@ -15,7 +15,7 @@ from hubbub.protocol.hello import Hello
 from hubbub.protocol.ids import DM_STREAM
 from hubbub.server.admission.admit import Admission
 from hubbub.server.admission.auth import Authenticator, Identity
-from hubbub.server.admission.authorization import may_join
+from hubbub.server.admission.authorization import may_join, visible
 from hubbub.server.admission.bans import BanList
 from hubbub.server.admission.grants import Grants
 from hubbub.server.admission.sender import Sender
@@ -147,7 +147,9 @@ class Sessions:
         allowed = [
             n
             for n in names
-            if n in space.channels and s.caps.allows("channel/join", {"channel": n})
+            if n in space.channels
+            and visible(space.channels[n], s.id)
+            and s.caps.allows("channel/join", {"channel": n})
         ]
         return allowed[:AUTO_JOIN_MAX]
 
@@ -160,8 +162,9 @@ class Sessions:
         names = [n for n in dict.fromkeys(first) if n in channels][:most]
         if len(names) < most:
             own = set(names)
-            rest = (n for n in channels if n not in own)
+            rest = (n for n, c in channels.items() if n not in own and visible(c, s.id))
             names.extend(itertools.islice(rest, most - len(names)))
+        hidden = sum(1 for c in channels.values() if not visible(c, s.id))
         return self.delivery.server_env(
             "system/welcome",
             {
@@ -171,7 +174,7 @@ class Sessions:
                     {"name": n, "members": len(channels[n].members), "seq": channels[n].seq}
                     for n in names
                 ],
-                "channels_total": len(channels),
+                "channels_total": len(channels) - hidden,
                 "space": space.id,
                 "server": self.server_name,
                 "dm_seq": space.dm_seq,

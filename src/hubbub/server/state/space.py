@@ -208,6 +208,8 @@ class Channel:
     ``sleepers``, so the fan-out skips it at no cost and the sleep engine decides. A member
     whose join is still reading history is in ``members`` (it may send at once) and in
     ``joining``, and enters the fan-out lists when its ``channel/joined`` goes out.
+    A ``private`` channel admits only the participants in ``invited`` (its creator and those
+    a member invited).
     Connections with a fan-out group (a cluster node's clients on the leader) are listed by
     group in ``groups`` instead of ``by_dialect``: a fan-out reaches each group in one call.
     """
@@ -216,9 +218,11 @@ class Channel:
         "assigned",
         "by_dialect",
         "groups",
+        "invited",
         "joining",
         "members",
         "name",
+        "private",
         "recent",
         "seq",
         "sleepers",
@@ -234,6 +238,9 @@ class Channel:
         self.groups: dict[str, dict[FanoutGroup, dict[str, int]]] = {d: {} for d in DIALECTS}
         self.sleepers: dict[str, Session] = {}
         self.recent: deque[tuple[int, bytes]] = deque(maxlen=cache_size)
+        self.private = False
+        """Invite-only: only ``invited`` participants may join, read or post."""
+        self.invited: set[str] = set()
 
     def add_joining(self, s: Session) -> None:
         """Make ``s`` a member that may send but receives nothing until :meth:`add`."""
