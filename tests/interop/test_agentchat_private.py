@@ -61,9 +61,7 @@ async def test_invite_tells_the_truth_and_lets_the_invitee_in(gateway: RunningGa
 
 async def test_private_channel_on_the_mew_dialect(gateway: RunningGateway) -> None:
     alice = await gateway.mew("alice")
-    await alice.send(
-        {"kind": "channel/create", "payload": {"channel": "#quiet", "private": True}}
-    )
+    await alice.send({"kind": "channel/create", "payload": {"channel": "#quiet", "private": True}})
     assert (await alice.expect("channel/joined"))["payload"]["channel"] == "#quiet"
     bob = await gateway.mew("bob")
     await bob.send({"kind": "channel/join", "payload": {"channel": "#quiet"}})

@@ -13,7 +13,7 @@ import msgspec
 from hubbub.protocol.dialect import Reply
 from hubbub.protocol.envelope import Envelope, check_payload_depth, decode_envelope, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.protocol.hello import Hello
+from hubbub.protocol.hello import KEY_PROVEN, Hello
 from hubbub.protocol.ids import SERVER_ID, Clock, iso_to_ms
 
 SERVER_NAME = "@server"
@@ -29,6 +29,7 @@ CLIENT_TYPES = (
     "INVITE",
     "PING",
     "SET_PRESENCE",
+    "VERIFY_IDENTITY",
 )
 UNSUPPORTED: dict[str, str] = {
     **dict.fromkeys(
@@ -52,8 +53,9 @@ UNSUPPORTED: dict[str, str] = {
     ),
     "FILE_CHUNK": "file transfer is not part of hubbub; send a link in a MSG",
     **dict.fromkeys(
-        ("VERIFY_IDENTITY", "VERIFY_REQUEST", "VERIFY_RESPONSE"),
-        "hubbub does not verify public keys; authenticate with IDENTIFY {name, token}",
+        ("VERIFY_REQUEST", "VERIFY_RESPONSE"),
+        "hubbub does not relay verification requests between agents; the server checks keys "
+        "at IDENTIFY (VERIFY_IDENTITY) and marks configured keys verified",
     ),
     "CAPTCHA_RESPONSE": "hubbub sends no captcha; authenticate with IDENTIFY {name, token}",
     **dict.fromkeys(
@@ -94,7 +96,6 @@ _CODE_ON_WIRE = {
     "invalid_json": "INVALID_MSG",
     "unknown_kind": "INVALID_MSG",
     "unknown_participant": "AGENT_NOT_FOUND",
-    "None": "INTERNAL_ERROR",
 }
 """hubbub's error codes under the names agentchat's clients act on (its daemon skips a
 channel for good on ``CHANNEL_NOT_FOUND`` and retries anything else); others upper-cased."""
@@ -112,6 +113,7 @@ class _Frame(msgspec.Struct, tag_field="type", kw_only=True):
 
 class _Identify(_Frame, tag="IDENTIFY"):
     name: str
+    pubkey: str | None = None
     token: str | None = None
     kind: str | None = None
     space: str = "default"
@@ -159,6 +161,12 @@ class _Invite(_Frame, tag="INVITE"):
     agent: str
 
 
+class _VerifyIdentity(_Frame, tag="VERIFY_IDENTITY"):
+    challenge_id: str
+    signature: str
+    timestamp: int | float | str
+
+
 class _Ping(_Frame, tag="PING"):
     pass
 
@@ -180,9 +188,15 @@ _AnyFrame = (
     | _Invite
     | _Ping
     | _SetPresence
+    | _VerifyIdentity
 )
 _read_json = msgspec.json.Decoder().decode
 _clock = Clock()
+
+
+def wire_code(code: str) -> str:
+    """The ``ERROR`` code agentchat's clients read for hubbub's error ``code``."""
+    return _CODE_ON_WIRE.get(code, code.upper())
 
 
 def is_agentchat_hello(frame: dict[str, Any]) -> bool:
@@ -248,6 +262,9 @@ class AgentchatDialect:
             resume=ident.resume,
             epoch=ident.epoch,
             unique_name=True,
+            name=ident.name,
+            pubkey=ident.pubkey or None,
+            key_proven=bool(ident.pubkey) and frame.get(KEY_PROVEN) is True,
         )
 
     def decode(self, data: bytes | str) -> Envelope | Reply:
@@ -317,7 +334,9 @@ class AgentchatDialect:
             return Envelope(kind="participant/status", payload=status)
         if isinstance(frame, _Ping):
             return Reply(encode({"type": "PONG", "ts": Clock.now_ms()}))
-        raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "already identified; IDENTIFY is sent once")
+        raise ProtocolError(
+            ErrorCode.INVALID_ENVELOPE, "Already identified: IDENTIFY is sent once per connection"
+        )
 
     def _chat(self, frame: _Msg, raw: dict[str, Any]) -> Envelope:
         """``MSG`` → ``chat``; fields the client added (``sig``, …) ride along in the payload."""
@@ -351,7 +370,8 @@ class AgentchatDialect:
                 {
                     "type": "WELCOME",
                     "agent_id": at(you.get("id", "")),
-                    "name": you.get("id", ""),
+                    "name": you.get("name", you.get("id", "")),
+                    "verified": you.get("verified") is True,
                     "server": env.payload.get("server", "hubbub"),
                     "space": env.payload.get("space", "default"),
                     "ts": _ms(env),
@@ -420,7 +440,8 @@ class AgentchatDialect:
                         "list": [
                             {
                                 "id": at(str(m.get("id", ""))),
-                                "name": _name(str(m.get("id", ""))),
+                                "name": m.get("name") or _name(str(m.get("id", ""))),
+                                "verified": m.get("verified") is True,
                                 "presence": m.get("presence", "online"),
                                 "status_text": m.get("status_text"),
                             }
@@ -433,14 +454,21 @@ class AgentchatDialect:
         if kind == "system/error":
             frame = {
                 "type": "ERROR",
-                "code": _CODE_ON_WIRE.get(str(p.get("error")), str(p.get("error")).upper()),
+                "code": wire_code(str(p.get("error", "internal_error"))),
                 "message": in_frames(str(p.get("message", ""))),
                 "ts": _ms(env),
             }
             return [encode(frame)]
         if kind == "system/session-displaced":
             return [
-                encode({"type": "SESSION_DISPLACED", "reason": p.get("reason", ""), "ts": _ms(env)})
+                encode(
+                    {
+                        "type": "SESSION_DISPLACED",
+                        "reason": p.get("reason", ""),
+                        "new_ip": p.get("new_ip", "unknown"),
+                        "ts": _ms(env),
+                    }
+                )
             ]
         if kind == "floor/responding-to":
             return [
@@ -531,7 +559,8 @@ class AgentchatDialect:
                         "type": "AGENT_JOINED" if event == "join" else "AGENT_LEFT",
                         "channel": p["channel"],
                         "agent": pid,
-                        "name": _name(str(person.get("id", ""))),
+                        "name": person.get("name") or _name(str(person.get("id", ""))),
+                        "verified": person.get("verified") is True,
                         "ts": ts,
                     }
                 )
@@ -545,7 +574,7 @@ class AgentchatDialect:
                     {
                         "type": "PRESENCE_CHANGED",
                         "agent_id": pid,
-                        "name": _name(str(person.get("id", ""))),
+                        "name": person.get("name") or _name(str(person.get("id", ""))),
                         "presence": presence,
                         "status": presence,
                         "status_text": person.get("status_text"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import NamedTuple
@@ -17,7 +18,9 @@ from hubbub.protocol.dialect import Dialect
 from hubbub.protocol.dialects import AGENTCHAT, MEW, dialect_of_hello
 from hubbub.protocol.envelope import PROTOCOL, Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.protocol.ids import SERVER_ID
+from hubbub.protocol.hello import KEY_PROVEN
+from hubbub.protocol.ids import SERVER_ID, Clock
+from hubbub.protocol.keys import CHALLENGE_TTL_MS, Challenge, load_pubkey
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig, open_space
 from hubbub.server.gateway import Gateway
 from hubbub.server.http.admin import add_admin_routes
@@ -244,7 +247,67 @@ async def accept_websocket(
     hello = await handshake(ws, transport, limits)
     if hello is None:
         return ws
-    return Accepted(ws, transport, hello[0], hello[1], str(request.remote))
+    dialect, frame = hello
+    frame.pop(KEY_PROVEN, None)  # only the handshake says a key is proven
+    if dialect is _AGENTCHAT and frame.get("pubkey") is not None:
+        if not await prove_key(ws, transport, frame):
+            return ws
+        frame[KEY_PROVEN] = True
+    return Accepted(ws, transport, dialect, frame, str(request.remote))
+
+
+async def prove_key(
+    ws: web.WebSocketResponse, transport: asyncio.Transport, frame: dict[str, object]
+) -> bool:
+    """agentchat's challenge: send ``CHALLENGE`` for the IDENTIFY's public key and check the
+    ``VERIFY_IDENTITY`` answer; False once refused (an invalid key, a bad or late signature)."""
+    try:
+        load_pubkey(frame["pubkey"])
+    except ProtocolError as exc:
+        await _refuse(ws, transport, _AGENTCHAT, exc)
+        return False
+    challenge = Challenge.issue(str(frame["pubkey"]), Clock.now_ms(), secrets.token_hex(20))
+    sent = {
+        "type": "CHALLENGE",
+        "challenge_id": challenge.challenge_id,
+        "nonce": challenge.nonce,
+        "expires_at": challenge.expires_at,
+    }
+    transport.write(ws_text_frame(msgspec.json.encode(sent)))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + CHALLENGE_TTL_MS / 1000
+    others = 0
+    while True:
+        try:
+            msg = await ws.receive(timeout=max(deadline - loop.time(), 0.001))
+        except TimeoutError:
+            expired = ProtocolError(ErrorCode.VERIFICATION_FAILED, "Challenge expired")
+            await _refuse(ws, transport, _AGENTCHAT, expired)
+            return False
+        if msg.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
+            return False
+        answer, _ = _read_first(msg.data)
+        if isinstance(answer, dict) and answer.get("type") == "VERIFY_IDENTITY":
+            try:
+                challenge.check(
+                    answer.get("challenge_id"),
+                    answer.get("signature"),
+                    answer.get("timestamp"),
+                    Clock.now_ms(),
+                )
+            except ProtocolError as exc:
+                await _refuse(ws, transport, _AGENTCHAT, exc)
+                return False
+            return True
+        others += 1
+        early = ProtocolError(
+            ErrorCode.AUTH_REQUIRED, "answer the CHALLENGE with VERIFY_IDENTITY first"
+        )
+        if others > MAX_FRAMES_BEFORE_IDENTIFY:
+            await _refuse(ws, transport, _AGENTCHAT, early)
+            return False
+        if not transport.is_closing():
+            transport.write(error_frames(_AGENTCHAT, early))
 
 
 async def run_session(accepted: Accepted, router: Gateway) -> None:

@@ -24,6 +24,7 @@ from hubbub.server.admission.auth import Authenticator, Identity
 from hubbub.server.admission.bans import BanList
 from hubbub.server.admission.grants import Grants
 from hubbub.server.admission.invitations import Invitations
+from hubbub.server.admission.keys import KeyBindings
 from hubbub.server.admission.sender import Sender
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig
 from hubbub.server.core.coordination import Coordination, now_ms
@@ -71,6 +72,7 @@ class Gateway:
         self.bans = BanList(self.store)  # admin kill switch (hubbub.server.admission.bans, admin)
         self.grants = Grants(self.store)
         self.invitations = Invitations(self.store)
+        self.keys = KeyBindings(self.store, configs)
         self.rates = RateBuckets(limits.rate_per_s, limits.rate_burst)
         marks = DmMarks(self.store)
         self.delivery = Delivery(
@@ -101,6 +103,7 @@ class Gateway:
             limits,
             self.metrics,
             self.admission,
+            self.keys,
             self.sequencer,
             self.delivery,
             self.coordination,
@@ -147,6 +150,7 @@ class Gateway:
         self.sequencer.epoch = await self.store.epoch()
         for space in self.spaces.values():
             await self.bans.load(space.id)
+            await self.keys.load(space.id)
             await self.grants.load(space)
             await self.sequencer.load(space)
             await self.invitations.load(space)

@@ -18,6 +18,7 @@ from hubbub.server.admission.auth import Authenticator, Identity
 from hubbub.server.admission.authorization import may_join, visible
 from hubbub.server.admission.bans import BanList
 from hubbub.server.admission.grants import Grants
+from hubbub.server.admission.keys import KeyBindings
 from hubbub.server.admission.sender import Sender
 from hubbub.server.config import AUTO_JOIN_MAX, Limits
 from hubbub.server.core.coordination import Coordination
@@ -45,6 +46,7 @@ class Sessions:
         limits: Limits,
         metrics: Metrics,
         admission: Admission,
+        keys: KeyBindings,
         sequencer: Sequencer,
         delivery: Delivery,
         coordination: Coordination,
@@ -59,6 +61,7 @@ class Sessions:
         self.limits = limits
         self.metrics = metrics
         self.admission = admission
+        self.keys = keys
         self.sequencer = sequencer
         self.delivery = delivery
         self.coordination = coordination
@@ -69,13 +72,19 @@ class Sessions:
 
     def authenticate(self, hello: Hello) -> Identity:
         """Check the hello's token and id; raises ProtocolError on refusal."""
-        ident = self.auth.authenticate(hello)
+        cfg = self.auth.spaces.get(hello.space)
+        if cfg is not None and hello.pubkey is not None and not hello.token:
+            ident = self.keys.keyed(cfg, hello)
+        else:
+            ident = self.auth.authenticate(hello)
+            if not ident.by_token:
+                ident = self.keys.keyless(self.auth.spaces[ident.space], hello, ident)
         space = self.spaces[ident.space]
         if hello.unique_name and not ident.by_token and ident.id in space.online:
-            base, n = ident.id[:28], 2
-            while f"{base}-{n}" in space.online:
-                n += 1
-            ident = Identity(ident.space, f"{base}-{n}", ident.kind, ident.role, ident.capabilities)
+            free = self.keys.free_id(space.id, ident.id, space.online)
+            ident = Identity(
+                ident.space, free, ident.kind, ident.role, ident.capabilities, name=ident.name
+            )
         self.bans.check(ident.space, ident.id)  # admin kill switch: a banned id is refused
         return ident
 
@@ -85,9 +94,10 @@ class Sessions:
         caps = self.grants.current(space, ident.id, ident.capability_set())
         rate = self.rates.get(space.id, ident.id)  # a reconnect continues the same bucket
         s = Session(ident.id, ident.kind, ident.role, space, conn, caps, rate)
+        s.name, s.verified = ident.name, ident.verified
         old = space.online.get(ident.id)
         if old is not None:
-            self._displace(old)
+            self._displace(old, conn.peer)
         space.online[s.id] = s
         space.known.add(s.id)
         self.coordination.connected(s)
@@ -128,11 +138,11 @@ class Sessions:
         self.coordination.attached(s)  # callbacks that fell due while the gateway restarted
         return s
 
-    def _displace(self, old: Session) -> None:
+    def _displace(self, old: Session, new_ip: str) -> None:
         """Tell an older connection of the same id that a newer one replaces it, then close it."""
         reason = "replaced by a new connection with the same id"
         displaced = self.delivery.server_env(
-            "system/session-displaced", {"reason": reason}, to=[old.id]
+            "system/session-displaced", {"reason": reason, "new_ip": new_ip}, to=[old.id]
         )
         self.delivery.send(old, displaced)
         old.conn.close(CLOSE_REPLACED, reason)
@@ -168,7 +178,8 @@ class Sessions:
         return self.delivery.server_env(
             "system/welcome",
             {
-                "you": {"id": s.id, "kind": s.kind, "capabilities": s.caps.capabilities},
+                "you": {"id": s.id, "kind": s.kind, "capabilities": s.caps.capabilities}
+                | s.identity(),
                 "participants": [o.summary_json() for o in space.online.values()],
                 "channels": [
                     {"name": n, "members": len(channels[n].members), "seq": channels[n].seq}

@@ -106,9 +106,11 @@ class Session:
         "connected_at",
         "id",
         "kind",
+        "name",
         "rate",
         "role",
         "space",
+        "verified",
     )
 
     def __init__(
@@ -135,6 +137,10 @@ class Session:
         self._summary: dict[str, Any] | None = None
         self._summary_json: msgspec.Raw | None = None
         self.connected_at = time.time()
+        self.name: str | None = None
+        """The display name an agentchat client asked for (its id may differ)."""
+        self.verified: bool | None = None
+        """agentchat clients with a key: whether an admin configured it; None: no key."""
 
     @property
     def caps(self) -> CapabilitySet:
@@ -189,8 +195,18 @@ class Session:
                 out["status_text"] = self._status_text
             if self._wake_at is not None:
                 out["wake_at"] = _ISO.iso(self._wake_at)
+            out |= self.identity()
             self._summary = out
         return self._summary
+
+    def identity(self) -> dict[str, Any]:
+        """``name`` (when it differs from the id) and ``verified`` (keyed agentchat clients)."""
+        out: dict[str, Any] = {}
+        if self.name is not None and self.name != self.id:
+            out["name"] = self.name
+        if self.verified is not None:
+            out["verified"] = self.verified
+        return out
 
     def summary_json(self) -> msgspec.Raw:
         """:meth:`summary` encoded once per change (welcomes list every participant)."""
