@@ -31,10 +31,10 @@ async def test_invite_only_channel_is_private_for_real(gateway: RunningGateway) 
     await owner.send({"type": "LIST_CHANNELS"})
     assert "#hideout" in [c["name"] for c in (await owner.expect_type("CHANNELS"))["list"]]
 
-    async with aiohttp.ClientSession() as http:
-        async with http.get(f"{gateway.http}/channels/%23hideout/messages") as resp:
-            assert resp.status == 403
-            assert (await resp.json())["error"] == "not_invited"
+    url = f"{gateway.http}/channels/%23hideout/messages"
+    async with aiohttp.ClientSession() as http, http.get(url) as resp:
+        assert resp.status == 403
+        assert (await resp.json())["error"] == "not_invited"
 
 
 async def test_invite_tells_the_truth_and_lets_the_invitee_in(gateway: RunningGateway) -> None:

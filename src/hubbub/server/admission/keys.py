@@ -90,7 +90,7 @@ class KeyBindings:
                 f"space {cfg.space!r} requires a token or a configured key: add this public "
                 "key to participants.<id>.pubkeys in space.yaml, or IDENTIFY with a 'token'",
             )
-        kid = key_id(pem)
+        kid = key_id(hello.pubkey)  # of the text as sent, as agentchat derives it
         if policy.bind == "tofu" and is_participant_id(name) and not self._configured_id(cfg, name):
             owner = self._tofu[cfg.space].setdefault(name, pem)
             if owner == pem:
