@@ -92,10 +92,11 @@ class KeyBindings:
             )
         kid = key_id(hello.pubkey)  # of the text as sent, as agentchat derives it
         if policy.bind == "tofu" and is_participant_id(name) and not self._configured_id(cfg, name):
-            owner = self._tofu[cfg.space].setdefault(name, pem)
-            if owner == pem:
+            owner = self._tofu[cfg.space].get(name)
+            if owner is None:
+                self._tofu[cfg.space][name] = pem
                 self.store.put_record(cfg.space, TABLE, name, pem)
-            else:
+            elif owner != pem:
                 name = kid  # the name belongs to another key
         elif self._configured_id(cfg, name):
             name = kid
