@@ -30,6 +30,9 @@ CLIENT_TYPES = (
     "PING",
     "SET_PRESENCE",
     "VERIFY_IDENTITY",
+    "ADMIN_KICK",
+    "ADMIN_BAN",
+    "ADMIN_UNBAN",
 )
 UNSUPPORTED: dict[str, str] = {
     **dict.fromkeys(
@@ -63,9 +66,6 @@ UNSUPPORTED: dict[str, str] = {
             "ADMIN_APPROVE",
             "ADMIN_REVOKE",
             "ADMIN_LIST",
-            "ADMIN_KICK",
-            "ADMIN_BAN",
-            "ADMIN_UNBAN",
             "ADMIN_MOTD",
             "ADMIN_VERIFY",
             "ADMIN_OPEN_WINDOW",
@@ -83,6 +83,9 @@ _FRAME_OF_KIND = {
     "channel/leave": "LEAVE",
     "channel/create": "CREATE_CHANNEL",
     "channel/invite": "INVITE",
+    "admin/kick": "ADMIN_KICK",
+    "admin/ban": "ADMIN_BAN",
+    "admin/unban": "ADMIN_UNBAN",
     "channel/list": "LIST_CHANNELS",
     "channel/members": "LIST_AGENTS",
     "floor/responding-to": "RESPONDING_TO",
@@ -167,6 +170,23 @@ class _VerifyIdentity(_Frame, tag="VERIFY_IDENTITY"):
     timestamp: int | float | str
 
 
+class _AdminKick(_Frame, tag="ADMIN_KICK"):
+    agent_id: str
+    admin_key: str | None = None
+    reason: str | None = None
+
+
+class _AdminBan(_Frame, tag="ADMIN_BAN"):
+    agent_id: str
+    admin_key: str | None = None
+    reason: str | None = None
+
+
+class _AdminUnban(_Frame, tag="ADMIN_UNBAN"):
+    agent_id: str
+    admin_key: str | None = None
+
+
 class _Ping(_Frame, tag="PING"):
     pass
 
@@ -189,6 +209,9 @@ _AnyFrame = (
     | _Ping
     | _SetPresence
     | _VerifyIdentity
+    | _AdminKick
+    | _AdminBan
+    | _AdminUnban
 )
 _read_json = msgspec.json.Decoder().decode
 _clock = Clock()
@@ -332,6 +355,15 @@ class AgentchatDialect:
             if frame.status_text is not None:
                 status["status_text"] = frame.status_text
             return Envelope(kind="participant/status", payload=status)
+        if isinstance(frame, _AdminKick | _AdminBan | _AdminUnban):
+            action = {_AdminKick: "kick", _AdminBan: "ban", _AdminUnban: "unban"}[type(frame)]
+            admin: dict[str, Any] = {"participant": _bare(frame.agent_id)}
+            if frame.admin_key:
+                admin["admin_key"] = frame.admin_key
+            reason = getattr(frame, "reason", None)
+            if reason:
+                admin["reason"] = reason
+            return Envelope(kind=f"admin/{action}", payload=admin)
         if isinstance(frame, _Ping):
             return Reply(encode({"type": "PONG", "ts": Clock.now_ms()}))
         raise ProtocolError(
@@ -415,6 +447,22 @@ class AgentchatDialect:
                 "ts": _ms(env),
             }
             return [encode(invitation)]
+        if kind == "admin/result":
+            result = {
+                "type": "ADMIN_RESULT",
+                "action": p.get("action"),
+                "success": p.get("success", True),
+                "agentId": at(str(p.get("id", ""))),
+                "ts": _ms(env),
+            }
+            return [encode(result)]
+        if kind == "system/kicked":
+            told = {
+                "type": "BANNED" if p.get("banned") else "KICKED",
+                "reason": p.get("reason", ""),
+                "ts": _ms(env),
+            }
+            return [encode(told)]
         if kind == "channel/left":
             return [encode({"type": "LEFT", "channel": p.get("channel"), "ts": _ms(env)})]
         if kind == "channel/list-response":

@@ -36,6 +36,7 @@ AGENT_DEFAULT_CAPABILITIES: list[dict[str, Any]] = [
     {"kind": "channel/leave"},
     {"kind": "channel/invite"},
     {"kind": "channel/list"},
+    {"kind": "admin/*"},
     {"kind": "channel/members"},
     {"kind": "history/request"},
     {"kind": "floor/*"},

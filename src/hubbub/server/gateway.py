@@ -31,6 +31,7 @@ from hubbub.server.core.coordination import Coordination, now_ms
 from hubbub.server.core.delivery import Delivery
 from hubbub.server.core.dm_marks import DmMarks
 from hubbub.server.core.events import Events
+from hubbub.server.core.moderation import Moderation
 from hubbub.server.core.requests import Requests
 from hubbub.server.core.sequencer import Sequencer
 from hubbub.server.core.sessions import Sessions
@@ -110,6 +111,7 @@ class Gateway:
             server_name,
             lambda: self.shutting_down,
         )
+        self.moderation = Moderation(self.bans, self.activity, self.delivery, self.detach)
         requests = Requests(
             limits,
             self.store,
@@ -121,6 +123,8 @@ class Gateway:
             self.coordination,
             self.tasks,
             self.invitations,
+            self.moderation,
+            self.auth,
         )
         self.router = Router(
             self.admission,

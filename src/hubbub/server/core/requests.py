@@ -17,9 +17,10 @@ import msgspec
 from hubbub.protocol.capabilities import CapabilityError, validate_capabilities
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.protocol.ids import DM_STREAM, is_channel
+from hubbub.protocol.ids import DM_STREAM, is_channel, is_participant_id
 from hubbub.protocol.kinds import REQUEST_KINDS
 from hubbub.server.admission.admit import Admission, Destination
+from hubbub.server.admission.auth import Authenticator
 from hubbub.server.admission.authorization import check_grant, visible
 from hubbub.server.admission.grants import Grants
 from hubbub.server.admission.invitations import Invitations
@@ -27,6 +28,7 @@ from hubbub.server.admission.sender import Sender
 from hubbub.server.config import Limits
 from hubbub.server.core.coordination import Coordination
 from hubbub.server.core.delivery import Delivery
+from hubbub.server.core.moderation import Moderation
 from hubbub.server.core.sequencer import HISTORY_CACHE, Sequencer, clamp_seq
 from hubbub.server.core.sessions import Sessions
 from hubbub.server.core.tasks import Tasks
@@ -58,6 +60,8 @@ class Requests:
         coordination: Coordination,
         tasks: Tasks,
         invitations: Invitations,
+        moderation: Moderation,
+        auth: Authenticator,
     ) -> None:
         self.limits = limits
         self.store = store
@@ -69,12 +73,17 @@ class Requests:
         self.coordination = coordination
         self.tasks = tasks
         self.invitations = invitations
+        self.moderation = moderation
+        self.auth = auth
         self.handlers: dict[str, Handler] = {
             "floor/responding-to": self._claim,
             "channel/join": self._join,
             "channel/leave": self._leave,
             "channel/create": self._create,
             "channel/invite": self._invite,
+            "admin/kick": self._moderate,
+            "admin/ban": self._moderate,
+            "admin/unban": self._moderate,
             "channel/list": self._list,
             "channel/members": self._members,
             "history/request": self._history,
@@ -197,6 +206,45 @@ class Requests:
                 "participants": [m.summary() for m in ch.members.values()],
             },
         )
+
+    # ------------------------------------------------------------------ moderation
+
+    def _moderate(self, sender: Sender, env: Envelope, now: int) -> None:
+        """``admin/kick|ban|unban {participant, reason?, admin_key?}`` from an admin (by role,
+        or an ``admin_key`` that is the token of an admin of the space): ``admin/result``."""
+        space = sender.space
+        key = env.payload.get("admin_key")
+        owner = self.auth.lookup_token(key) if isinstance(key, str) and key else None
+        by_key = (
+            owner is not None
+            and owner[0] == space.id
+            and space.config.participants[owner[1]].role == "admin"
+        )
+        if sender.role != "admin" and not by_key:
+            raise ProtocolError(
+                ErrorCode.AUTH_REQUIRED,
+                "Invalid admin key: send the token of an admin of this space as admin_key, "
+                "or connect as an admin",
+            )
+        pid = env.payload.get("participant")
+        if not isinstance(pid, str) or not is_participant_id(pid):
+            raise ProtocolError(ErrorCode.INVALID_ID, f"{pid!r} is not a participant id")
+        reason = env.payload.get("reason")
+        reason = reason if isinstance(reason, str) and reason else None
+        action = env.kind.removeprefix("admin/")
+        if action == "kick":
+            out = self.moderation.kick(space, pid, sender.id, reason)
+            if not out["disconnected"]:
+                raise ProtocolError(
+                    ErrorCode.UNKNOWN_PARTICIPANT, f"participant {pid!r} is not online"
+                )
+        elif action == "ban":
+            out = self.moderation.ban(space, pid, sender.id, reason)
+        else:
+            out = self.moderation.unban(space, pid, sender.id)
+            if not out["was_banned"]:
+                raise ProtocolError(ErrorCode.UNKNOWN_PARTICIPANT, f"{pid!r} is not banned")
+        self.reply(sender, env, "admin/result", {"action": action, "success": True} | out)
 
     # ------------------------------------------------------------------ history
 
