@@ -83,7 +83,7 @@ def test_extra_msg_fields_may_not_nest_deeper_than_envelopes() -> None:
     for _ in range(150):
         deep = [deep]
     with pytest.raises(ProtocolError, match="nests"):
-        AC.decode(json.dumps({"type": "MSG", "to": "#general", "content": "x", "x": deep}))
+        AC.decode(json.dumps({"type": "MSG", "to": "#general", "content": "x", "sig": deep}))
 
 
 def test_callback_and_wake_fields_pass_through() -> None:

@@ -33,6 +33,7 @@ CLIENT_TYPES = (
     "ADMIN_KICK",
     "ADMIN_BAN",
     "ADMIN_UNBAN",
+    "TYPING",
 )
 UNSUPPORTED: dict[str, str] = {
     **dict.fromkeys(
@@ -73,7 +74,6 @@ UNSUPPORTED: dict[str, str] = {
         "administer hubbub with admin tokens on the dashboard and HTTP API (docs/dashboard.md)",
     ),
     "SET_NICK": "ids are names in hubbub; reconnect with another IDENTIFY name",
-    "TYPING": "hubbub relays no typing indicators",
 }
 """agentchat client frames hubbub answers with ``ERROR {code:"UNSUPPORTED"}``, and why."""
 
@@ -83,6 +83,7 @@ _FRAME_OF_KIND = {
     "channel/leave": "LEAVE",
     "channel/create": "CREATE_CHANNEL",
     "channel/invite": "INVITE",
+    "chat/typing": "TYPING",
     "admin/kick": "ADMIN_KICK",
     "admin/ban": "ADMIN_BAN",
     "admin/unban": "ADMIN_UNBAN",
@@ -187,6 +188,10 @@ class _AdminUnban(_Frame, tag="ADMIN_UNBAN"):
     admin_key: str | None = None
 
 
+class _Typing(_Frame, tag="TYPING"):
+    channel: str
+
+
 class _Ping(_Frame, tag="PING"):
     pass
 
@@ -212,6 +217,7 @@ _AnyFrame = (
     | _AdminKick
     | _AdminBan
     | _AdminUnban
+    | _Typing
 )
 _read_json = msgspec.json.Decoder().decode
 _clock = Clock()
@@ -364,6 +370,8 @@ class AgentchatDialect:
             if reason:
                 admin["reason"] = reason
             return Envelope(kind=f"admin/{action}", payload=admin)
+        if isinstance(frame, _Typing):
+            return Envelope(kind="chat/typing", channel=frame.channel)
         if isinstance(frame, _Ping):
             return Reply(encode({"type": "PONG", "ts": Clock.now_ms()}))
         raise ProtocolError(
@@ -371,12 +379,11 @@ class AgentchatDialect:
         )
 
     def _chat(self, frame: _Msg, raw: dict[str, Any]) -> Envelope:
-        """``MSG`` → ``chat``; fields the client added (``sig``, …) ride along in the payload."""
+        """``MSG`` → ``chat``; of the fields a client adds only ``sig`` rides along (as
+        agentchat's server relays it), besides ``in_reply_to``."""
         payload: dict[str, Any] = {"text": frame.content}
-        for key, value in raw.items():
-            if key not in _MSG_FIELDS:
-                payload[key] = value
-        if len(payload) > 1:
+        if "sig" in raw:
+            payload["sig"] = raw["sig"]
             check_payload_depth(payload)
         reply_to = [frame.in_reply_to] if frame.in_reply_to else None
         if frame.to.startswith("#"):
@@ -447,6 +454,15 @@ class AgentchatDialect:
                 "ts": _ms(env),
             }
             return [encode(invitation)]
+        if kind == "chat/typing":
+            typing = {
+                "type": "TYPING",
+                "from": at(env.from_),
+                "from_name": _name(env.from_),
+                "channel": env.channel,
+                "ts": _ms(env),
+            }
+            return [encode(typing)]
         if kind == "admin/result":
             result = {
                 "type": "ADMIN_RESULT",

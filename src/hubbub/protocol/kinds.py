@@ -69,6 +69,7 @@ _TABLE: Final = (
     _client("channel/leave", request=True, standard=False),
     _client("channel/create", request=True, standard=False),
     _client("channel/invite", request=True, standard=False),
+    _client("chat/typing", request=True, standard=False),
     _client("admin/kick", request=True, standard=False),
     _client("admin/ban", request=True, standard=False),
     _client("admin/unban", request=True, standard=False),

@@ -342,13 +342,31 @@ async def health(request: web.Request) -> web.Response:
         "spaces": sorted(router.spaces),
         "connections": sum(len(s.online) for s in router.spaces.values()),
         "store": {"available": store.available},
-    }
+    } | agentchat_health(router)
     if not store.available:
         body["store"] = {
             "available": False,
             "error": store.problem or "the store cannot commit; see the gateway's log",
         }
     return web.json_response(body)
+
+
+def agentchat_health(router: Gateway) -> dict[str, object]:
+    """The fields of agentchat's ``/health`` (``status`` stays hubbub's)."""
+    now = Clock.now_ms()
+    sessions = [s for space in router.spaces.values() for s in space.online.values()]
+    channels = [c for space in router.spaces.values() for c in space.channels.values()]
+    return {
+        "server": router.server_name,
+        "uptime_seconds": (now - router.started_at_ms) // 1000,
+        "started_at": router.started_at_ms,
+        "agents": {
+            "connected": len(sessions),
+            "with_identity": sum(1 for s in sessions if s.verified is not None),
+        },
+        "channels": {"total": len(channels), "public": sum(1 for c in channels if not c.private)},
+        "timestamp": now,
+    }
 
 
 def build_app(router: Gateway) -> web.Application:

@@ -64,6 +64,8 @@ class Gateway:
         self.limits = limits
         self.metrics = metrics or Metrics()
         self.server_name = server_name
+        self.started_at_ms = Clock.now_ms()
+        """When the gateway started (Unix ms; ``/health``)."""
         self.ids = UlidGenerator()
         self.clock = Clock()
         self.shutting_down = False
@@ -150,6 +152,7 @@ class Gateway:
 
     async def start(self) -> None:
         """Open the store and continue each space where it stopped."""
+        self.started_at_ms = Clock.now_ms()
         await self.store.open()
         self.sequencer.epoch = await self.store.epoch()
         for space in self.spaces.values():

@@ -81,6 +81,7 @@ class Requests:
             "channel/leave": self._leave,
             "channel/create": self._create,
             "channel/invite": self._invite,
+            "chat/typing": self._typing,
             "admin/kick": self._moderate,
             "admin/ban": self._moderate,
             "admin/unban": self._moderate,
@@ -130,10 +131,11 @@ class Requests:
     def _leave(self, sender: Sender, env: Envelope, now: int) -> None:
         s = _session(sender, "channel/leave")
         name = env.payload.get("channel")
-        ch = self.admission.channel_for(s, name)
-        ch.remove(s)
-        self.reply(s, env, "channel/left", {"channel": name})
-        self.delivery.queue_presence(s.space, "leave", s.summary(), channel=name)
+        ch = self.admission.channel_for(s, name, member=False)
+        was_member = ch.remove(s)
+        self.reply(s, env, "channel/left", {"channel": name})  # also when not a member
+        if was_member:
+            self.delivery.queue_presence(s.space, "leave", s.summary(), channel=name)
 
     def _create(self, sender: Sender, env: Envelope, now: int) -> None:
         name = env.payload.get("channel")
@@ -185,6 +187,15 @@ class Requests:
             invited = self.delivery.server_env("channel/invited", note, to=[pid])
             self.store.after_commit(lambda: self.delivery.send(target, invited))
         self.reply(s, env, "channel/invited", note)
+
+    def _typing(self, sender: Sender, env: Envelope, now: int) -> None:
+        """``chat/typing {}`` in a channel: relayed at once to the other members, never
+        stored (agentchat's ``TYPING``)."""
+        s = _session(sender, "chat/typing")
+        ch = self.admission.channel_for(s, env.channel or env.payload.get("channel"))
+        for member in list(ch.members.values()):
+            if member is not s:
+                self.delivery.send(member, env)
 
     def _list(self, sender: Sender, env: Envelope, now: int) -> None:
         chans = [

@@ -30,7 +30,8 @@ from hubbub.server.state.space import RateBuckets, Session, SpaceState
 
 SETTABLE_PRESENCE: Final = ("online", "away", "busy", "listening", "offline")
 """Presence values a participant may set itself (agentchat's set; ``sleeping`` is the server's)."""
-MAX_STATUS_TEXT: Final = 200
+MAX_STATUS_TEXT: Final = 100
+"""agentchat's limit on ``status_text``."""
 
 
 class Sessions:
@@ -231,7 +232,7 @@ class Sessions:
         if presence not in SETTABLE_PRESENCE:
             raise ProtocolError(
                 ErrorCode.INVALID_ENVELOPE,
-                f"presence {presence!r} cannot be set by a participant: use one of "
+                f"Invalid presence status {presence!r}: a participant sets one of "
                 + ", ".join(repr(p) for p in SETTABLE_PRESENCE)
                 + " (sleeping comes from @@sleep markers)",
             )
