@@ -22,7 +22,7 @@ from hubbub.server.config import (
     SpaceConfig,
     hash_token,
 )
-from tests.conftest import RunningGateway, WsClient, start_gateway, stop_gateway
+from tests.conftest import Door, RunningGateway, WsClient, start_gateway, stop_gateway
 from tests.interop.test_agentchat_client import of_type
 
 
@@ -56,7 +56,7 @@ class Keypair:
         }
 
 
-async def keyed(gw: RunningGateway, name: str, key: Keypair, **extra: Any) -> WsClient:
+async def keyed(gw: Door, name: str, key: Keypair, **extra: Any) -> WsClient:
     """IDENTIFY {name, pubkey}, answer the CHALLENGE; return once WELCOME arrived."""
     c = await gw.connect()
     await c.send({"type": "IDENTIFY", "name": name, "pubkey": key.pem, **extra})
