@@ -70,3 +70,20 @@ async def test_health_answers_agentchats_fields_besides_hubbubs(gateway: Running
     assert body["agents"]["with_identity"] == 0
     assert body["channels"] == {"total": 1, "public": 1}
     assert body["uptime_seconds"] >= 0 and body["timestamp"] >= body["started_at"]
+
+
+async def test_ping_and_list_channels_are_answered_before_identify(
+    gateway: RunningGateway,
+) -> None:
+    owner = await gateway.agentchat("owner")
+    await owner.send({"type": "CREATE_CHANNEL", "channel": "#hidden", "invite_only": True})
+    await owner.expect_type("JOINED")
+    c = await gateway.connect()
+    await c.send({"type": "PING"})
+    assert (await c.recv())["type"] == "PONG"
+    await c.send({"type": "LIST_CHANNELS"})
+    listed = await c.recv()
+    assert listed["type"] == "CHANNELS"
+    assert [ch["name"] for ch in listed["list"]] == ["#general"]  # not the private one
+    await c.send({"type": "IDENTIFY", "name": "late", "pubkey": None})
+    assert (await c.expect_type("WELCOME"))["agent_id"] == "@late"

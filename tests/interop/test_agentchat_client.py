@@ -281,7 +281,7 @@ async def test_too_many_frames_before_identify_close_the_connection(
 ) -> None:
     c = await gateway.connect()
     for _ in range(11):
-        await c.send({"type": "PING"})
+        await c.send({"type": "JOIN", "channel": "#general"})
     codes = [(await c.expect_type("ERROR"))["code"] for _ in range(11)]
     assert codes == ["AUTH_REQUIRED"] * 11
     await c.ws.wait_closed()

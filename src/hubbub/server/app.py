@@ -104,8 +104,27 @@ def hard_frame_cap(limits: Limits) -> int:
     return max(limits.max_frame_bytes * 4, 1024 * 1024)
 
 
+PublicChannels = Callable[[], list[dict[str, object]]]
+"""The channels an unidentified agentchat client may list (``LIST_CHANNELS`` before IDENTIFY)."""
+
+
+def _answer_before_identify(
+    frame_type: str, channels: PublicChannels | None
+) -> dict[str, object] | None:
+    """agentchat's answers before IDENTIFY: ``PONG`` to ``PING``, ``CHANNELS`` to
+    ``LIST_CHANNELS`` (public channels; where the node knows them); None for the others."""
+    if frame_type == "PING":
+        return {"type": "PONG", "ts": Clock.now_ms()}
+    if frame_type == "LIST_CHANNELS" and channels is not None:
+        return {"type": "CHANNELS", "list": channels(), "ts": Clock.now_ms()}
+    return None
+
+
 async def handshake(
-    ws: web.WebSocketResponse, transport: asyncio.Transport, limits: Limits
+    ws: web.WebSocketResponse,
+    transport: asyncio.Transport,
+    limits: Limits,
+    channels: PublicChannels | None = None,
 ) -> tuple[Dialect, dict[str, object]] | None:
     """Read the first frame: the dialect and the hello frame, or None once refused."""
     loop = asyncio.get_running_loop()
@@ -132,6 +151,11 @@ async def handshake(
         if early_type is None:
             break
         early += 1
+        answer = _answer_before_identify(early_type, channels)
+        if answer is not None and early <= MAX_FRAMES_BEFORE_IDENTIFY:
+            if not transport.is_closing():
+                transport.write(ws_text_frame(msgspec.json.encode(answer)))
+            continue
         refusal = ProtocolError(
             ErrorCode.AUTH_REQUIRED,
             f"{early_type} before IDENTIFY: send IDENTIFY {{name, token?}} first",
@@ -205,7 +229,9 @@ async def serve_websocket(
     not_websocket: Callable[[web.Request], Awaitable[web.StreamResponse]],
 ) -> web.StreamResponse:
     """Serve one client WebSocket on ``router`` (a plain GET of ``/``: ``not_websocket``)."""
-    accepted = await accept_websocket(request, limits, not_websocket)
+    accepted = await accept_websocket(
+        request, limits, not_websocket, lambda: public_channels(router)
+    )
     if not isinstance(accepted, Accepted):
         return accepted
     await run_session(accepted, router)
@@ -230,6 +256,7 @@ async def accept_websocket(
     request: web.Request,
     limits: Limits,
     not_websocket: Callable[[web.Request], Awaitable[web.StreamResponse]],
+    channels: PublicChannels | None = None,
 ) -> Accepted | web.StreamResponse:
     """Upgrade ``request`` and read its hello; the response to return when that fails."""
     ws = prepare_websocket(request, limits)
@@ -244,7 +271,7 @@ async def accept_websocket(
     await ws.prepare(request)
     transport = request.transport
     assert transport is not None
-    hello = await handshake(ws, transport, limits)
+    hello = await handshake(ws, transport, limits, channels)
     if hello is None:
         return ws
     dialect, frame = hello
@@ -349,6 +376,17 @@ async def health(request: web.Request) -> web.Response:
             "error": store.problem or "the store cannot commit; see the gateway's log",
         }
     return web.json_response(body)
+
+
+def public_channels(router: Gateway) -> list[dict[str, object]]:
+    """The public channels of the space an IDENTIFY without ``space`` joins, as agentchat's
+    ``CHANNELS`` lists them."""
+    space = router.spaces.get(router.auth.addressed_space(None))
+    if space is None:
+        return []
+    return [
+        {"name": c.name, "agents": len(c.members)} for c in space.channels.values() if not c.private
+    ]
 
 
 def agentchat_health(router: Gateway) -> dict[str, object]:
