@@ -378,7 +378,6 @@ MARKETPLACE: list[Frame] = [
     {"type": "REGISTER_SKILLS", "skills": [], "sig": "x"},
     {"type": "SEARCH_SKILLS", "query": {}},
     {"type": "FILE_CHUNK", "to": "@bob", "content": "chunk"},
-    {"type": "VERIFY_REQUEST", "target": "@bob", "nonce": "n"},
 ]
 
 

@@ -22,6 +22,7 @@ from hubbub.server.config import (
     SpaceConfig,
     hash_token,
 )
+from hubbub.server.core.verifications import VERIFY_TIMEOUT_MS, Verifications
 from tests.conftest import Door, RunningGateway, WsClient, start_gateway, stop_gateway
 from tests.interop.test_agentchat_client import of_type
 
@@ -269,3 +270,56 @@ def test_a_configured_pubkey_must_be_ed25519_pem() -> None:
     cfg = SpaceConfig(participants={"x": ParticipantConfig(pubkeys=["nope"])})
     with pytest.raises(ConfigError, match=r"participants.x.pubkeys\[0\]"):
         cfg.validate()
+
+
+# ---------------------------------------------------------------------------------------------
+# VERIFY_REQUEST / VERIFY_RESPONSE between agents
+# ---------------------------------------------------------------------------------------------
+
+
+async def test_an_agent_verifies_another_agents_key(gateway: RunningGateway) -> None:
+    key = Keypair()
+    target = await keyed(gateway, "target", key)
+    asker = await gateway.agentchat("asker")
+    await asker.send({"type": "VERIFY_REQUEST", "target": key.agent_id, "nonce": "n-123"})
+    ack = await asker.expect_type("VERIFY_REQUEST")
+    assert ack["status"] == "pending" and ack["target"] == key.agent_id
+    asked = await target.expect_type("VERIFY_REQUEST")
+    assert asked["from"] == "@asker" and asked["nonce"] == "n-123"
+    sig = base64.b64encode(key.private.sign(b"n-123")).decode()
+    await target.send(
+        {"type": "VERIFY_RESPONSE", "request_id": asked["request_id"], "nonce": "n-123"}
+        | {"sig": sig}
+    )
+    success = await asker.expect_type("VERIFY_SUCCESS")
+    assert success["agent"] == key.agent_id and success["pubkey"] == key.pem
+    assert (await target.expect_type("VERIFY_SUCCESS"))["verified"] is True
+
+
+async def test_a_wrong_signature_fails_and_keyless_targets_cannot_be_verified(
+    gateway: RunningGateway,
+) -> None:
+    key = Keypair()
+    target = await keyed(gateway, "target", key)
+    asker = await gateway.agentchat("asker")
+    await asker.send({"type": "VERIFY_REQUEST", "target": key.agent_id, "nonce": "n"})
+    asked = await target.expect_type("VERIFY_REQUEST")
+    forged = base64.b64encode(Keypair().private.sign(b"n")).decode()
+    await target.send(
+        {"type": "VERIFY_RESPONSE", "request_id": asked["request_id"], "nonce": "n", "sig": forged}
+    )
+    failed = await asker.expect_type("VERIFY_FAILED")
+    assert failed["target"] == key.agent_id and failed["reason"]
+    await asker.send({"type": "VERIFY_REQUEST", "target": "@asker", "nonce": "n"})
+    assert (await asker.expect_type("ERROR"))["code"] == "INVALID_MSG"
+
+
+def test_an_unanswered_verification_expires_after_30_s() -> None:
+    """The ledger with the clock passed in (no waiting on the wall clock)."""
+    ledger = Verifications()
+    pending = ledger.ask("asker", "target", Keypair().pem, "n", now=1_000)
+    assert ledger.expire(pending.request_id, 1_000 + VERIFY_TIMEOUT_MS) is None  # in time
+    assert ledger.expire(pending.request_id, 1_001 + VERIFY_TIMEOUT_MS) == pending
+    with pytest.raises(ProtocolError) as late:
+        ledger.answer("target", pending.request_id, "n", "c2ln", 1_002 + VERIFY_TIMEOUT_MS)
+    assert late.value.code is ErrorCode.VERIFICATION_FAILED

@@ -34,6 +34,8 @@ CLIENT_TYPES = (
     "ADMIN_BAN",
     "ADMIN_UNBAN",
     "TYPING",
+    "VERIFY_REQUEST",
+    "VERIFY_RESPONSE",
 )
 UNSUPPORTED: dict[str, str] = {
     **dict.fromkeys(
@@ -56,11 +58,6 @@ UNSUPPORTED: dict[str, str] = {
         "the skills directory (agentchat's marketplace) is not part of hubbub",
     ),
     "FILE_CHUNK": "file transfer is not part of hubbub; send a link in a MSG",
-    **dict.fromkeys(
-        ("VERIFY_REQUEST", "VERIFY_RESPONSE"),
-        "hubbub does not relay verification requests between agents; the server checks keys "
-        "at IDENTIFY (VERIFY_IDENTITY) and marks configured keys verified",
-    ),
     "CAPTCHA_RESPONSE": "hubbub sends no captcha; authenticate with IDENTIFY {name, token}",
     **dict.fromkeys(
         (
@@ -84,6 +81,8 @@ _FRAME_OF_KIND = {
     "channel/create": "CREATE_CHANNEL",
     "channel/invite": "INVITE",
     "chat/typing": "TYPING",
+    "identity/verify-request": "VERIFY_REQUEST",
+    "identity/verify-response": "VERIFY_RESPONSE",
     "admin/kick": "ADMIN_KICK",
     "admin/ban": "ADMIN_BAN",
     "admin/unban": "ADMIN_UNBAN",
@@ -192,6 +191,17 @@ class _Typing(_Frame, tag="TYPING"):
     channel: str
 
 
+class _VerifyRequest(_Frame, tag="VERIFY_REQUEST"):
+    target: str
+    nonce: str
+
+
+class _VerifyResponse(_Frame, tag="VERIFY_RESPONSE"):
+    request_id: str
+    nonce: str
+    sig: str
+
+
 class _Ping(_Frame, tag="PING"):
     pass
 
@@ -218,6 +228,8 @@ _AnyFrame = (
     | _AdminBan
     | _AdminUnban
     | _Typing
+    | _VerifyRequest
+    | _VerifyResponse
 )
 _read_json = msgspec.json.Decoder().decode
 _clock = Clock()
@@ -370,6 +382,17 @@ class AgentchatDialect:
             if reason:
                 admin["reason"] = reason
             return Envelope(kind=f"admin/{action}", payload=admin)
+        if isinstance(frame, _VerifyRequest):
+            return Envelope(
+                kind="identity/verify-request",
+                payload={"target": _bare(frame.target), "nonce": frame.nonce},
+            )
+        if isinstance(frame, _VerifyResponse):
+            return Envelope(
+                kind="identity/verify-response",
+                payload={"request_id": frame.request_id, "nonce": frame.nonce}
+                | {"signature": frame.sig},
+            )
         if isinstance(frame, _Typing):
             return Envelope(kind="chat/typing", channel=frame.channel)
         if isinstance(frame, _Ping):
@@ -454,6 +477,36 @@ class AgentchatDialect:
                 "ts": _ms(env),
             }
             return [encode(invitation)]
+        if kind == "identity/verify-asked":
+            asked = {
+                "type": "VERIFY_REQUEST",
+                "request_id": p.get("request_id"),
+                "from": at(str(p.get("from", ""))),
+                "nonce": p.get("nonce"),
+                "ts": _ms(env),
+            }
+            return [encode(asked)]
+        if kind == "identity/verify-pending":
+            pending = {
+                "type": "VERIFY_REQUEST",
+                "request_id": p.get("request_id"),
+                "target": at(str(p.get("target", ""))),
+                "status": "pending",
+                "ts": _ms(env),
+            }
+            return [encode(pending)]
+        if kind == "identity/verify-result":
+            verified = p.get("verified") is True
+            result: dict[str, Any] = {
+                "type": "VERIFY_SUCCESS" if verified else "VERIFY_FAILED",
+                "request_id": p.get("request_id"),
+            }
+            if "target" in p:
+                result["agent" if verified else "target"] = at(str(p["target"]))
+            for key in ("pubkey", "reason"):
+                if key in p:
+                    result[key] = p[key]
+            return [encode(result | {"verified": verified, "ts": _ms(env)})]
         if kind == "chat/typing":
             typing = {
                 "type": "TYPING",

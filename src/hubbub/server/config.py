@@ -37,6 +37,7 @@ AGENT_DEFAULT_CAPABILITIES: list[dict[str, Any]] = [
     {"kind": "channel/invite"},
     {"kind": "channel/list"},
     {"kind": "admin/*"},
+    {"kind": "identity/*"},
     {"kind": "channel/members"},
     {"kind": "history/request"},
     {"kind": "floor/*"},

@@ -33,6 +33,8 @@ class Identity:
     """The display name asked for (agentchat's IDENTIFY ``name``)."""
     verified: bool | None = None
     """agentchat clients with a key: True when an admin configured the key; None: no key."""
+    pubkey: str | None = None
+    """The public key the client proved (agentchat clients with a key)."""
 
     def capability_set(self) -> CapabilitySet:
         """The capabilities compiled for matching."""

@@ -76,7 +76,15 @@ class KeyBindings:
             p = cfg.participants[pid]
             caps = tuple(p.effective_capabilities())
             return Identity(
-                cfg.space, pid, p.kind, p.role, caps, by_token=True, name=name, verified=True
+                cfg.space,
+                pid,
+                p.kind,
+                p.role,
+                caps,
+                by_token=True,
+                name=name,
+                verified=True,
+                pubkey=hello.pubkey,
             )
         if policy.allowlist == "strict":
             raise ProtocolError(
@@ -103,7 +111,15 @@ class KeyBindings:
         kind = hello.kind or cfg.defaults.kind
         caps = tuple(cfg.open_capabilities())
         return Identity(
-            cfg.space, kid, kind, "participant", caps, by_token=True, name=name, verified=False
+            cfg.space,
+            kid,
+            kind,
+            "participant",
+            caps,
+            by_token=True,
+            name=name,
+            verified=False,
+            pubkey=hello.pubkey,
         )
 
     def keyless(self, cfg: SpaceConfig, hello: Hello, ident: Identity) -> Identity:

@@ -9,6 +9,7 @@ them is delivered, so a connection's answers come in the order of its frames.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +33,7 @@ from hubbub.server.core.moderation import Moderation
 from hubbub.server.core.sequencer import HISTORY_CACHE, Sequencer, clamp_seq
 from hubbub.server.core.sessions import Sessions
 from hubbub.server.core.tasks import Tasks
+from hubbub.server.core.verifications import VERIFY_TIMEOUT_MS, Verifications
 from hubbub.server.state.space import Channel, Session
 from hubbub.store.base import Store
 
@@ -75,6 +77,7 @@ class Requests:
         self.invitations = invitations
         self.moderation = moderation
         self.auth = auth
+        self.verifications = Verifications()
         self.handlers: dict[str, Handler] = {
             "floor/responding-to": self._claim,
             "channel/join": self._join,
@@ -82,6 +85,8 @@ class Requests:
             "channel/create": self._create,
             "channel/invite": self._invite,
             "chat/typing": self._typing,
+            "identity/verify-request": self._verify_request,
+            "identity/verify-response": self._verify_response,
             "admin/kick": self._moderate,
             "admin/ban": self._moderate,
             "admin/unban": self._moderate,
@@ -216,6 +221,65 @@ class Requests:
                 "members": list(ch.members),
                 "participants": [m.summary() for m in ch.members.values()],
             },
+        )
+
+    # ------------------------------------------------------------------ verification
+
+    def _verify_request(self, sender: Sender, env: Envelope, now: int) -> None:
+        """``identity/verify-request {target, nonce}``: forwarded to the target
+        (``identity/verify-asked``), acknowledged ``identity/verify-pending``; fails after
+        30 s unanswered."""
+        s = _session(sender, "identity/verify-request")
+        target_id = env.payload.get("target")
+        target = s.space.online.get(target_id) if isinstance(target_id, str) else None
+        if target is None:
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_PARTICIPANT, f"participant {target_id!r} is not online"
+            )
+        pending = self.verifications.ask(
+            s.id, target.id, target.pubkey, env.payload.get("nonce"), now
+        )
+        asked = {"request_id": pending.request_id, "from": s.id, "nonce": pending.nonce}
+        self.delivery.send(target, self.delivery.server_env("identity/verify-asked", asked))
+        ack = {"request_id": pending.request_id, "target": target.id, "status": "pending"}
+        self.reply(s, env, "identity/verify-pending", ack)
+
+        def expire() -> None:
+            gone = self.verifications.expire(pending.request_id, pending.expires_at + 1)
+            if gone is not None and s.space.online.get(s.id) is s:
+                failed = {
+                    "request_id": gone.request_id,
+                    "target": gone.target,
+                    "verified": False,
+                    "reason": "Verification timed out",
+                }
+                self.delivery.send(s, self.delivery.server_env("identity/verify-result", failed))
+
+        asyncio.get_running_loop().call_later(VERIFY_TIMEOUT_MS / 1000, expire)
+
+    def _verify_response(self, sender: Sender, env: Envelope, now: int) -> None:
+        """``identity/verify-response {request_id, nonce, signature}`` of the target: both
+        sides get ``identity/verify-result {verified}``."""
+        s = _session(sender, "identity/verify-response")
+        p = env.payload
+        pending, ok = self.verifications.answer(
+            s.id, p.get("request_id"), p.get("nonce"), p.get("signature"), now
+        )
+        result: dict[str, Any] = {
+            "request_id": pending.request_id,
+            "target": pending.target,
+            "verified": ok,
+        }
+        if ok:
+            result["pubkey"] = pending.pubkey
+        else:
+            result["reason"] = "Signature verification failed"
+        requester = s.space.online.get(pending.requester)
+        if requester is not None:
+            told = self.delivery.server_env("identity/verify-result", result)
+            self.delivery.send(requester, told)
+        self.reply(
+            s, env, "identity/verify-result", {"request_id": pending.request_id, "verified": ok}
         )
 
     # ------------------------------------------------------------------ moderation

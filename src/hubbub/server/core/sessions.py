@@ -95,7 +95,7 @@ class Sessions:
         caps = self.grants.current(space, ident.id, ident.capability_set())
         rate = self.rates.get(space.id, ident.id)  # a reconnect continues the same bucket
         s = Session(ident.id, ident.kind, ident.role, space, conn, caps, rate)
-        s.name, s.verified = ident.name, ident.verified
+        s.name, s.verified, s.pubkey = ident.name, ident.verified, ident.pubkey
         old = space.online.get(ident.id)
         if old is not None:
             self._displace(old, conn.peer)

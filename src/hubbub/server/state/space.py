@@ -107,6 +107,7 @@ class Session:
         "id",
         "kind",
         "name",
+        "pubkey",
         "rate",
         "role",
         "space",
@@ -141,6 +142,8 @@ class Session:
         """The display name an agentchat client asked for (its id may differ)."""
         self.verified: bool | None = None
         """agentchat clients with a key: whether an admin configured it; None: no key."""
+        self.pubkey: str | None = None
+        """The public key an agentchat client proved at IDENTIFY."""
 
     @property
     def caps(self) -> CapabilitySet:
