@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import aiohttp
 
+from hubbub.server.config import SpaceConfig
 from tests.conftest import RunningGateway
 from tests.interop.test_agentchat_client import of_type
 
@@ -87,3 +88,10 @@ async def test_ping_and_list_channels_are_answered_before_identify(
     assert [ch["name"] for ch in listed["list"]] == ["#general"]  # not the private one
     await c.send({"type": "IDENTIFY", "name": "late", "pubkey": None})
     assert (await c.expect_type("WELCOME"))["agent_id"] == "@late"
+
+
+def test_agentchat_channels_adds_agentchats_default_set() -> None:
+    cfg = SpaceConfig(channels=["#ops"], agentchat_channels=True)
+    cfg.validate()
+    assert cfg.channels[:3] == ["#general", "#ops", "#engineering"]
+    assert "#agents" in cfg.channels and len(cfg.channels) == len(set(cfg.channels)) == 9

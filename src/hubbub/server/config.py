@@ -58,6 +58,19 @@ OPEN_MODE_CAPABILITIES: list[dict[str, Any]] = [{"kind": "**"}]
 """Open mode (local use, loopback only) lets everyone send everything unless they ask for less."""
 
 
+AGENTCHAT_CHANNELS = (
+    "#general",
+    "#engineering",
+    "#pull-requests",
+    "#help",
+    "#love",
+    "#agents",
+    "#discovery",
+    "#bounties",
+)
+"""The public channels agentchat's server starts with (``agentchat_channels: true``); its
+verified-only ``#ops`` is left out."""
+
 AUTO_JOIN_MAX = 32
 """At most this many channels are joined automatically on connect (``agentchat_auto_join``)."""
 
@@ -205,6 +218,8 @@ class SpaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     agentchat_auto_join: list[str] | None = None
     """Channels an agentchat client (IDENTIFY without ``channels``) joins on connect, of those
     its capabilities allow; None: every channel it may join, up to ``AUTO_JOIN_MAX``."""
+    agentchat_channels: bool = False
+    """Also create agentchat's default channel set (:data:`AGENTCHAT_CHANNELS`)."""
     agentchat_keys: AgentchatKeys = msgspec.field(default_factory=AgentchatKeys)
     """The public-key policy of agentchat clients (``IDENTIFY {pubkey}``)."""
 
@@ -220,6 +235,8 @@ class SpaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 )
         if "#general" not in self.channels:
             self.channels.insert(0, "#general")
+        if self.agentchat_channels:
+            self.channels.extend(c for c in AGENTCHAT_CHANNELS if c not in self.channels)
         for ch in self.agentchat_auto_join or []:
             if not is_channel(ch):
                 raise ConfigError(
