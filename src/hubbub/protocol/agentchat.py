@@ -102,6 +102,9 @@ _CODE_ON_WIRE = {
 }
 """hubbub's error codes under the names agentchat's clients act on (its daemon skips a
 channel for good on ``CHANNEL_NOT_FOUND`` and retries anything else); others upper-cased."""
+_SILENT_ERRORS = frozenset({"invalid_claim"})
+"""Refusals agentchat's server answers with silence (a bad ``RESPONDING_TO`` is ignored):
+an ``ERROR`` there would be a crash in a client without an error listener."""
 _KIND_IN_TEXT = re.compile(r"kind '([a-z/-]+)'|\b([a-z]+/[a-z-]+)\b")
 _MSG_FIELDS = frozenset(
     {"type", "to", "content", "ts", "from", "from_name", "msg_id", "seq", "replay", "verified"}
@@ -569,6 +572,8 @@ class AgentchatDialect:
                 )
             ]
         if kind == "system/error":
+            if p.get("error") in _SILENT_ERRORS:
+                return []
             frame = {
                 "type": "ERROR",
                 "code": wire_code(str(p.get("error", "internal_error"))),
