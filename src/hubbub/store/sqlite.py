@@ -71,14 +71,16 @@ CREATE TABLE IF NOT EXISTS msg_ids (
     seq INTEGER NOT NULL, ts INTEGER NOT NULL,
     PRIMARY KEY (space, id)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS records (
-    space TEXT NOT NULL, tbl TEXT NOT NULL, key TEXT NOT NULL, data TEXT NOT NULL,
-    PRIMARY KEY (space, tbl, key)
-) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY, value TEXT NOT NULL
 );
 """
+
+_RECORDS_TABLE = """CREATE TABLE IF NOT EXISTS records (
+    space TEXT NOT NULL, tbl TEXT NOT NULL, key TEXT NOT NULL, data TEXT NOT NULL,
+    PRIMARY KEY (space, tbl, key)
+) WITHOUT ROWID"""
+"""Created with the first record saved, so that a history without records keeps its layout."""
 
 _SYNCHRONOUS: dict[str, str] = {"process": "NORMAL", "power": "FULL"}
 CLOSE_WAIT_S = 10
@@ -151,6 +153,8 @@ class SqliteStore(Store):
         self._pending_rows: list[tuple[str, tuple[Any, ...]]] = []
         """Single-row saves and deletions (callbacks, bans, capabilities, channels), in order."""
         self._group = GroupCommit(self._take_batch, self._commit_batch, self._pending_work)
+        self._records_table = False
+        """Whether this run queued creating the ``records`` table (see :data:`_RECORDS_TABLE`)."""
         self._epoch = ""
         self.commits = 0
         self.failed_commits = 0
@@ -300,6 +304,9 @@ class SqliteStore(Store):
 
     def put_record(self, space: str, table: str, key: str, data: Any | None) -> None:
         """Queue saving (or, with None, deleting) a record."""
+        if not self._records_table:
+            self._records_table = True
+            self._queue_row(_RECORDS_TABLE)
         if data is None:
             self._queue_row(
                 "DELETE FROM records WHERE space=? AND tbl=? AND key=?", space, table, key
@@ -316,12 +323,20 @@ class SqliteStore(Store):
     async def records(self, space: str, table: str) -> dict[str, Any]:
         """The saved records of ``table`` in a space."""
         await self.flush()
-        rows = await self._run(
-            lambda: self._rdb.execute(  # type: ignore[union-attr]
-                "SELECT key, data FROM records WHERE space=? AND tbl=?", (space, table)
-            ).fetchall()
-        )
+        rows = await self._run(self._records_sync, space, table)
         return {str(r[0]): json.loads(r[1]) for r in rows}
+
+    def _records_sync(self, space: str, table: str) -> list[Any]:
+        db = self._rdb
+        assert db is not None, "store is not open"
+        exists = db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='records'"
+        ).fetchone()
+        if exists is None:
+            return []  # no record was ever saved
+        return db.execute(
+            "SELECT key, data FROM records WHERE space=? AND tbl=?", (space, table)
+        ).fetchall()
 
     def _queue_row(self, sql: str, *params: Any) -> None:
         """Queue one single-row statement for the next commit."""
