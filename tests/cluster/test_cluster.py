@@ -18,6 +18,7 @@ import websockets
 from hubbub.protocol.ids import ulid_time_ms
 from tests.cluster.nodes import ClusterNode, leader_link, leader_of, start_cluster, stop_cluster
 from tests.conftest import WsClient
+from tests.interop.test_agentchat_identity import Keypair, keyed
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -491,3 +492,24 @@ async def test_spaces_are_led_by_different_nodes_and_a_dead_leader_of_one_is_rep
             assert now["beta"] == leaders["beta"]  # the other space kept its leader
     finally:
         await stop_cluster(nodes)
+
+
+async def test_keyed_agentchat_client_and_private_channel_across_nodes(
+    nodes: list[ClusterNode],
+) -> None:
+    """A key proven on one node is the same identity on the leader; an invitation made on
+    one node lets the invitee in on another, and outsiders elsewhere stay out."""
+    key = Keypair()
+    owner = await keyed(nodes[1], "owner", key)
+    assert owner.welcome["agent_id"] == key.agent_id
+    await owner.send({"type": "CREATE_CHANNEL", "channel": "#hideout", "invite_only": True})
+    await owner.next_where(lambda f: f.get("type") == "JOINED" and f["channel"] == "#hideout")
+    guest = await nodes[2].agentchat("guest")
+    outsider = await nodes[0].agentchat("outsider")
+    await owner.send({"type": "INVITE", "channel": "#hideout", "agent": "@guest"})
+    await guest.next_where(lambda f: f.get("type") == "MSG" and "#hideout" in f["content"])
+    await guest.send({"type": "JOIN", "channel": "#hideout"})
+    await guest.next_where(lambda f: f.get("type") == "JOINED" and f["channel"] == "#hideout")
+    await outsider.send({"type": "JOIN", "channel": "#hideout"})
+    err = await outsider.next_where(lambda f: f.get("type") == "ERROR")
+    assert err["code"] == "NOT_INVITED"

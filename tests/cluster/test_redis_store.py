@@ -38,6 +38,12 @@ ops = st.one_of(
         st.sampled_from([None, [], [{"kind": "chat"}], [{"kind": "mcp/*", "payload": {"a": 1}}]]),
     ),
     st.tuples(st.just("forget"), st.integers(0, 400)),
+    st.tuples(
+        st.just("record"),
+        st.sampled_from(["keys", "private"]),
+        st.sampled_from(["alice", "#c"]),
+        st.sampled_from([None, "pem", {"invited": ["a", "b"]}]),
+    ),
     st.tuples(st.just("check")),
 )
 history_queries = st.tuples(
@@ -76,6 +82,8 @@ def apply(store: Store, op: tuple[Any, ...], seq: int, ts: int) -> None:
         store.put_capabilities(SPACE, op[1], op[2])
     elif kind == "forget":
         store.forget_refs(SPACE, op[1])
+    elif kind == "record":
+        store.put_record(SPACE, op[1], op[2], op[3])
 
 
 async def answers(store: Store, queries: list[tuple[str, int | None, int | None, int]]) -> Any:
@@ -95,6 +103,7 @@ async def answers(store: Store, queries: list[tuple[str, int | None, int | None,
     out.append(await store.dm_marks(SPACE))
     out.append(await store.bans(SPACE))
     out.append(await store.capabilities(SPACE))
+    out.append([await store.records(SPACE, t) for t in ("keys", "private", "none")])
     for since, limit in ((0, 1000), (150, 3), (0, 0)):
         out.append(await store.message_refs(SPACE, since, limit))
     out.append(await store.last_seqs("other-space"))

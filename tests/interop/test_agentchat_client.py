@@ -137,8 +137,20 @@ async def test_list_agents_answers_objects_the_agents_cli_can_print(
     assert agents["channel"] == "#general"
     by_id = {a["id"]: a for a in agents["list"]}
     assert by_id == {
-        "@mia": {"id": "@mia", "name": "mia", "presence": "online", "status_text": None},
-        "@bob": {"id": "@bob", "name": "bob", "presence": "online", "status_text": None},
+        "@mia": {
+            "id": "@mia",
+            "name": "mia",
+            "verified": False,
+            "presence": "online",
+            "status_text": None,
+        },
+        "@bob": {
+            "id": "@bob",
+            "name": "bob",
+            "verified": False,
+            "presence": "online",
+            "status_text": None,
+        },
     }
 
 
@@ -199,7 +211,7 @@ async def test_sleeping_cannot_be_set_and_the_error_lists_the_values(
     bob = await gateway.agentchat("bob")
     await bob.send({"type": "SET_PRESENCE", "status": "sleeping"})
     err = await bob.expect_type("ERROR")
-    assert err["code"] == "INVALID_ENVELOPE"
+    assert err["code"] == "INVALID_MSG"
     assert "'busy'" in err["message"] and "@@sleep" in err["message"]
 
 
@@ -269,7 +281,7 @@ async def test_too_many_frames_before_identify_close_the_connection(
 ) -> None:
     c = await gateway.connect()
     for _ in range(11):
-        await c.send({"type": "PING"})
+        await c.send({"type": "JOIN", "channel": "#general"})
     codes = [(await c.expect_type("ERROR"))["code"] for _ in range(11)]
     assert codes == ["AUTH_REQUIRED"] * 11
     await c.ws.wait_closed()
@@ -366,8 +378,6 @@ MARKETPLACE: list[Frame] = [
     {"type": "REGISTER_SKILLS", "skills": [], "sig": "x"},
     {"type": "SEARCH_SKILLS", "query": {}},
     {"type": "FILE_CHUNK", "to": "@bob", "content": "chunk"},
-    {"type": "VERIFY_IDENTITY", "challenge_id": "c", "signature": "s", "timestamp": 1},
-    {"type": "VERIFY_REQUEST", "target": "@bob", "nonce": "n"},
 ]
 
 
@@ -397,7 +407,7 @@ async def test_errors_name_this_dialects_frames(gateway: RunningGateway) -> None
 
     await bob.send({"type": "MSG", "to": "#nowhere", "content": "hi"})
     err = await bob.expect_type("ERROR")
-    assert err["code"] == "UNKNOWN_CHANNEL" and "CREATE_CHANNEL" in err["message"]
+    assert err["code"] == "CHANNEL_NOT_FOUND" and "CREATE_CHANNEL" in err["message"]
 
 
 async def test_capability_errors_name_the_frame(team: RunningGateway) -> None:

@@ -83,7 +83,7 @@ def test_extra_msg_fields_may_not_nest_deeper_than_envelopes() -> None:
     for _ in range(150):
         deep = [deep]
     with pytest.raises(ProtocolError, match="nests"):
-        AC.decode(json.dumps({"type": "MSG", "to": "#general", "content": "x", "x": deep}))
+        AC.decode(json.dumps({"type": "MSG", "to": "#general", "content": "x", "sig": deep}))
 
 
 def test_callback_and_wake_fields_pass_through() -> None:
@@ -196,14 +196,17 @@ def test_agents_lists_objects() -> None:
     )
     (frame,) = frames(env)
     assert frame["list"] == [
-        {"id": "@a", "name": "a", "presence": "busy", "status_text": "x"},
-        {"id": "@b", "name": "b", "presence": "online", "status_text": None},
+        {"id": "@a", "name": "a", "verified": False, "presence": "busy", "status_text": "x"},
+        {"id": "@b", "name": "b", "verified": False, "presence": "online", "status_text": None},
     ]
 
 
 def test_session_displaced_on_both_dialects() -> None:
-    env = Envelope(kind="system/session-displaced", ts=TS, payload={"reason": "replaced"})
-    assert frames(env) == [{"type": "SESSION_DISPLACED", "reason": "replaced", "ts": TS_MS}]
+    payload = {"reason": "replaced", "new_ip": "10.0.0.2"}
+    env = Envelope(kind="system/session-displaced", ts=TS, payload=payload)
+    assert frames(env) == [
+        {"type": "SESSION_DISPLACED", "reason": "replaced", "new_ip": "10.0.0.2", "ts": TS_MS}
+    ]
     (mew,) = MEW.encode(env)
     assert json.loads(mew)["kind"] == "system/error"
     assert json.loads(mew)["payload"] == {"error": "session_displaced", "message": "replaced"}

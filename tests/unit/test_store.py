@@ -99,6 +99,30 @@ def test_reopen_keeps_everything(tmp_path: Path) -> None:
     asyncio.run(run())
 
 
+def test_records_are_saved_replaced_deleted_and_reopened(tmp_path: Path) -> None:
+    async def run() -> None:
+        mem, sql = MemoryStore(), SqliteStore(tmp_path / "r.db")
+        await mem.open()
+        await sql.open()
+        for store in (mem, sql):
+            store.put_record("s", "private", "#ops", {"invited": ["a"]})
+            store.put_record("s", "private", "#ops", {"invited": ["a", "b"]})  # replaced
+            store.put_record("s", "keys", "alice", "-----BEGIN PUBLIC KEY-----")
+            store.put_record("s", "keys", "gone", "x")
+            store.put_record("s", "keys", "gone", None)  # deleted
+        expected = {"#ops": {"invited": ["a", "b"]}}
+        assert await mem.records("s", "private") == await sql.records("s", "private") == expected
+        assert await sql.records("s", "keys") == {"alice": "-----BEGIN PUBLIC KEY-----"}
+        assert await sql.records("t", "keys") == {}
+        await sql.close()
+        again = SqliteStore(tmp_path / "r.db")
+        await again.open()
+        assert await again.records("s", "private") == expected
+        await again.close()
+
+    asyncio.run(run())
+
+
 def test_capabilities_are_saved_replaced_forgotten_and_reopened(tmp_path: Path) -> None:
     async def run() -> None:
         mem, sql = MemoryStore(), SqliteStore(tmp_path / "h.db")

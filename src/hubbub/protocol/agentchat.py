@@ -13,7 +13,7 @@ import msgspec
 from hubbub.protocol.dialect import Reply
 from hubbub.protocol.envelope import Envelope, check_payload_depth, decode_envelope, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.protocol.hello import Hello
+from hubbub.protocol.hello import KEY_PROVEN, Hello
 from hubbub.protocol.ids import SERVER_ID, Clock, iso_to_ms
 
 SERVER_NAME = "@server"
@@ -26,8 +26,16 @@ CLIENT_TYPES = (
     "LIST_CHANNELS",
     "LIST_AGENTS",
     "CREATE_CHANNEL",
+    "INVITE",
     "PING",
     "SET_PRESENCE",
+    "VERIFY_IDENTITY",
+    "ADMIN_KICK",
+    "ADMIN_BAN",
+    "ADMIN_UNBAN",
+    "TYPING",
+    "VERIFY_REQUEST",
+    "VERIFY_RESPONSE",
 )
 UNSUPPORTED: dict[str, str] = {
     **dict.fromkeys(
@@ -50,28 +58,19 @@ UNSUPPORTED: dict[str, str] = {
         "the skills directory (agentchat's marketplace) is not part of hubbub",
     ),
     "FILE_CHUNK": "file transfer is not part of hubbub; send a link in a MSG",
-    **dict.fromkeys(
-        ("VERIFY_IDENTITY", "VERIFY_REQUEST", "VERIFY_RESPONSE"),
-        "hubbub does not verify public keys; authenticate with IDENTIFY {name, token}",
-    ),
     "CAPTCHA_RESPONSE": "hubbub sends no captcha; authenticate with IDENTIFY {name, token}",
     **dict.fromkeys(
         (
             "ADMIN_APPROVE",
             "ADMIN_REVOKE",
             "ADMIN_LIST",
-            "ADMIN_KICK",
-            "ADMIN_BAN",
-            "ADMIN_UNBAN",
             "ADMIN_MOTD",
             "ADMIN_VERIFY",
             "ADMIN_OPEN_WINDOW",
         ),
         "administer hubbub with admin tokens on the dashboard and HTTP API (docs/dashboard.md)",
     ),
-    "INVITE": "hubbub has no invite-only channels; capabilities decide who may JOIN",
     "SET_NICK": "ids are names in hubbub; reconnect with another IDENTIFY name",
-    "TYPING": "hubbub relays no typing indicators",
 }
 """agentchat client frames hubbub answers with ``ERROR {code:"UNSUPPORTED"}``, and why."""
 
@@ -80,6 +79,13 @@ _FRAME_OF_KIND = {
     "channel/join": "JOIN",
     "channel/leave": "LEAVE",
     "channel/create": "CREATE_CHANNEL",
+    "channel/invite": "INVITE",
+    "chat/typing": "TYPING",
+    "identity/verify-request": "VERIFY_REQUEST",
+    "identity/verify-response": "VERIFY_RESPONSE",
+    "admin/kick": "ADMIN_KICK",
+    "admin/ban": "ADMIN_BAN",
+    "admin/unban": "ADMIN_UNBAN",
     "channel/list": "LIST_CHANNELS",
     "channel/members": "LIST_AGENTS",
     "floor/responding-to": "RESPONDING_TO",
@@ -87,6 +93,18 @@ _FRAME_OF_KIND = {
     "capability/grant": "capability grant (an admin sends it over MEW or HTTP)",
 }
 """How this dialect names the kinds that error messages mention."""
+_CODE_ON_WIRE = {
+    "unknown_channel": "CHANNEL_NOT_FOUND",
+    "invalid_envelope": "INVALID_MSG",
+    "invalid_json": "INVALID_MSG",
+    "unknown_kind": "INVALID_MSG",
+    "unknown_participant": "AGENT_NOT_FOUND",
+}
+"""hubbub's error codes under the names agentchat's clients act on (its daemon skips a
+channel for good on ``CHANNEL_NOT_FOUND`` and retries anything else); others upper-cased."""
+_SILENT_ERRORS = frozenset({"invalid_claim"})
+"""Refusals agentchat's server answers with silence (a bad ``RESPONDING_TO`` is ignored):
+an ``ERROR`` there would be a crash in a client without an error listener."""
 _KIND_IN_TEXT = re.compile(r"kind '([a-z/-]+)'|\b([a-z]+/[a-z-]+)\b")
 _MSG_FIELDS = frozenset(
     {"type", "to", "content", "ts", "from", "from_name", "msg_id", "seq", "replay", "verified"}
@@ -101,6 +119,7 @@ class _Frame(msgspec.Struct, tag_field="type", kw_only=True):
 
 class _Identify(_Frame, tag="IDENTIFY"):
     name: str
+    pubkey: str | None = None
     token: str | None = None
     kind: str | None = None
     space: str = "default"
@@ -140,6 +159,50 @@ class _ListAgents(_Frame, tag="LIST_AGENTS"):
 
 class _CreateChannel(_Frame, tag="CREATE_CHANNEL"):
     channel: str
+    invite_only: bool = False
+
+
+class _Invite(_Frame, tag="INVITE"):
+    channel: str
+    agent: str
+
+
+class _VerifyIdentity(_Frame, tag="VERIFY_IDENTITY"):
+    challenge_id: str
+    signature: str
+    timestamp: int | float | str
+
+
+class _AdminKick(_Frame, tag="ADMIN_KICK"):
+    agent_id: str
+    admin_key: str | None = None
+    reason: str | None = None
+
+
+class _AdminBan(_Frame, tag="ADMIN_BAN"):
+    agent_id: str
+    admin_key: str | None = None
+    reason: str | None = None
+
+
+class _AdminUnban(_Frame, tag="ADMIN_UNBAN"):
+    agent_id: str
+    admin_key: str | None = None
+
+
+class _Typing(_Frame, tag="TYPING"):
+    channel: str
+
+
+class _VerifyRequest(_Frame, tag="VERIFY_REQUEST"):
+    target: str
+    nonce: str
+
+
+class _VerifyResponse(_Frame, tag="VERIFY_RESPONSE"):
+    request_id: str
+    nonce: str
+    sig: str
 
 
 class _Ping(_Frame, tag="PING"):
@@ -160,11 +223,24 @@ _AnyFrame = (
     | _ListChannels
     | _ListAgents
     | _CreateChannel
+    | _Invite
     | _Ping
     | _SetPresence
+    | _VerifyIdentity
+    | _AdminKick
+    | _AdminBan
+    | _AdminUnban
+    | _Typing
+    | _VerifyRequest
+    | _VerifyResponse
 )
 _read_json = msgspec.json.Decoder().decode
 _clock = Clock()
+
+
+def wire_code(code: str) -> str:
+    """The ``ERROR`` code agentchat's clients read for hubbub's error ``code``."""
+    return _CODE_ON_WIRE.get(code, code.upper())
 
 
 def is_agentchat_hello(frame: dict[str, Any]) -> bool:
@@ -230,6 +306,9 @@ class AgentchatDialect:
             resume=ident.resume,
             epoch=ident.epoch,
             unique_name=True,
+            name=ident.name,
+            pubkey=ident.pubkey or None,
+            key_proven=bool(ident.pubkey) and frame.get(KEY_PROVEN) is True,
         )
 
     def decode(self, data: bytes | str) -> Envelope | Reply:
@@ -283,23 +362,54 @@ class AgentchatDialect:
         if isinstance(frame, _ListAgents):
             return Envelope(kind="channel/members", payload={"channel": frame.channel})
         if isinstance(frame, _CreateChannel):
-            return Envelope(kind="channel/create", payload={"channel": frame.channel})
+            created: dict[str, Any] = {"channel": frame.channel}
+            if frame.invite_only:
+                created["private"] = True
+            return Envelope(kind="channel/create", payload=created)
+        if isinstance(frame, _Invite):
+            return Envelope(
+                kind="channel/invite",
+                payload={"channel": frame.channel, "participant": _bare(frame.agent)},
+            )
         if isinstance(frame, _SetPresence):
             status: dict[str, Any] = {"presence": frame.status}
             if frame.status_text is not None:
                 status["status_text"] = frame.status_text
             return Envelope(kind="participant/status", payload=status)
+        if isinstance(frame, _AdminKick | _AdminBan | _AdminUnban):
+            action = {_AdminKick: "kick", _AdminBan: "ban", _AdminUnban: "unban"}[type(frame)]
+            admin: dict[str, Any] = {"participant": _bare(frame.agent_id)}
+            if frame.admin_key:
+                admin["admin_key"] = frame.admin_key
+            reason = getattr(frame, "reason", None)
+            if reason:
+                admin["reason"] = reason
+            return Envelope(kind=f"admin/{action}", payload=admin)
+        if isinstance(frame, _VerifyRequest):
+            return Envelope(
+                kind="identity/verify-request",
+                payload={"target": _bare(frame.target), "nonce": frame.nonce},
+            )
+        if isinstance(frame, _VerifyResponse):
+            return Envelope(
+                kind="identity/verify-response",
+                payload={"request_id": frame.request_id, "nonce": frame.nonce}
+                | {"signature": frame.sig},
+            )
+        if isinstance(frame, _Typing):
+            return Envelope(kind="chat/typing", channel=frame.channel)
         if isinstance(frame, _Ping):
             return Reply(encode({"type": "PONG", "ts": Clock.now_ms()}))
-        raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "already identified; IDENTIFY is sent once")
+        raise ProtocolError(
+            ErrorCode.INVALID_ENVELOPE, "Already identified: IDENTIFY is sent once per connection"
+        )
 
     def _chat(self, frame: _Msg, raw: dict[str, Any]) -> Envelope:
-        """``MSG`` → ``chat``; fields the client added (``sig``, …) ride along in the payload."""
+        """``MSG`` → ``chat``; of the fields a client adds only ``sig`` rides along (as
+        agentchat's server relays it), besides ``in_reply_to``."""
         payload: dict[str, Any] = {"text": frame.content}
-        for key, value in raw.items():
-            if key not in _MSG_FIELDS:
-                payload[key] = value
-        if len(payload) > 1:
+        if "sig" in raw:
+            payload["sig"] = raw["sig"]
             check_payload_depth(payload)
         reply_to = [frame.in_reply_to] if frame.in_reply_to else None
         if frame.to.startswith("#"):
@@ -325,7 +435,8 @@ class AgentchatDialect:
                 {
                     "type": "WELCOME",
                     "agent_id": at(you.get("id", "")),
-                    "name": you.get("id", ""),
+                    "name": you.get("name", you.get("id", "")),
+                    "verified": you.get("verified") is True,
                     "server": env.payload.get("server", "hubbub"),
                     "space": env.payload.get("space", "default"),
                     "ts": _ms(env),
@@ -356,6 +467,74 @@ class AgentchatDialect:
                 if old.kind == "chat":
                     frames.append(encode(self._msg(old) | {"replay": True}))
             return frames
+        if kind == "channel/invited":
+            if env.to != [p.get("participant")]:
+                return []  # agentchat answers the inviter nothing
+            by = str(p.get("by", ""))
+            invitation = {
+                "type": "MSG",
+                "from": at(by),
+                "from_name": _name(by),
+                "to": at(str(p.get("participant", ""))),
+                "content": f"You have been invited to {p.get('channel')}",
+                "ts": _ms(env),
+            }
+            return [encode(invitation)]
+        if kind == "identity/verify-asked":
+            asked = {
+                "type": "VERIFY_REQUEST",
+                "request_id": p.get("request_id"),
+                "from": at(str(p.get("from", ""))),
+                "nonce": p.get("nonce"),
+                "ts": _ms(env),
+            }
+            return [encode(asked)]
+        if kind == "identity/verify-pending":
+            pending = {
+                "type": "VERIFY_REQUEST",
+                "request_id": p.get("request_id"),
+                "target": at(str(p.get("target", ""))),
+                "status": "pending",
+                "ts": _ms(env),
+            }
+            return [encode(pending)]
+        if kind == "identity/verify-result":
+            verified = p.get("verified") is True
+            result: dict[str, Any] = {
+                "type": "VERIFY_SUCCESS" if verified else "VERIFY_FAILED",
+                "request_id": p.get("request_id"),
+            }
+            if "target" in p:
+                result["agent" if verified else "target"] = at(str(p["target"]))
+            for key in ("pubkey", "reason"):
+                if key in p:
+                    result[key] = p[key]
+            return [encode(result | {"verified": verified, "ts": _ms(env)})]
+        if kind == "chat/typing":
+            typing = {
+                "type": "TYPING",
+                "from": at(env.from_),
+                "from_name": _name(env.from_),
+                "channel": env.channel,
+                "ts": _ms(env),
+            }
+            return [encode(typing)]
+        if kind == "admin/result":
+            result = {
+                "type": "ADMIN_RESULT",
+                "action": p.get("action"),
+                "success": p.get("success", True),
+                "agentId": at(str(p.get("id", ""))),
+                "ts": _ms(env),
+            }
+            return [encode(result)]
+        if kind == "system/kicked":
+            told = {
+                "type": "BANNED" if p.get("banned") else "KICKED",
+                "reason": p.get("reason", ""),
+                "ts": _ms(env),
+            }
+            return [encode(told)]
         if kind == "channel/left":
             return [encode({"type": "LEFT", "channel": p.get("channel"), "ts": _ms(env)})]
         if kind == "channel/list-response":
@@ -381,7 +560,8 @@ class AgentchatDialect:
                         "list": [
                             {
                                 "id": at(str(m.get("id", ""))),
-                                "name": _name(str(m.get("id", ""))),
+                                "name": m.get("name") or _name(str(m.get("id", ""))),
+                                "verified": m.get("verified") is True,
                                 "presence": m.get("presence", "online"),
                                 "status_text": m.get("status_text"),
                             }
@@ -392,16 +572,25 @@ class AgentchatDialect:
                 )
             ]
         if kind == "system/error":
+            if p.get("error") in _SILENT_ERRORS:
+                return []
             frame = {
                 "type": "ERROR",
-                "code": str(p.get("error", "internal_error")).upper(),
+                "code": wire_code(str(p.get("error", "internal_error"))),
                 "message": in_frames(str(p.get("message", ""))),
                 "ts": _ms(env),
             }
             return [encode(frame)]
         if kind == "system/session-displaced":
             return [
-                encode({"type": "SESSION_DISPLACED", "reason": p.get("reason", ""), "ts": _ms(env)})
+                encode(
+                    {
+                        "type": "SESSION_DISPLACED",
+                        "reason": p.get("reason", ""),
+                        "new_ip": p.get("new_ip", "unknown"),
+                        "ts": _ms(env),
+                    }
+                )
             ]
         if kind == "floor/responding-to":
             return [
@@ -492,7 +681,8 @@ class AgentchatDialect:
                         "type": "AGENT_JOINED" if event == "join" else "AGENT_LEFT",
                         "channel": p["channel"],
                         "agent": pid,
-                        "name": _name(str(person.get("id", ""))),
+                        "name": person.get("name") or _name(str(person.get("id", ""))),
+                        "verified": person.get("verified") is True,
                         "ts": ts,
                     }
                 )
@@ -506,7 +696,7 @@ class AgentchatDialect:
                     {
                         "type": "PRESENCE_CHANGED",
                         "agent_id": pid,
-                        "name": _name(str(person.get("id", ""))),
+                        "name": person.get("name") or _name(str(person.get("id", ""))),
                         "presence": presence,
                         "status": presence,
                         "status_text": person.get("status_text"),

@@ -23,3 +23,15 @@ class Hello(msgspec.Struct, kw_only=True):
     """Join the space's auto-join channels (``agentchat_auto_join``) instead of ``channels``."""
     unique_name: bool = False
     """In open mode, pick a free id derived from ``participant_id`` instead of displacing."""
+    name: str | None = None
+    """The display name asked for (agentchat's IDENTIFY ``name``); None on the MEW dialect."""
+    pubkey: str | None = None
+    """An agentchat client's Ed25519 public key (SPKI PEM), when it sent one."""
+    key_proven: bool = False
+    """The client answered the key's challenge (set by the gateway's handshake, never by a
+    frame: see :data:`KEY_PROVEN`)."""
+
+
+KEY_PROVEN = "hubbub_key_proven"
+"""The field the gateway's handshake writes into an IDENTIFY frame once its public key is
+proven (overwriting whatever a client put there); cluster nodes forward it to the leader."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import NamedTuple
@@ -17,7 +18,9 @@ from hubbub.protocol.dialect import Dialect
 from hubbub.protocol.dialects import AGENTCHAT, MEW, dialect_of_hello
 from hubbub.protocol.envelope import PROTOCOL, Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.protocol.ids import SERVER_ID
+from hubbub.protocol.hello import KEY_PROVEN
+from hubbub.protocol.ids import SERVER_ID, Clock
+from hubbub.protocol.keys import CHALLENGE_TTL_MS, Challenge, load_pubkey
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig, open_space
 from hubbub.server.gateway import Gateway
 from hubbub.server.http.admin import add_admin_routes
@@ -103,8 +106,27 @@ def hard_frame_cap(limits: Limits) -> int:
     return max(limits.max_frame_bytes * 4, 1024 * 1024)
 
 
+PublicChannels = Callable[[], list[dict[str, object]]]
+"""The channels an unidentified agentchat client may list (``LIST_CHANNELS`` before IDENTIFY)."""
+
+
+def _answer_before_identify(
+    frame_type: str, channels: PublicChannels | None
+) -> dict[str, object] | None:
+    """agentchat's answers before IDENTIFY: ``PONG`` to ``PING``, ``CHANNELS`` to
+    ``LIST_CHANNELS`` (public channels; where the node knows them); None for the others."""
+    if frame_type == "PING":
+        return {"type": "PONG", "ts": Clock.now_ms()}
+    if frame_type == "LIST_CHANNELS" and channels is not None:
+        return {"type": "CHANNELS", "list": channels(), "ts": Clock.now_ms()}
+    return None
+
+
 async def handshake(
-    ws: web.WebSocketResponse, transport: asyncio.Transport, limits: Limits
+    ws: web.WebSocketResponse,
+    transport: asyncio.Transport,
+    limits: Limits,
+    channels: PublicChannels | None = None,
 ) -> tuple[Dialect, dict[str, object]] | None:
     """Read the first frame: the dialect and the hello frame, or None once refused."""
     loop = asyncio.get_running_loop()
@@ -131,6 +153,11 @@ async def handshake(
         if early_type is None:
             break
         early += 1
+        answer = _answer_before_identify(early_type, channels)
+        if answer is not None and early <= MAX_FRAMES_BEFORE_IDENTIFY:
+            if not transport.is_closing():
+                transport.write(ws_text_frame(msgspec.json.encode(answer)))
+            continue
         refusal = ProtocolError(
             ErrorCode.AUTH_REQUIRED,
             f"{early_type} before IDENTIFY: send IDENTIFY {{name, token?}} first",
@@ -204,7 +231,9 @@ async def serve_websocket(
     not_websocket: Callable[[web.Request], Awaitable[web.StreamResponse]],
 ) -> web.StreamResponse:
     """Serve one client WebSocket on ``router`` (a plain GET of ``/``: ``not_websocket``)."""
-    accepted = await accept_websocket(request, limits, not_websocket)
+    accepted = await accept_websocket(
+        request, limits, not_websocket, lambda: public_channels(router)
+    )
     if not isinstance(accepted, Accepted):
         return accepted
     await run_session(accepted, router)
@@ -229,6 +258,7 @@ async def accept_websocket(
     request: web.Request,
     limits: Limits,
     not_websocket: Callable[[web.Request], Awaitable[web.StreamResponse]],
+    channels: PublicChannels | None = None,
 ) -> Accepted | web.StreamResponse:
     """Upgrade ``request`` and read its hello; the response to return when that fails."""
     ws = prepare_websocket(request, limits)
@@ -243,10 +273,70 @@ async def accept_websocket(
     await ws.prepare(request)
     transport = request.transport
     assert transport is not None
-    hello = await handshake(ws, transport, limits)
+    hello = await handshake(ws, transport, limits, channels)
     if hello is None:
         return ws
-    return Accepted(ws, transport, hello[0], hello[1], str(request.remote))
+    dialect, frame = hello
+    frame.pop(KEY_PROVEN, None)  # only the handshake says a key is proven
+    if dialect is _AGENTCHAT and frame.get("pubkey") is not None:
+        if not await prove_key(ws, transport, frame):
+            return ws
+        frame[KEY_PROVEN] = True
+    return Accepted(ws, transport, dialect, frame, str(request.remote))
+
+
+async def prove_key(
+    ws: web.WebSocketResponse, transport: asyncio.Transport, frame: dict[str, object]
+) -> bool:
+    """agentchat's challenge: send ``CHALLENGE`` for the IDENTIFY's public key and check the
+    ``VERIFY_IDENTITY`` answer; False once refused (an invalid key, a bad or late signature)."""
+    try:
+        load_pubkey(frame["pubkey"])
+    except ProtocolError as exc:
+        await _refuse(ws, transport, _AGENTCHAT, exc)
+        return False
+    challenge = Challenge.issue(str(frame["pubkey"]), Clock.now_ms(), secrets.token_hex(20))
+    sent = {
+        "type": "CHALLENGE",
+        "challenge_id": challenge.challenge_id,
+        "nonce": challenge.nonce,
+        "expires_at": challenge.expires_at,
+    }
+    transport.write(ws_text_frame(msgspec.json.encode(sent)))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + CHALLENGE_TTL_MS / 1000
+    others = 0
+    while True:
+        try:
+            msg = await ws.receive(timeout=max(deadline - loop.time(), 0.001))
+        except TimeoutError:
+            expired = ProtocolError(ErrorCode.VERIFICATION_FAILED, "Challenge expired")
+            await _refuse(ws, transport, _AGENTCHAT, expired)
+            return False
+        if msg.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
+            return False
+        answer, _ = _read_first(msg.data)
+        if isinstance(answer, dict) and answer.get("type") == "VERIFY_IDENTITY":
+            try:
+                challenge.check(
+                    answer.get("challenge_id"),
+                    answer.get("signature"),
+                    answer.get("timestamp"),
+                    Clock.now_ms(),
+                )
+            except ProtocolError as exc:
+                await _refuse(ws, transport, _AGENTCHAT, exc)
+                return False
+            return True
+        others += 1
+        early = ProtocolError(
+            ErrorCode.AUTH_REQUIRED, "answer the CHALLENGE with VERIFY_IDENTITY first"
+        )
+        if others > MAX_FRAMES_BEFORE_IDENTIFY:
+            await _refuse(ws, transport, _AGENTCHAT, early)
+            return False
+        if not transport.is_closing():
+            transport.write(error_frames(_AGENTCHAT, early))
 
 
 async def run_session(accepted: Accepted, router: Gateway) -> None:
@@ -281,13 +371,42 @@ async def health(request: web.Request) -> web.Response:
         "spaces": sorted(router.spaces),
         "connections": sum(len(s.online) for s in router.spaces.values()),
         "store": {"available": store.available},
-    }
+    } | agentchat_health(router)
     if not store.available:
         body["store"] = {
             "available": False,
             "error": store.problem or "the store cannot commit; see the gateway's log",
         }
     return web.json_response(body)
+
+
+def public_channels(router: Gateway) -> list[dict[str, object]]:
+    """The public channels of the space an IDENTIFY without ``space`` joins, as agentchat's
+    ``CHANNELS`` lists them."""
+    space = router.spaces.get(router.auth.addressed_space(None))
+    if space is None:
+        return []
+    return [
+        {"name": c.name, "agents": len(c.members)} for c in space.channels.values() if not c.private
+    ]
+
+
+def agentchat_health(router: Gateway) -> dict[str, object]:
+    """The fields of agentchat's ``/health`` (``status`` stays hubbub's)."""
+    now = Clock.now_ms()
+    sessions = [s for space in router.spaces.values() for s in space.online.values()]
+    channels = [c for space in router.spaces.values() for c in space.channels.values()]
+    return {
+        "server": router.server_name,
+        "uptime_seconds": (now - router.started_at_ms) // 1000,
+        "started_at": router.started_at_ms,
+        "agents": {
+            "connected": len(sessions),
+            "with_identity": sum(1 for s in sessions if s.verified is not None),
+        },
+        "channels": {"total": len(channels), "public": sum(1 for c in channels if not c.private)},
+        "timestamp": now,
+    }
 
 
 def build_app(router: Gateway) -> web.Application:

@@ -15,7 +15,9 @@ import msgspec
 import yaml
 
 from hubbub.protocol.capabilities import CapabilityError, validate_capabilities
+from hubbub.protocol.errors import ProtocolError
 from hubbub.protocol.ids import SPACE_ID_RE, is_channel, is_participant_id, reserved_id_error
+from hubbub.protocol.keys import load_pubkey
 from hubbub.server.web_guard import canonical_origin, host_setting
 
 _T = TypeVar("_T")
@@ -32,7 +34,10 @@ AGENT_DEFAULT_CAPABILITIES: list[dict[str, Any]] = [
     {"kind": "system/heartbeat"},
     {"kind": "channel/join"},
     {"kind": "channel/leave"},
+    {"kind": "channel/invite"},
     {"kind": "channel/list"},
+    {"kind": "admin/*"},
+    {"kind": "identity/*"},
     {"kind": "channel/members"},
     {"kind": "history/request"},
     {"kind": "floor/*"},
@@ -52,6 +57,19 @@ ADMIN_DEFAULT_CAPABILITIES: list[dict[str, Any]] = [{"kind": "**"}]
 OPEN_MODE_CAPABILITIES: list[dict[str, Any]] = [{"kind": "**"}]
 """Open mode (local use, loopback only) lets everyone send everything unless they ask for less."""
 
+
+AGENTCHAT_CHANNELS = (
+    "#general",
+    "#engineering",
+    "#pull-requests",
+    "#help",
+    "#love",
+    "#agents",
+    "#discovery",
+    "#bounties",
+)
+"""The public channels agentchat's server starts with (``agentchat_channels: true``); its
+verified-only ``#ops`` is left out."""
 
 AUTO_JOIN_MAX = 32
 """At most this many channels are joined automatically on connect (``agentchat_auto_join``)."""
@@ -166,6 +184,9 @@ class ParticipantConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     token_hash: str | None = None
     capabilities: list[dict[str, Any]] | None = None
     role: Role = "participant"
+    pubkeys: list[str] = msgspec.field(default_factory=list)
+    """Ed25519 public keys (SPKI PEM) that authenticate as this participant on the agentchat
+    dialect, as its token does (``verified`` on that dialect)."""
 
     def effective_capabilities(self) -> list[dict[str, Any]]:
         """The configured capabilities, or the defaults for this participant's role and kind."""
@@ -174,6 +195,18 @@ class ParticipantConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
         if self.role == "admin":
             return ADMIN_DEFAULT_CAPABILITIES
         return HUMAN_DEFAULT_CAPABILITIES if self.kind == "human" else AGENT_DEFAULT_CAPABILITIES
+
+
+class AgentchatKeys(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """How agentchat clients' public keys bind to identities (docs/configuration.md)."""
+
+    bind: Literal["tofu", "config", "off"] = "tofu"
+    """tofu: configured keys, and the first key seen for a name owns that name (stored);
+    config: only configured keys own names; off: keys own no names (ids only)."""
+    ephemeral: Literal["allow", "read_only", "deny"] = "allow"
+    """What an open space lets a keyless agentchat client do."""
+    allowlist: Literal["off", "strict"] = "off"
+    """strict: only configured keys (and tokens) may connect; others get NOT_ALLOWED."""
 
 
 class SpaceDefaults(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -196,6 +229,10 @@ class SpaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     agentchat_auto_join: list[str] | None = None
     """Channels an agentchat client (IDENTIFY without ``channels``) joins on connect, of those
     its capabilities allow; None: every channel it may join, up to ``AUTO_JOIN_MAX``."""
+    agentchat_channels: bool = False
+    """Also create agentchat's default channel set (:data:`AGENTCHAT_CHANNELS`)."""
+    agentchat_keys: AgentchatKeys = msgspec.field(default_factory=AgentchatKeys)
+    """The public-key policy of agentchat clients (``IDENTIFY {pubkey}``)."""
 
     def validate(self, source: str = "space config") -> None:
         """Check ids, channel names and capabilities; raise ConfigError naming the bad key."""
@@ -209,6 +246,8 @@ class SpaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 )
         if "#general" not in self.channels:
             self.channels.insert(0, "#general")
+        if self.agentchat_channels:
+            self.channels.extend(c for c in AGENTCHAT_CHANNELS if c not in self.channels)
         for ch in self.agentchat_auto_join or []:
             if not is_channel(ch):
                 raise ConfigError(
@@ -233,6 +272,15 @@ class SpaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                     f"{source}: participants.{pid}.token_hash must look like 'sha256:<hex>'; "
                     "create one with `hubbub token create`"
                 )
+            for n, pem in enumerate(p.pubkeys):
+                try:
+                    load_pubkey(pem)
+                except ProtocolError:
+                    raise ConfigError(
+                        f"{source}: participants.{pid}.pubkeys[{n}] is not an Ed25519 public "
+                        "key in SPKI PEM ('-----BEGIN PUBLIC KEY-----' …; agentchat keeps it "
+                        "in .agentchat/identity.json as 'pubkey')"
+                    ) from None
             if p.capabilities is not None:
                 try:
                     p.capabilities = validate_capabilities(p.capabilities)

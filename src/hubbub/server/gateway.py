@@ -23,12 +23,15 @@ from hubbub.server.admission.admit import Admission
 from hubbub.server.admission.auth import Authenticator, Identity
 from hubbub.server.admission.bans import BanList
 from hubbub.server.admission.grants import Grants
+from hubbub.server.admission.invitations import Invitations
+from hubbub.server.admission.keys import KeyBindings
 from hubbub.server.admission.sender import Sender
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig
 from hubbub.server.core.coordination import Coordination
 from hubbub.server.core.delivery import Delivery
 from hubbub.server.core.dm_marks import DmMarks
 from hubbub.server.core.events import Events
+from hubbub.server.core.moderation import Moderation
 from hubbub.server.core.requests import Requests
 from hubbub.server.core.sequencer import Sequencer
 from hubbub.server.core.sessions import Sessions
@@ -62,6 +65,8 @@ class Gateway:
         self.limits = limits
         self.metrics = metrics or Metrics()
         self.server_name = server_name
+        self.started_at_ms = Clock.now_ms()
+        """When the gateway started (Unix ms; ``/health``)."""
         self.ids = UlidGenerator()
         self.clock = Clock()
         self.shutting_down = False
@@ -70,6 +75,8 @@ class Gateway:
         self.events = Events()
         self.bans = BanList(self.store)  # admin kill switch (hubbub.server.admission.bans, admin)
         self.grants = Grants(self.store)
+        self.invitations = Invitations(self.store)
+        self.keys = KeyBindings(self.store, configs)
         self.rates = RateBuckets(limits.rate_per_s, limits.rate_burst)
         marks = DmMarks(self.store)
         self.delivery = Delivery(
@@ -100,12 +107,14 @@ class Gateway:
             limits,
             self.metrics,
             self.admission,
+            self.keys,
             self.sequencer,
             self.delivery,
             self.coordination,
             server_name,
             lambda: self.shutting_down,
         )
+        self.moderation = Moderation(self.bans, self.activity, self.delivery, self.detach)
         requests = Requests(
             limits,
             self.store,
@@ -116,6 +125,9 @@ class Gateway:
             self.delivery,
             self.coordination,
             self.tasks,
+            self.invitations,
+            self.moderation,
+            self.auth,
         )
         self.router = Router(
             self.admission,
@@ -143,12 +155,15 @@ class Gateway:
 
     async def start(self) -> None:
         """Open the store and continue each space where it stopped."""
+        self.started_at_ms = Clock.now_ms()
         await self.store.open()
         self.sequencer.epoch = await self.store.epoch()
         for space in self.spaces.values():
             await self.bans.load(space.id)
+            await self.keys.load(space.id)
             await self.grants.load(space)
             await self.sequencer.load(space)
+            await self.invitations.load(space)
         await self.coordination.start()
 
     def close_all(self) -> None:

@@ -267,3 +267,12 @@ class Store(ABC):
     @abstractmethod
     async def capabilities(self, space: str) -> dict[str, list[dict[str, Any]]]:
         """The saved capabilities of a space: participant id → capability list."""
+
+    @abstractmethod
+    def put_record(self, space: str, table: str, key: str, data: Any | None) -> None:
+        """Queue saving a small JSON record under ``table``/``key`` (None: delete it): key
+        bindings, private channels and their invitations."""
+
+    @abstractmethod
+    async def records(self, space: str, table: str) -> dict[str, Any]:
+        """The saved records of ``table`` in a space: key → JSON value."""

@@ -26,6 +26,7 @@ class MemoryStore(Store):
         self._refs: dict[str, dict[str, MessageRef]] = defaultdict(dict)
         self._epoch = uuid.uuid4().hex
         self._caps: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(dict)
+        self._records: dict[tuple[str, str], dict[str, Any]] = {}
 
     async def open(self) -> None:
         """Nothing to open."""
@@ -177,3 +178,15 @@ class MemoryStore(Store):
     async def capabilities(self, space: str) -> dict[str, list[dict[str, Any]]]:
         """The saved capabilities of a space."""
         return copy.deepcopy(self._caps[space])
+
+    def put_record(self, space: str, table: str, key: str, data: Any | None) -> None:
+        """Save (or, with None, delete) a record at once."""
+        rows = self._records.setdefault((space, table), {})
+        if data is None:
+            rows.pop(key, None)
+        else:
+            rows[key] = copy.deepcopy(data)
+
+    async def records(self, space: str, table: str) -> dict[str, Any]:
+        """The saved records of ``table`` in a space."""
+        return copy.deepcopy(self._records.get((space, table), {}))

@@ -146,6 +146,10 @@ for _, op in ipairs(ops) do
     redis.call('HSET', key(sp, 'caps'), op[3], op[4])
   elseif o == 'p-' then
     redis.call('HDEL', key(sp, 'caps'), op[3])
+  elseif o == 'rec' then
+    redis.call('HSET', key(sp, 'rec:' .. op[3]), op[4], op[5])
+  elseif o == 'rec-' then
+    redis.call('HDEL', key(sp, 'rec:' .. op[3]), op[4])
   else
     return redis.error_reply('ERR hubbub commit: unknown operation ' .. tostring(o))
   end
@@ -499,6 +503,13 @@ class RedisStore(Store):
             caps = json.dumps(capabilities, separators=(",", ":"))
             self._queue(["p", space, participant, caps])
 
+    def put_record(self, space: str, table: str, key: str, data: Any | None) -> None:
+        """Queue saving (or, with None, deleting) a record."""
+        if data is None:
+            self._queue(["rec-", space, table, key])
+        else:
+            self._queue(["rec", space, table, key, json.dumps(data, separators=(",", ":"))])
+
     def after_commit(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` after the commit that holds everything queued so far (never, once fenced)."""
         if self._fenced:
@@ -781,6 +792,12 @@ class RedisStore(Store):
         """The saved capabilities of a space."""
         await self.flush()
         rows = await _reply(self._redis.hgetall(self._key(space, "caps")))
+        return {k.decode(): json.loads(v) for k, v in rows.items()}
+
+    async def records(self, space: str, table: str) -> dict[str, Any]:
+        """The saved records of ``table`` in a space."""
+        await self.flush()
+        rows = await _reply(self._redis.hgetall(self._key(space, "rec:" + table)))
         return {k.decode(): json.loads(v) for k, v in rows.items()}
 
     async def message_refs(self, space: str, since_ms: int, limit: int) -> list[MessageRef]:

@@ -76,6 +76,12 @@ CREATE TABLE IF NOT EXISTS meta (
 );
 """
 
+_RECORDS_TABLE = """CREATE TABLE IF NOT EXISTS records (
+    space TEXT NOT NULL, tbl TEXT NOT NULL, key TEXT NOT NULL, data TEXT NOT NULL,
+    PRIMARY KEY (space, tbl, key)
+) WITHOUT ROWID"""
+"""Created with the first record saved, so that a history without records keeps its layout."""
+
 _SYNCHRONOUS: dict[str, str] = {"process": "NORMAL", "power": "FULL"}
 CLOSE_WAIT_S = 10
 """How long a stopping gateway waits for failing commits (a full disk) before it stops."""
@@ -149,6 +155,8 @@ class SqliteStore(Store):
         self._group = GroupCommit(self._take_batch, self._commit_batch, self._pending_work)
         self._kick = self._group.kick
         """Make sure a commit follows what was just queued."""
+        self._records_table = False
+        """Whether this run queued creating the ``records`` table (see :data:`_RECORDS_TABLE`)."""
         self._epoch = ""
         self.commits = 0
         self.failed_commits = 0
@@ -295,6 +303,42 @@ class SqliteStore(Store):
                 participant,
                 json.dumps(capabilities, separators=(",", ":")),
             )
+
+    def put_record(self, space: str, table: str, key: str, data: Any | None) -> None:
+        """Queue saving (or, with None, deleting) a record."""
+        if not self._records_table:
+            self._records_table = True
+            self._queue_row(_RECORDS_TABLE)
+        if data is None:
+            self._queue_row(
+                "DELETE FROM records WHERE space=? AND tbl=? AND key=?", space, table, key
+            )
+        else:
+            self._queue_row(
+                "INSERT OR REPLACE INTO records (space, tbl, key, data) VALUES (?,?,?,?)",
+                space,
+                table,
+                key,
+                json.dumps(data, separators=(",", ":")),
+            )
+
+    async def records(self, space: str, table: str) -> dict[str, Any]:
+        """The saved records of ``table`` in a space."""
+        await self.flush()
+        rows = await self._run(self._records_sync, space, table)
+        return {str(r[0]): json.loads(r[1]) for r in rows}
+
+    def _records_sync(self, space: str, table: str) -> list[Any]:
+        db = self._rdb
+        assert db is not None, "store is not open"
+        exists = db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='records'"
+        ).fetchone()
+        if exists is None:
+            return []  # no record was ever saved
+        return db.execute(
+            "SELECT key, data FROM records WHERE space=? AND tbl=?", (space, table)
+        ).fetchall()
 
     def _queue_row(self, sql: str, *params: Any) -> None:
         """Queue one single-row statement for the next commit."""

@@ -27,7 +27,14 @@ class Identity:
     role: str
     capabilities: tuple[dict[str, Any], ...]
     by_token: bool = False
-    """Authenticated by a configured token (not an open-mode participant)."""
+    """Authenticated by a configured token or a public key (keeps its id: a second
+    connection displaces the first instead of getting another id)."""
+    name: str | None = None
+    """The display name asked for (agentchat's IDENTIFY ``name``)."""
+    verified: bool | None = None
+    """agentchat clients with a key: True when an admin configured the key; None: no key."""
+    pubkey: str | None = None
+    """The public key the client proved (agentchat clients with a key)."""
 
     def capability_set(self) -> CapabilitySet:
         """The capabilities compiled for matching."""

@@ -12,6 +12,11 @@ it, read its history, leave it) when it is not banned, ``#c`` exists, and either
 A connected participant must join over its connection first (``not_in_channel``), exactly as
 on the WebSocket. Joining (and listing a channel's members) needs the join right only.
 
+A **private** (invite-only) channel adds one condition before all of these: ``pid`` is among
+its invited participants (``not_invited`` otherwise, for joins, posts, history and member
+lists alike; an unauthenticated reader is never invited). :func:`visible` says the same for
+listings: outsiders never see a private channel in ``channel/list``.
+
 **Changing capabilities** (:func:`check_grant`). ``capability/grant`` and ``capability/revoke``
 need, besides a capability for the kind, a role listed in the space's ``grant_roles``
 (``[admin]`` by default), and a grant may only hand out what the granter's own capabilities
@@ -71,6 +76,11 @@ def may_join(caps: CapabilitySet, name: str) -> bool:
     return caps.allows("channel/join", {"channel": name})
 
 
+def visible(ch: Channel, pid: str | None) -> bool:
+    """Whether ``pid`` may see channel ``ch`` at all: it is public, or ``pid`` is invited."""
+    return not ch.private or (pid is not None and pid in ch.invited)
+
+
 def channel_access(
     bans: BanList,
     space: SpaceState,
@@ -97,6 +107,12 @@ def channel_access(
             ErrorCode.UNKNOWN_CHANNEL,
             f"channel {name} does not exist in space {space.id!r}; "
             "create it with channel/create (needs the capability)",
+        )
+    if not visible(ch, pid):
+        raise ProtocolError(
+            ErrorCode.NOT_INVITED,
+            f"channel {name} is invite-only and you are not invited: "
+            "ask one of its members to invite you (INVITE / channel/invite)",
         )
     if not joining and pid is not None and pid in ch.members:
         return ch

@@ -9,6 +9,7 @@ them is delivered, so a connection's answers come in the order of its frames.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -17,18 +18,22 @@ import msgspec
 from hubbub.protocol.capabilities import CapabilityError, validate_capabilities
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.protocol.ids import DM_STREAM, is_channel
+from hubbub.protocol.ids import DM_STREAM, is_channel, is_participant_id
 from hubbub.protocol.kinds import REQUEST_KINDS
 from hubbub.server.admission.admit import Admission, Destination
-from hubbub.server.admission.authorization import changed_capabilities, check_grant
+from hubbub.server.admission.auth import Authenticator
+from hubbub.server.admission.authorization import changed_capabilities, check_grant, visible
 from hubbub.server.admission.grants import Grants
+from hubbub.server.admission.invitations import Invitations
 from hubbub.server.admission.sender import Sender
 from hubbub.server.config import Limits
 from hubbub.server.core.coordination import Coordination
 from hubbub.server.core.delivery import Delivery
+from hubbub.server.core.moderation import Moderation
 from hubbub.server.core.sequencer import HISTORY_CACHE, Sequencer, clamp_seq
 from hubbub.server.core.sessions import Sessions
 from hubbub.server.core.tasks import Tasks
+from hubbub.server.core.verifications import VERIFY_TIMEOUT_MS, Verifications
 from hubbub.server.state.space import Channel, Session
 from hubbub.store.base import Store
 
@@ -56,6 +61,9 @@ class Requests:
         delivery: Delivery,
         coordination: Coordination,
         tasks: Tasks,
+        invitations: Invitations,
+        moderation: Moderation,
+        auth: Authenticator,
     ) -> None:
         self.limits = limits
         self.store = store
@@ -66,11 +74,22 @@ class Requests:
         self.delivery = delivery
         self.coordination = coordination
         self.tasks = tasks
+        self.invitations = invitations
+        self.moderation = moderation
+        self.auth = auth
+        self.verifications = Verifications()
         self.handlers: dict[str, Handler] = {
             "floor/responding-to": self._claim,
             "channel/join": self._join,
             "channel/leave": self._leave,
             "channel/create": self._create,
+            "channel/invite": self._invite,
+            "chat/typing": self._typing,
+            "identity/verify-request": self._verify_request,
+            "identity/verify-response": self._verify_response,
+            "admin/kick": self._moderate,
+            "admin/ban": self._moderate,
+            "admin/unban": self._moderate,
             "channel/list": self._list,
             "channel/members": self._members,
             "history/request": self._history,
@@ -117,10 +136,11 @@ class Requests:
     def _leave(self, sender: Sender, env: Envelope, now: int) -> None:
         s = _session(sender, "channel/leave")
         name = env.payload.get("channel")
-        ch = self.admission.channel_for(s, name)
-        ch.remove(s)
-        self.reply(s, env, "channel/left", {"channel": name})
-        self.delivery.queue_presence(s.space, "leave", s.summary(), channel=name)
+        ch = self.admission.channel_for(s, name, member=False)
+        was_member = ch.remove(s)
+        self.reply(s, env, "channel/left", {"channel": name})  # also when not a member
+        if was_member:
+            self.delivery.queue_presence(s.space, "leave", s.summary(), channel=name)
 
     def _create(self, sender: Sender, env: Envelope, now: int) -> None:
         name = env.payload.get("channel")
@@ -140,8 +160,13 @@ class Requests:
                 f"(limits.max_channels = {most}): join an existing channel (channel/list lists "
                 "them) or ask the operator to raise HUBBUB_MAX_CHANNELS",
             )
+        private = env.payload.get("private", False)
+        if not isinstance(private, bool):
+            raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "'private' must be true or false")
         ch = space.channels[name] = Channel(name, 0, HISTORY_CACHE)
         self.store.put_channel(space.id, name)
+        if private:
+            self.invitations.make_private(space, ch, sender.id)
         if isinstance(sender, Session):
             s = sender
             ch.add_joining(s)  # a message sent right after the create frame is accepted
@@ -154,9 +179,34 @@ class Requests:
 
             self.tasks.spawn(join_when_stored(), answer=s)
 
+    def _invite(self, sender: Sender, env: Envelope, now: int) -> None:
+        """``channel/invite {channel, participant}``: a member lets ``participant`` into a
+        private channel; the invitee hears of it (agentchat: a MSG), the inviter gets
+        ``channel/invited`` back."""
+        s = _session(sender, "channel/invite")
+        ch = self.admission.channel_for(s, env.payload.get("channel"), member=False)
+        pid = self.invitations.invite(s.space, ch, s.id, env.payload.get("participant"))
+        note = {"channel": ch.name, "participant": pid, "by": s.id}
+        target = s.space.online.get(pid)
+        if target is not None and target is not s:
+            invited = self.delivery.server_env("channel/invited", note, to=[pid])
+            self.store.after_commit(lambda: self.delivery.send(target, invited))
+        self.reply(s, env, "channel/invited", note)
+
+    def _typing(self, sender: Sender, env: Envelope, now: int) -> None:
+        """``chat/typing {}`` in a channel: relayed at once to the other members, never
+        stored (agentchat's ``TYPING``)."""
+        s = _session(sender, "chat/typing")
+        ch = self.admission.channel_for(s, env.channel or env.payload.get("channel"))
+        for member in list(ch.members.values()):
+            if member is not s:
+                self.delivery.send(member, env)
+
     def _list(self, sender: Sender, env: Envelope, now: int) -> None:
         chans = [
-            {"name": c.name, "members": len(c.members)} for c in sender.space.channels.values()
+            {"name": c.name, "members": len(c.members), "private": c.private}
+            for c in sender.space.channels.values()
+            if visible(c, sender.id)
         ]
         self.reply(sender, env, "channel/list-response", {"channels": chans})
 
@@ -172,6 +222,104 @@ class Requests:
                 "participants": [m.summary() for m in ch.members.values()],
             },
         )
+
+    # ------------------------------------------------------------------ verification
+
+    def _verify_request(self, sender: Sender, env: Envelope, now: int) -> None:
+        """``identity/verify-request {target, nonce}``: forwarded to the target
+        (``identity/verify-asked``), acknowledged ``identity/verify-pending``; fails after
+        30 s unanswered."""
+        s = _session(sender, "identity/verify-request")
+        target_id = env.payload.get("target")
+        target = s.space.online.get(target_id) if isinstance(target_id, str) else None
+        if target is None:
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_PARTICIPANT, f"participant {target_id!r} is not online"
+            )
+        pending = self.verifications.ask(
+            s.id, target.id, target.pubkey, env.payload.get("nonce"), now
+        )
+        asked = {"request_id": pending.request_id, "from": s.id, "nonce": pending.nonce}
+        self.delivery.send(target, self.delivery.server_env("identity/verify-asked", asked))
+        ack = {"request_id": pending.request_id, "target": target.id, "status": "pending"}
+        self.reply(s, env, "identity/verify-pending", ack)
+
+        def expire() -> None:
+            gone = self.verifications.expire(pending.request_id, pending.expires_at + 1)
+            if gone is not None and s.space.online.get(s.id) is s:
+                failed = {
+                    "request_id": gone.request_id,
+                    "target": gone.target,
+                    "verified": False,
+                    "reason": "Verification timed out",
+                }
+                self.delivery.send(s, self.delivery.server_env("identity/verify-result", failed))
+
+        asyncio.get_running_loop().call_later(VERIFY_TIMEOUT_MS / 1000, expire)
+
+    def _verify_response(self, sender: Sender, env: Envelope, now: int) -> None:
+        """``identity/verify-response {request_id, nonce, signature}`` of the target: both
+        sides get ``identity/verify-result {verified}``."""
+        s = _session(sender, "identity/verify-response")
+        p = env.payload
+        pending, ok = self.verifications.answer(
+            s.id, p.get("request_id"), p.get("nonce"), p.get("signature"), now
+        )
+        result: dict[str, Any] = {
+            "request_id": pending.request_id,
+            "target": pending.target,
+            "verified": ok,
+        }
+        if ok:
+            result["pubkey"] = pending.pubkey
+        else:
+            result["reason"] = "Signature verification failed"
+        requester = s.space.online.get(pending.requester)
+        if requester is not None:
+            told = self.delivery.server_env("identity/verify-result", result)
+            self.delivery.send(requester, told)
+        self.reply(
+            s, env, "identity/verify-result", {"request_id": pending.request_id, "verified": ok}
+        )
+
+    # ------------------------------------------------------------------ moderation
+
+    def _moderate(self, sender: Sender, env: Envelope, now: int) -> None:
+        """``admin/kick|ban|unban {participant, reason?, admin_key?}`` from an admin (by role,
+        or an ``admin_key`` that is the token of an admin of the space): ``admin/result``."""
+        space = sender.space
+        key = env.payload.get("admin_key")
+        owner = self.auth.lookup_token(key) if isinstance(key, str) and key else None
+        by_key = (
+            owner is not None
+            and owner[0] == space.id
+            and space.config.participants[owner[1]].role == "admin"
+        )
+        if sender.role != "admin" and not by_key:
+            raise ProtocolError(
+                ErrorCode.AUTH_REQUIRED,
+                "Invalid admin key: send the token of an admin of this space as admin_key, "
+                "or connect as an admin",
+            )
+        pid = env.payload.get("participant")
+        if not isinstance(pid, str) or not is_participant_id(pid):
+            raise ProtocolError(ErrorCode.INVALID_ID, f"{pid!r} is not a participant id")
+        reason = env.payload.get("reason")
+        reason = reason if isinstance(reason, str) and reason else None
+        action = env.kind.removeprefix("admin/")
+        if action == "kick":
+            out = self.moderation.kick(space, pid, sender.id, reason)
+            if not out["disconnected"]:
+                raise ProtocolError(
+                    ErrorCode.UNKNOWN_PARTICIPANT, f"participant {pid!r} is not online"
+                )
+        elif action == "ban":
+            out = self.moderation.ban(space, pid, sender.id, reason)
+        else:
+            out = self.moderation.unban(space, pid, sender.id)
+            if not out["was_banned"]:
+                raise ProtocolError(ErrorCode.UNKNOWN_PARTICIPANT, f"{pid!r} is not banned")
+        self.reply(sender, env, "admin/result", {"action": action, "success": True} | out)
 
     # ------------------------------------------------------------------ history
 

@@ -15,9 +15,10 @@ from hubbub.protocol.hello import Hello
 from hubbub.protocol.ids import DM_STREAM
 from hubbub.server.admission.admit import Admission
 from hubbub.server.admission.auth import Authenticator, Identity
-from hubbub.server.admission.authorization import may_join
+from hubbub.server.admission.authorization import may_join, visible
 from hubbub.server.admission.bans import BanList
 from hubbub.server.admission.grants import Grants
+from hubbub.server.admission.keys import KeyBindings
 from hubbub.server.admission.sender import Sender
 from hubbub.server.config import AUTO_JOIN_MAX, Limits
 from hubbub.server.core.coordination import Coordination
@@ -29,7 +30,8 @@ from hubbub.server.state.space import RateBuckets, Session, SpaceState
 
 SETTABLE_PRESENCE: Final = ("online", "away", "busy", "listening", "offline")
 """Presence values a participant may set itself (agentchat's set; ``sleeping`` is the server's)."""
-MAX_STATUS_TEXT: Final = 200
+MAX_STATUS_TEXT: Final = 100
+"""agentchat's limit on ``status_text``."""
 
 
 class Sessions:
@@ -45,6 +47,7 @@ class Sessions:
         limits: Limits,
         metrics: Metrics,
         admission: Admission,
+        keys: KeyBindings,
         sequencer: Sequencer,
         delivery: Delivery,
         coordination: Coordination,
@@ -59,6 +62,7 @@ class Sessions:
         self.limits = limits
         self.metrics = metrics
         self.admission = admission
+        self.keys = keys
         self.sequencer = sequencer
         self.delivery = delivery
         self.coordination = coordination
@@ -69,13 +73,19 @@ class Sessions:
 
     def authenticate(self, hello: Hello) -> Identity:
         """Check the hello's token and id; raises ProtocolError on refusal."""
-        ident = self.auth.authenticate(hello)
+        cfg = self.auth.spaces.get(hello.space)
+        if cfg is not None and hello.pubkey is not None and not hello.token:
+            ident = self.keys.keyed(cfg, hello)
+        else:
+            ident = self.auth.authenticate(hello)
+            if not ident.by_token:
+                ident = self.keys.keyless(self.auth.spaces[ident.space], hello, ident)
         space = self.spaces[ident.space]
         if hello.unique_name and not ident.by_token and ident.id in space.online:
-            base, n = ident.id[:28], 2
-            while f"{base}-{n}" in space.online:
-                n += 1
-            ident = Identity(ident.space, f"{base}-{n}", ident.kind, ident.role, ident.capabilities)
+            free = self.keys.free_id(space.id, ident.id, space.online)
+            ident = Identity(
+                ident.space, free, ident.kind, ident.role, ident.capabilities, name=ident.name
+            )
         self.bans.check(ident.space, ident.id)  # admin kill switch: a banned id is refused
         return ident
 
@@ -85,9 +95,10 @@ class Sessions:
         caps = self.grants.current(space, ident.id, ident.capability_set())
         rate = self.rates.get(space.id, ident.id)  # a reconnect continues the same bucket
         s = Session(ident.id, ident.kind, ident.role, space, conn, caps, rate)
+        s.name, s.verified, s.pubkey = ident.name, ident.verified, ident.pubkey
         old = space.online.get(ident.id)
         if old is not None:
-            self._displace(old)
+            self._displace(old, conn.peer)
         space.online[s.id] = s
         space.known.add(s.id)
         self.coordination.connected(s)
@@ -128,11 +139,11 @@ class Sessions:
         self.coordination.attached(s)  # callbacks that fell due while the gateway restarted
         return s
 
-    def _displace(self, old: Session) -> None:
+    def _displace(self, old: Session, new_ip: str) -> None:
         """Tell an older connection of the same id that a newer one replaces it, then close it."""
         reason = "replaced by a new connection with the same id"
         displaced = self.delivery.server_env(
-            "system/session-displaced", {"reason": reason}, to=[old.id]
+            "system/session-displaced", {"reason": reason, "new_ip": new_ip}, to=[old.id]
         )
         self.delivery.send(old, displaced)
         old.conn.close(CLOSE_REPLACED, reason)
@@ -147,7 +158,9 @@ class Sessions:
         allowed = [
             n
             for n in names
-            if n in space.channels and s.caps.allows("channel/join", {"channel": n})
+            if n in space.channels
+            and visible(space.channels[n], s.id)
+            and s.caps.allows("channel/join", {"channel": n})
         ]
         return allowed[:AUTO_JOIN_MAX]
 
@@ -160,18 +173,20 @@ class Sessions:
         names = [n for n in dict.fromkeys(first) if n in channels][:most]
         if len(names) < most:
             own = set(names)
-            rest = (n for n in channels if n not in own)
+            rest = (n for n, c in channels.items() if n not in own and visible(c, s.id))
             names.extend(itertools.islice(rest, most - len(names)))
+        hidden = sum(1 for c in channels.values() if not visible(c, s.id))
         return self.delivery.server_env(
             "system/welcome",
             {
-                "you": {"id": s.id, "kind": s.kind, "capabilities": s.caps.capabilities},
+                "you": {"id": s.id, "kind": s.kind, "capabilities": s.caps.capabilities}
+                | s.identity(),
                 "participants": [o.summary_json() for o in space.online.values()],
                 "channels": [
                     {"name": n, "members": len(channels[n].members), "seq": channels[n].seq}
                     for n in names
                 ],
-                "channels_total": len(channels),
+                "channels_total": len(channels) - hidden,
                 "space": space.id,
                 "server": self.server_name,
                 "dm_seq": space.dm_seq,
@@ -217,7 +232,7 @@ class Sessions:
         if presence not in SETTABLE_PRESENCE:
             raise ProtocolError(
                 ErrorCode.INVALID_ENVELOPE,
-                f"presence {presence!r} cannot be set by a participant: use one of "
+                f"Invalid presence status {presence!r}: a participant sets one of "
                 + ", ".join(repr(p) for p in SETTABLE_PRESENCE)
                 + " (sleeping comes from @@sleep markers)",
             )

@@ -1,4 +1,5 @@
-"""The admin kill switch: disconnect or ban a participant, also a sleeping one.
+"""The admin kill switch: disconnect or ban a participant, also a sleeping one
+(:mod:`hubbub.server.core.moderation` does it; this module is its HTTP surface).
 
 Bans are per space and saved in the store (:mod:`hubbub.server.admission.bans`), so a restart keeps
 them; only an unban lifts one. A banned id is refused at connect (``banned``, close 1008) and
@@ -11,31 +12,17 @@ from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 
-from hubbub.protocol.errors import ProtocolError
 from hubbub.protocol.ids import is_participant_id
+from hubbub.server.core.moderation import Moderation
 from hubbub.server.http.access import AccessDenied, Directory, resolve_viewer
-from hubbub.server.state.activity import Activity
-from hubbub.server.state.connection import CLOSE_KICKED
-from hubbub.server.state.space import Session, SpaceState
-
-KICKED_REASON = "disconnected by an admin"
-BANNED_REASON = "banned by an admin"
 
 
 class AdminGateway(Directory, Protocol):
     """The gateway as the kill switch uses it (the gateway implements it)."""
 
     @property
-    def activity(self) -> Activity:
-        """The feed that records each kick, ban and unban."""
-        ...
-
-    def detach(self, s: Session) -> None:
-        """Forget a session: leave its channels, announce it offline."""
-        ...
-
-    def error(self, s: Session, exc: ProtocolError) -> None:
-        """Answer a problem to the participant that caused it."""
+    def moderation(self) -> Moderation:
+        """Kick, ban and unban (shared with agentchat's ADMIN_* frames)."""
         ...
 
     async def durable(self) -> None:
@@ -44,64 +31,6 @@ class AdminGateway(Directory, Protocol):
 
 
 GatewayT = TypeVar("GatewayT", bound=AdminGateway)
-
-
-def disconnect(
-    router: AdminGateway, space: SpaceState, pid: str, reason: str = KICKED_REASON
-) -> bool:
-    """Close ``pid``'s connection (4001) and detach it at once; False if it is not connected.
-
-    Detaching runs the usual disconnect path: its floor claims end and a sleep is cancelled.
-    """
-    s = space.online.get(pid)
-    if s is None:
-        return False
-    s.conn.close(CLOSE_KICKED, reason)
-    router.detach(s)
-    return True
-
-
-def kick(router: AdminGateway, space: SpaceState, pid: str, by: str | None) -> dict[str, Any]:
-    """Disconnect a participant (it may reconnect); publishes ``kick``."""
-    s = space.online.get(pid)
-    if s is None:
-        return {"space": space.id, "id": pid, "disconnected": False, "was": "offline"}
-    was = s.presence
-    router.activity.publish("kick", space.id, participant=pid, by=by, was=was)
-    disconnect(router, space, pid)
-    return {"space": space.id, "id": pid, "disconnected": True, "was": was}
-
-
-def ban(router: AdminGateway, space: SpaceState, pid: str, by: str | None) -> dict[str, Any]:
-    """Ban a participant and disconnect it if connected; publishes ``ban``."""
-    new = router.bans.ban(space.id, pid)
-    s = space.online.get(pid)
-    was = s.presence if s is not None else "offline"
-    if new or s is not None:
-        router.activity.publish(
-            "ban", space.id, participant=pid, by=by, was=was, disconnected=s is not None
-        )
-    if s is not None:
-        try:
-            router.bans.check(space.id, pid)
-        except ProtocolError as exc:
-            router.error(s, exc)  # the reason, before the close frame
-        disconnect(router, space, pid, BANNED_REASON)
-    return {
-        "space": space.id,
-        "id": pid,
-        "banned": True,
-        "disconnected": s is not None,
-        "was": was,
-    }
-
-
-def unban(router: AdminGateway, space: SpaceState, pid: str, by: str | None) -> dict[str, Any]:
-    """Lift a ban; publishes ``unban``."""
-    lifted = router.bans.unban(space.id, pid)
-    if lifted:
-        router.activity.publish("unban", space.id, participant=pid, by=by)
-    return {"space": space.id, "id": pid, "banned": False, "was_banned": lifted}
 
 
 def add_admin_routes(app: web.Application, key: web.AppKey[GatewayT]) -> None:
@@ -122,7 +51,7 @@ def add_admin_routes(app: web.Application, key: web.AppKey[GatewayT]) -> None:
                 )
             space = viewer.space
             if action == "disconnect":
-                out = kick(router, space, pid, viewer.id)
+                out = router.moderation.kick(space, pid, viewer.id)
                 if not out["disconnected"]:
                     return web.json_response(
                         {
@@ -133,9 +62,9 @@ def add_admin_routes(app: web.Application, key: web.AppKey[GatewayT]) -> None:
                         status=404,
                     )
             elif action == "ban":
-                out = ban(router, space, pid, viewer.id)
+                out = router.moderation.ban(space, pid, viewer.id)
             else:
-                out = unban(router, space, pid, viewer.id)
+                out = router.moderation.unban(space, pid, viewer.id)
             await router.durable()  # the answer promises the ban is stored
             return web.json_response(out)
 

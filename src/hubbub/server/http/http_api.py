@@ -26,6 +26,7 @@ _STATUS = {
     ErrorCode.UNKNOWN_CHANNEL: 404,
     ErrorCode.UNKNOWN_PARTICIPANT: 404,
     ErrorCode.NOT_IN_CHANNEL: 403,
+    ErrorCode.NOT_INVITED: 403,
     ErrorCode.RATE_LIMITED: 429,
     ErrorCode.PAYLOAD_TOO_LARGE: 413,
     ErrorCode.FRAME_TOO_LARGE: 413,

@@ -107,9 +107,12 @@ class Session:
         "connected_at",
         "id",
         "kind",
+        "name",
+        "pubkey",
         "rate",
         "role",
         "space",
+        "verified",
     )
 
     def __init__(
@@ -137,6 +140,12 @@ class Session:
         self._summary_json: msgspec.Raw | None = None
         self.connected_at = time.time()
         space.announced.welcomed(pid)  # its welcome lists who is online, with their lists
+        self.name: str | None = None
+        """The display name an agentchat client asked for (its id may differ)."""
+        self.verified: bool | None = None
+        """agentchat clients with a key: whether an admin configured it; None: no key."""
+        self.pubkey: str | None = None
+        """The public key an agentchat client proved at IDENTIFY."""
 
     @property
     def caps(self) -> CapabilitySet:
@@ -192,8 +201,18 @@ class Session:
                 out["status_text"] = self._status_text
             if self._wake_at is not None:
                 out["wake_at"] = _ISO.iso(self._wake_at)
+            out |= self.identity()
             self._summary = out
         return self._summary
+
+    def identity(self) -> dict[str, Any]:
+        """``name`` (when it differs from the id) and ``verified`` (keyed agentchat clients)."""
+        out: dict[str, Any] = {}
+        if self.name is not None and self.name != self.id:
+            out["name"] = self.name
+        if self.verified is not None:
+            out["verified"] = self.verified
+        return out
 
     def summary_json(self) -> msgspec.Raw:
         """:meth:`summary` encoded once per change (welcomes list every participant)."""
@@ -211,6 +230,8 @@ class Channel:
     ``sleepers``, so the fan-out skips it at no cost and the sleep engine decides. A member
     whose join is still reading history is in ``members`` (it may send at once) and in
     ``joining``, and enters the fan-out lists when its ``channel/joined`` goes out.
+    A ``private`` channel admits only the participants in ``invited`` (its creator and those
+    a member invited).
     Connections with a fan-out group (a cluster node's clients on the leader) are listed by
     group in ``groups`` instead of ``by_dialect``: a fan-out reaches each group in one call.
     """
@@ -219,9 +240,11 @@ class Channel:
         "assigned",
         "by_dialect",
         "groups",
+        "invited",
         "joining",
         "members",
         "name",
+        "private",
         "recent",
         "seq",
         "sleepers",
@@ -237,6 +260,9 @@ class Channel:
         self.groups: dict[str, dict[FanoutGroup, dict[str, int]]] = {d: {} for d in DIALECTS}
         self.sleepers: dict[str, Session] = {}
         self.recent: deque[tuple[int, bytes]] = deque(maxlen=cache_size)
+        self.private = False
+        """Invite-only: only ``invited`` participants may join, read or post."""
+        self.invited: set[str] = set()
 
     def add_joining(self, s: Session) -> None:
         """Make ``s`` a member that may send but receives nothing until :meth:`add`."""

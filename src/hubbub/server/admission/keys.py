@@ -1,0 +1,178 @@
+"""Who an agentchat public key is: configured keys, names bound on first use, key ids.
+
+The space's ``agentchat_keys`` policy (docs/configuration.md#agentchat-keys) decides:
+
+- a key listed in a participant's ``pubkeys`` authenticates as that participant, as its
+  token would (``verified``), in token mode too — unless ``bind: off``;
+- any other proven key gets agentchat's id, ``@`` + the first 16 hex of its SHA-256
+  (open mode only; ``allowlist: strict`` refuses it with ``not_allowed``); with
+  ``bind: tofu`` the first key seen for a name owns that name, stored durably (public keys
+  only); a later key asking for an owned name keeps its id and is shown under its id;
+- a client without a key (``ephemeral``: allow, read_only or deny) never gets an id a key
+  owns — a key's id, a name bound on first use, a participant with ``pubkeys`` — in open
+  mode too: agentchat clients get a free id derived from the name, others are refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from hubbub.protocol.errors import ErrorCode, ProtocolError
+from hubbub.protocol.hello import Hello
+from hubbub.protocol.ids import is_participant_id
+from hubbub.protocol.keys import KEY_ID, key_id
+from hubbub.server.admission.auth import Identity
+from hubbub.server.config import SpaceConfig
+from hubbub.store.base import Store
+
+TABLE: Final = "keys"
+"""The store's record table: name → the PEM of the key that owns it (``bind: tofu``)."""
+READ_ONLY_CAPABILITIES: Final[list[dict[str, Any]]] = [
+    {"kind": kind}
+    for kind in (
+        "channel/join",
+        "channel/leave",
+        "channel/list",
+        "channel/members",
+        "history/request",
+        "participant/status",
+        "system/heartbeat",
+    )
+]
+"""What a keyless agentchat client may send under ``ephemeral: read_only``: it reads, never
+posts (agentchat's lurk mode)."""
+
+
+class KeyBindings:
+    """Identities of agentchat clients by public key, for every space of the server."""
+
+    def __init__(self, store: Store, configs: dict[str, SpaceConfig]) -> None:
+        self.store = store
+        self.configs = configs
+        self._configured: dict[tuple[str, str], str] = {}
+        self._tofu: dict[str, dict[str, str]] = {sid: {} for sid in configs}
+        for sid, cfg in configs.items():
+            for pid, p in cfg.participants.items():
+                for pem in p.pubkeys:
+                    self._configured[(sid, pem.strip())] = pid
+
+    async def load(self, space: str) -> None:
+        """Read the names bound on first use by an earlier run."""
+        saved = await self.store.records(space, TABLE)
+        self._tofu[space] = {k: v for k, v in saved.items() if isinstance(v, str)}
+
+    def keyed(self, cfg: SpaceConfig, hello: Hello) -> Identity:
+        """The identity of a client whose ``hello`` carries a proven public key."""
+        if not hello.key_proven or hello.pubkey is None:
+            raise ProtocolError(
+                ErrorCode.VERIFICATION_FAILED,
+                "the public key was not proven: answer the CHALLENGE with VERIFY_IDENTITY",
+            )
+        pem = hello.pubkey.strip()
+        policy = cfg.agentchat_keys
+        name = hello.name or hello.participant_id
+        pid = self._configured.get((cfg.space, pem)) if policy.bind != "off" else None
+        if pid is not None:
+            p = cfg.participants[pid]
+            caps = tuple(p.effective_capabilities())
+            return Identity(
+                cfg.space,
+                pid,
+                p.kind,
+                p.role,
+                caps,
+                by_token=True,
+                name=name,
+                verified=True,
+                pubkey=hello.pubkey,
+            )
+        if policy.allowlist == "strict":
+            raise ProtocolError(
+                ErrorCode.NOT_ALLOWED,
+                f"this public key is not on the allowlist of space {cfg.space!r}: an admin "
+                "adds it to participants.<id>.pubkeys in space.yaml",
+            )
+        if not cfg.open:
+            raise ProtocolError(
+                ErrorCode.AUTH_FAILED,
+                f"space {cfg.space!r} requires a token or a configured key: add this public "
+                "key to participants.<id>.pubkeys in space.yaml, or IDENTIFY with a 'token'",
+            )
+        kid = key_id(hello.pubkey)  # of the text as sent, as agentchat derives it
+        if policy.bind == "tofu" and is_participant_id(name) and not self._configured_id(cfg, name):
+            owner = self._tofu[cfg.space].get(name)
+            if owner is None:
+                self._tofu[cfg.space][name] = pem
+                self.store.put_record(cfg.space, TABLE, name, pem)
+            elif owner != pem:
+                name = kid  # the name belongs to another key
+        elif self._configured_id(cfg, name):
+            name = kid
+        kind = hello.kind or cfg.defaults.kind
+        caps = tuple(cfg.open_capabilities())
+        return Identity(
+            cfg.space,
+            kid,
+            kind,
+            "participant",
+            caps,
+            by_token=True,
+            name=name,
+            verified=False,
+            pubkey=hello.pubkey,
+        )
+
+    def keyless(self, cfg: SpaceConfig, hello: Hello, ident: Identity) -> Identity:
+        """An open-mode identity without a key, as the policy allows (raise otherwise)."""
+        if hello.name is not None:  # an agentchat client: the space's policy for keyless ones
+            policy = cfg.agentchat_keys
+            if policy.allowlist == "strict" or policy.ephemeral == "deny":
+                raise ProtocolError(
+                    ErrorCode.NOT_ALLOWED,
+                    f"space {cfg.space!r} admits agentchat clients with a public key only: "
+                    "connect with a saved keypair (IDENTIFY {name, pubkey})",
+                )
+            if policy.ephemeral == "read_only":
+                ident = Identity(
+                    ident.space, ident.id, ident.kind, ident.role, tuple(READ_ONLY_CAPABILITIES)
+                )
+            ident = Identity(
+                ident.space, ident.id, ident.kind, ident.role, ident.capabilities, name=hello.name
+            )
+        if self.owned(cfg.space, ident.id):
+            if not hello.unique_name:
+                raise ProtocolError(
+                    ErrorCode.AUTH_FAILED,
+                    f"id {ident.id!r} belongs to a public key in space {cfg.space!r}; "
+                    "choose another id",
+                )
+            ident = Identity(
+                ident.space,
+                self.free_id(cfg.space, ident.id, set()),
+                ident.kind,
+                ident.role,
+                ident.capabilities,
+                name=ident.name,
+            )
+        return ident
+
+    def owned(self, space: str, pid: str) -> bool:
+        """Whether ``pid`` is an id that only a key may have."""
+        cfg = self.configs[space]
+        return (
+            KEY_ID.fullmatch(pid) is not None
+            or pid in self._tofu.get(space, {})
+            or self._configured_id(cfg, pid)
+        )
+
+    def free_id(self, space: str, base: str, online: set[str] | dict[str, Any]) -> str:
+        """``base-2``, ``base-3``, … : the first that no key owns and nobody online has."""
+        stem, n = base[:28], 2
+        while f"{stem}-{n}" in online or self.owned(space, f"{stem}-{n}"):
+            n += 1
+        return f"{stem}-{n}"
+
+    @staticmethod
+    def _configured_id(cfg: SpaceConfig, pid: str) -> bool:
+        p = cfg.participants.get(pid)
+        return p is not None and bool(p.pubkeys)
