@@ -24,9 +24,9 @@ def _import_name(distribution: str) -> str:
     return distribution.lower().replace("-", "_").replace(".", "_")
 
 
-def extra_providing(module: str) -> str | None:
-    """The smallest extra of hubbub that installs the top-level package ``module`` (None:
-    no extra does)."""
+def extra_providing(module: str, prefer: str | None = None) -> str | None:
+    """The extra of hubbub that installs the top-level package ``module``: ``prefer`` when it
+    is one of them (what the command being run needs), else the smallest (None: no extra)."""
     try:
         requirements = importlib.metadata.requires("hubbub") or []
     except importlib.metadata.PackageNotFoundError:
@@ -37,16 +37,19 @@ def extra_providing(module: str) -> str | None:
         if match:
             extras.setdefault(match[2], set()).add(_import_name(match[1]))
     having = [extra for extra, modules in extras.items() if module in modules]
+    if prefer in having:
+        return prefer
     return min(having, key=lambda extra: len(extras[extra]), default=None)
 
 
-def explain(exc: ModuleNotFoundError) -> MissingExtra | None:
-    """``exc`` as a :class:`MissingExtra` if the missing package comes with an extra."""
-    if isinstance(exc, MissingExtra):
+def explain(exc: ModuleNotFoundError, prefer: str | None = None) -> MissingExtra | None:
+    """``exc`` as a :class:`MissingExtra` if the missing package comes with an extra (naming
+    ``prefer`` where that extra installs it)."""
+    if isinstance(exc, MissingExtra) and prefer is None:
         return exc
     if not exc.name or "." in exc.name:  # a submodule of an installed package: not an extra's
         return None
-    extra = extra_providing(exc.name)
+    extra = extra_providing(exc.name, prefer)
     if extra is None:
         return None
     return MissingExtra(
@@ -57,12 +60,13 @@ def explain(exc: ModuleNotFoundError) -> MissingExtra | None:
 
 
 @contextlib.contextmanager
-def extra_needed() -> Iterator[None]:
-    """Inside the block, importing a missing optional package raises :class:`MissingExtra`."""
+def extra_needed(prefer: str | None = None) -> Iterator[None]:
+    """Inside the block, importing a missing optional package raises :class:`MissingExtra`
+    (naming ``prefer``, the extra the block's code needs, where that extra installs it)."""
     try:
         yield
     except ModuleNotFoundError as exc:
-        missing = explain(exc)
+        missing = explain(exc, prefer)
         if missing is None or missing is exc:
             raise
         raise missing from None

@@ -129,6 +129,7 @@ def test_the_core_alone_serves_a_gateway_and_the_client_talks_to_it(tmp_path: Pa
         (["bridge", "--id", "files", "--", "true"], "agents"),
         (["demo", "--once", "--port", "0"], "agents"),
         (["chat", "--id", "alice"], "chat"),
+        (["mcp", "--id", "claude"], "mcp"),
     ],
 )
 def test_a_command_without_its_extra_says_which_extra_to_install(

@@ -16,6 +16,9 @@ from hubbub.cli.serve import serve
 from hubbub.cli.token import token
 from hubbub.extras import explain
 
+_EXTRA_OF = {"agent": "agents", "bridge": "agents", "demo": "agents", "chat": "chat", "mcp": "mcp"}
+"""The extra each command needs (a package in several extras is named by the command's)."""
+
 
 class _Commands(click.Group):
     """hubbub's commands; one that needs a package of a missing extra names the extra."""
@@ -24,7 +27,7 @@ class _Commands(click.Group):
         try:
             return super().invoke(ctx)
         except ModuleNotFoundError as exc:
-            missing = explain(exc)
+            missing = explain(exc, _EXTRA_OF.get(ctx.invoked_subcommand or ""))
             if missing is None:
                 raise
             raise click.ClickException(str(missing)) from None

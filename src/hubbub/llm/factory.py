@@ -55,7 +55,7 @@ def create_model(
     source = os.environ if env is None else env
     provider = pick_provider(settings, source)
     if provider == "openai":
-        with extra_needed():
+        with extra_needed("agents"):
             from hubbub.llm.openai_compat import DEFAULT_OPENAI_MODEL, OpenAICompatible
 
         return OpenAICompatible(
@@ -66,7 +66,7 @@ def create_model(
             max_tokens=settings.max_tokens,
         )
     if provider == "anthropic":
-        with extra_needed():
+        with extra_needed("agents"):
             from hubbub.llm.anthropic import DEFAULT_ANTHROPIC_MODEL, AnthropicModel
 
         return AnthropicModel(

@@ -48,7 +48,7 @@ def __getattr__(name: str) -> Any:
     module = _WITH_AGENTS_EXTRA.get(name)
     if module is None:
         raise AttributeError(f"module 'hubbub.sdk' has no attribute {name!r}")
-    with extra_needed():
+    with extra_needed("agents"):
         value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

@@ -21,7 +21,7 @@ from hubbub.extras import extra_needed
 from hubbub.sdk import Participant, Resource, Tool
 from hubbub.sdk.options import ParticipantOptions
 
-with extra_needed():
+with extra_needed("agents"):
     import mcp.types as mt
     from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 
