@@ -44,8 +44,10 @@ test: $(STAMP) lint typecheck
 
 test-fast: $(STAMP)
 	@# every test but those marked slow (they start processes, drive Chromium or a redis-server,
-	@# or fuzz): the quick lane while working; `make test` runs everything
-	$(BIN)/pytest -q -m "not slow"
+	@# or fuzz), and the property tests at a tenth of their examples (hypothesis profile
+	@# `fast`, tests/conftest.py), on every core (pytest-xdist): the quick lane while working;
+	@# `make test` runs everything
+	HYPOTHESIS_PROFILE=fast $(BIN)/pytest -q -m "not slow" -n auto
 
 demo: $(DEMO_NEEDS)
 	$(BIN)/hubbub demo

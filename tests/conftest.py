@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,9 +29,12 @@ from tests.timing import WAIT
 # No timed assertions: hypothesis' per-example deadline (200 ms) fails a property on a busy
 # machine, not on a wrong answer.
 settings.register_profile("hubbub", deadline=None)
-settings.load_profile("hubbub")
+# The fast lane (`make test-fast`): a tenth of the examples (tests/strength.py scales the
+# properties that name their own number) and shorter stateful runs.
+settings.register_profile("fast", deadline=None, max_examples=10, stateful_step_count=20)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "hubbub"))
 
-SLOW_FIXTURES = frozenset({"browser", "redis_server"})
+SLOW_FIXTURES = frozenset({"browser", "redis_server", "locked_redis"})
 """A test that uses one of these drives Chromium or a redis-server: it is marked ``slow``."""
 
 

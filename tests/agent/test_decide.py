@@ -11,6 +11,7 @@ from hubbub.llm.base import ChatModel, Completion, Done
 from hubbub.protocol.envelope import Envelope
 from hubbub.sdk import AgentConfig
 from hubbub.sdk.decide import ResponsePolicy, mentions, parse_classification, where
+from tests.strength import examples
 
 
 def chat(text: str, sender: str = "alice", **fields: object) -> Envelope:
@@ -127,7 +128,7 @@ incoming = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(seen=incoming, limit=st.integers(1, 5))
 def test_the_rate_limit_never_silences_an_addressed_message(
     seen: list[tuple[str, str, str, float]], limit: int
@@ -250,7 +251,7 @@ def test_addressed_to_others_wins_over_the_classifier_even_when_it_would_answer(
     assert decision.describe() == "ignore (addressed_to_others): addressed to maths"
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     to=st.lists(st.sampled_from(["helper", "maths", "chef", "zed"]), max_size=3),
     mentioned=st.lists(st.sampled_from(["helper", "maths", "chef", "nobody"]), max_size=3),

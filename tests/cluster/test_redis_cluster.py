@@ -29,7 +29,7 @@ from tests.cluster.nodes import ClusterNode, stop_cluster
 from tests.cluster.redis_cluster import RedisCluster
 from tests.cluster.test_redis_store import history_queries, ops, replay_on_both
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]  # each starts a redis cluster
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from hubbub.engines.callbacks import Callback, CallbackEngine, CallbackRejected, Fired
 from hubbub.engines.timers import TimerQueue
+from tests.strength import examples
 
 NOW = 1_000_000
 
@@ -361,7 +362,7 @@ def _ms_around(lo_s: int, hi_s: int) -> st.SearchStrategy[int]:
     return grid | st.integers(lo_s * 1000, hi_s * 1000)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(
     restart=st.integers(NOW, NOW + 10**7),
     dues=st.lists(
@@ -577,7 +578,7 @@ class CallbackModel(RuleBasedStateMachine):
 
 
 TestCallbackModel = CallbackModel.TestCase
-TestCallbackModel.settings = settings(max_examples=100, stateful_step_count=50, deadline=None)
+TestCallbackModel.settings = settings(max_examples=examples(100), deadline=None)
 
 
 def test_a_stranded_owner_keeps_callbacks_that_fall_due_until_it_is_back() -> None:

@@ -11,6 +11,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from hubbub.engines.floor import Claim, ClaimRejected, FloorControl, FloorOutcome, Release
 from hubbub.engines.timers import TimerQueue
+from tests.strength import examples
 
 NOW = 1_000_000
 TS = NOW - 10_000  # the timestamp of the claimed message
@@ -469,4 +470,4 @@ class FloorModel(RuleBasedStateMachine):
 
 
 TestFloorModel = FloorModel.TestCase
-TestFloorModel.settings = settings(max_examples=100, stateful_step_count=50, deadline=None)
+TestFloorModel.settings = settings(max_examples=examples(100), deadline=None)

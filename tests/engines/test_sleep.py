@@ -12,6 +12,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from hubbub.engines.sleep import SleepEngine, SleepEntry
 from hubbub.engines.timers import TimerQueue
 from hubbub.protocol.markers import SLEEP_MODES, SleepMode
+from tests.strength import examples
 
 NOW = 1_000_000
 
@@ -309,4 +310,4 @@ class SleepModel(RuleBasedStateMachine):
 
 
 TestSleepModel = SleepModel.TestCase
-TestSleepModel.settings = settings(max_examples=100, stateful_step_count=50, deadline=None)
+TestSleepModel.settings = settings(max_examples=examples(100), deadline=None)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from hubbub.engines.timers import TimerQueue
+from tests.strength import examples
 
 
 def test_empty_queue() -> None:
@@ -157,4 +158,4 @@ class TimerModel(RuleBasedStateMachine):
 
 
 TestTimerModel = TimerModel.TestCase
-TestTimerModel.settings = settings(max_examples=100, stateful_step_count=50, deadline=None)
+TestTimerModel.settings = settings(max_examples=examples(100), deadline=None)

@@ -21,8 +21,9 @@ from hubbub.sdk.floor import (
     uses_claims,
     uses_csma,
 )
+from tests.strength import examples
 
-PROPERTY = settings(max_examples=200, deadline=None)
+PROPERTY = settings(max_examples=examples(200), deadline=None)
 MODES: list[Coordination] = ["both", "csma", "claims", "none"]
 ME = "me"
 

@@ -15,6 +15,7 @@ from hubbub.llm.offline import SAME_POINT_SHARE, OfflineModel, judge_novelty, sa
 from hubbub.sdk.agent_config import Prompts
 from hubbub.sdk.covered import covered_prompt, judge, parse_judgment
 from hubbub.sdk.floor import Reply
+from tests.strength import examples
 
 TEMPLATE = Prompts().covered
 
@@ -59,7 +60,7 @@ WORDS = ["alpha", "beta", "gamma", "delta", "42", "7", "zeta"]
 words = st.lists(st.sampled_from(WORDS), min_size=1)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(draft=words, said=st.lists(words, min_size=1, max_size=3))
 def test_repeating_never_adds_and_new_words_beyond_the_threshold_always_add(
     draft: list[str], said: list[list[str]]

@@ -18,8 +18,9 @@ from hubbub.sdk.csma import (
     skill_overlap,
     topic_tags,
 )
+from tests.strength import examples
 
-PROPERTY = settings(max_examples=200, deadline=None)
+PROPERTY = settings(max_examples=examples(200), deadline=None)
 words = st.text(alphabet="abcdefghij", min_size=1, max_size=6)
 
 

@@ -21,6 +21,8 @@ from hubbub.store.base import MessageRef
 from hubbub.store.sqlite import SqliteStore
 from tests import processes
 
+pytestmark = pytest.mark.slow  # every test starts a gateway process
+
 START_TIMEOUT_S = 30
 WAIT_S = 30.0
 FILE_LIMIT = 2 * 1024 * 1024

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -74,6 +75,8 @@ async def fails(session: ClientSession, tool: str, /, **arguments: Any) -> str:
 
 
 TRANSPORTS = ("stdio", "http")
+TRANSPORT_PARAMS = (pytest.param("stdio", marks=pytest.mark.slow), "http")
+"""The transports as parameters: the stdio one starts a ``hubbub mcp`` process (``slow``)."""
 
 
 def opener(transport: str, http: str, ws: str) -> Any:

@@ -14,7 +14,15 @@ import pytest
 from hubbub.sdk import Client
 from hubbub.server.config import ParticipantConfig, SpaceConfig, hash_token
 from tests.conftest import RunningGateway, start_gateway, stop_gateway
-from tests.mcp.conftest import SHORT, TRANSPORTS, call, fails, opener, stdio_session
+from tests.mcp.conftest import (
+    SHORT,
+    TRANSPORT_PARAMS,
+    TRANSPORTS,
+    call,
+    fails,
+    opener,
+    stdio_session,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -42,6 +50,7 @@ def short_listen(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(name, value)
 
 
+@pytest.mark.slow  # starts `hubbub mcp` (stdio)
 async def test_two_mcp_agents_and_an_sdk_agent_one_answer(gateway: RunningGateway) -> None:
     """One question, three agents claim it: the SDK agent claimed first and answers; the MCP
     agents (one per transport) see yielded_to, and send(reply_to) refuses unless forced."""
@@ -78,6 +87,7 @@ async def test_two_mcp_agents_and_an_sdk_agent_one_answer(gateway: RunningGatewa
         assert forced["seq"] is not None
 
 
+@pytest.mark.slow  # starts `hubbub mcp` (stdio)
 async def test_first_claim_is_granted_and_a_later_yield_is_reported(
     gateway: RunningGateway,
 ) -> None:
@@ -110,6 +120,7 @@ async def test_first_claim_is_granted_and_a_later_yield_is_reported(
             assert "claim the `id` of a channel message" in unknown
 
 
+@pytest.mark.slow  # starts `hubbub mcp` (stdio)
 async def test_listen_across_a_gateway_restart(tmp_path: Path) -> None:
     """hubbub mcp reconnects and resumes: every message once, none missed, none twice."""
     gw = await start_gateway(tmp_path)
@@ -134,6 +145,7 @@ async def test_listen_across_a_gateway_restart(tmp_path: Path) -> None:
     await stop_gateway(gw)
 
 
+@pytest.mark.slow  # starts `hubbub mcp` (stdio)
 async def test_hubbub_mcp_fails_over_to_the_next_gateway(gateway: RunningGateway) -> None:
     """Several --gateway URLs (the nodes of a cluster): a dead one is skipped."""
     with socket.socket() as sock:
@@ -144,7 +156,7 @@ async def test_hubbub_mcp_fails_over_to_the_next_gateway(gateway: RunningGateway
         assert "claude" in gateway.router.spaces["default"].online
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("transport", TRANSPORT_PARAMS)
 async def test_cancelling_a_listen_loses_nothing(gateway: RunningGateway, transport: str) -> None:
     async with opener(transport, gateway.http, gateway.url)("claude") as s:
         waiting = asyncio.Event()
@@ -205,6 +217,7 @@ async def test_open_mode_needs_a_participant(gateway: RunningGateway) -> None:
         assert bad.status_code == 400
 
 
+@pytest.mark.slow  # starts `hubbub mcp` (stdio)
 async def test_closing_the_session_is_a_disconnect(gateway: RunningGateway) -> None:
     watcher = await gateway.mew("watcher")
     for transport in TRANSPORTS:

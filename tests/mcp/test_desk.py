@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from hubbub.mcp.desk import Desk
 from hubbub.mcp.settings import ListenSettings
 from hubbub.protocol.envelope import Envelope
+from tests.strength import examples
 
 
 class FakeSeat:
@@ -51,7 +52,7 @@ def chat(seq: int, text: str = "", channel: str | None = "#general", **kw: Any) 
                     payload={"text": text or f"m{seq}"}, **kw)  # fmt: skip
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.integers(min_value=1, max_value=20), max_size=60), st.data())
 def test_every_message_once_in_order_whatever_is_resent(arrivals: list[int], data: Any) -> None:
     """Deliveries in seq order with repeats (a resend, a resume overlap) and listens at any

@@ -13,7 +13,7 @@ from mcp import types
 
 from hubbub.sdk import Client, Participant
 from tests.conftest import RunningGateway
-from tests.mcp.conftest import SHORT, TRANSPORTS, call, fails, opener
+from tests.mcp.conftest import SHORT, TRANSPORT_PARAMS, TRANSPORTS, call, fails, opener
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -25,7 +25,7 @@ def short_listen(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(name, value)
 
 
-@pytest.fixture(params=TRANSPORTS)
+@pytest.fixture(params=TRANSPORT_PARAMS)
 def open_mcp(request: pytest.FixtureRequest, gateway: RunningGateway) -> Any:
     return opener(request.param, gateway.http, gateway.url)
 
@@ -131,6 +131,7 @@ async def test_tools_and_call_tool(
         assert bad["is_error"] is True
 
 
+@pytest.mark.slow  # starts `hubbub mcp` (stdio) too
 async def test_a_person_approves_a_proposal_of_a_limited_agent(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -25,8 +25,11 @@ from tests.runtime.harness import (
     settle,
     user_contents,
 )
+from tests.strength import examples
 
-PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(
+    max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 # an action of the random scenarios: (what, agent index, argument)
 actions = st.lists(

@@ -23,6 +23,7 @@ from hubbub.protocol.capabilities import (
     string_matcher,
     validate_capabilities,
 )
+from tests.strength import examples
 
 READ_TOOLS: dict[str, Any] = {
     "kind": "mcp/request",
@@ -559,7 +560,7 @@ JSON_VALUES = st.recursive(
 PAYLOADS = st.one_of(st.none(), st.dictionaries(st.sampled_from("abc"), JSON_VALUES, max_size=3))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(pattern=GLOBS, kind=KINDS)
 def test_glob_semantics_match_an_independent_oracle(pattern: str, kind: str) -> None:
     expected = _glob_oracle(pattern, kind)
@@ -568,7 +569,7 @@ def test_glob_semantics_match_an_independent_oracle(pattern: str, kind: str) -> 
     assert matches({"kind": "x", "payload": {"v": pattern}}, "x", {"v": kind}) is expected
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     caps=st.lists(CAPABILITIES, max_size=4),
     queries=st.lists(st.tuples(KINDS, PAYLOADS), min_size=1, max_size=8),
@@ -689,7 +690,7 @@ _CAP = st.builds(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     asked=st.lists(_CAP, max_size=3),
     bounds=st.lists(_CAP, max_size=3),
@@ -719,7 +720,7 @@ _GLOB_CHARS = st.sampled_from(["a", "b", "/", "*", "?", "\n", "é"])
 _VALUE_CHARS = st.sampled_from(["a", "b", "/", "*", "?", "\n", "é", "c"])
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=examples(2000), deadline=None)
 @given(glob=st.text(_GLOB_CHARS, max_size=8), value=st.text(_VALUE_CHARS, max_size=10))
 def test_the_linear_glob_matches_what_the_regex_translation_did(glob: str, value: str) -> None:
     assume(pattern_type(glob) in ("glob", "literal"))  # not a /regex/ nor a !negation

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hubbub.cluster import placement
+from tests.strength import examples
 
 LEASE_MS = 3000
 TICK_MS = LEASE_MS // 3
@@ -121,7 +122,7 @@ def test_a_node_at_its_share_leaves_a_free_space_to_others_for_one_lease() -> No
     assert placement.may_take("a", 4, leads, free_ms=LEASE_MS, lease_ms=LEASE_MS)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     nodes=st.integers(1, 6),
     spaces=st.integers(1, 12),

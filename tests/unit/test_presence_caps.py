@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hubbub.server.state.presence_caps import AnnouncedCapabilities
+from tests.strength import examples
 
 PEOPLE = ["a", "b", "c", "d"]
 LISTS = ["d1", "d2", "d3"]
@@ -27,7 +28,7 @@ def _entry(pid: str, digest: str) -> dict[str, Any]:
     return {"id": pid, "capabilities": [digest], "capabilities_digest": digest}
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(ops=OPS)
 def test_an_entry_without_its_list_goes_only_to_listeners_who_have_it(
     ops: list[tuple[str, str, str]],

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from hubbub.store import MemoryStore, SqliteStore, base
 from hubbub.store.base import DM_STREAM, Store
+from tests.strength import examples
 
 queries = st.tuples(
     st.sampled_from(["#a", "#b"]),
@@ -24,7 +25,7 @@ queries = st.tuples(
 dm_pages = st.tuples(st.one_of(st.none(), st.integers(0, 60)), st.integers(0, 30))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     appends=st.lists(st.sampled_from(["#a", "#b", "dm"]), max_size=60),
     qs=st.lists(queries, max_size=10),

@@ -28,8 +28,10 @@ from typing import Any
 
 from hubbub.mcp.seat import Seat, SeatClosed
 from hubbub.mcp.settings import ListenSettings
+from hubbub.protocol.agentchat import SERVER_NAME
 from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.envelope import Envelope
+from hubbub.protocol.ids import SERVER_ID
 from hubbub.protocol.mentions import addresses
 
 LISTENED_KINDS = frozenset({"chat", "mcp/proposal", "mcp/reject", "mcp/withdraw"})
@@ -38,7 +40,8 @@ this participant's proposals."""
 REMEMBERED = 256
 """How many recent messages the desk remembers (id → channel, to claim them)."""
 _DM_SEEN = 512
-SERVER_IDS = frozenset({"system:gateway", "@server"})
+SERVER_IDS = frozenset({SERVER_ID, SERVER_NAME})
+"""The server's names: its id, and how the agentchat dialect calls it."""
 
 
 class DeskError(Exception):

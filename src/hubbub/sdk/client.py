@@ -21,18 +21,14 @@ import logging
 import os
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, overload
 
-import msgspec
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from hubbub.errors import (
-    CapabilityDenied,
     ConnectionFailed,
-    GatewayError,
     NotConnected,
     RequestTimeout,
 )
@@ -42,13 +38,23 @@ from hubbub.protocol.envelope import (
     decode_envelope,
     encode,
 )
-from hubbub.sdk.events import ClientEvents, H, Handler, Subscription
+from hubbub.sdk.events import (
+    ClientEvents,
+    Disconnected,
+    Failover,
+    H,
+    Handler,
+    Reconnecting,
+    Subscription,
+)
 from hubbub.sdk.handshake import JoinHandshake
 from hubbub.sdk.options import ClientOptions
 from hubbub.sdk.outbox import Outbox, is_acknowledged
 from hubbub.sdk.reconnect import Backoff, Dial, ReconnectPolicy
 from hubbub.sdk.resume import ResumeState, Verdict
+from hubbub.sdk.roster import Roster
 from hubbub.sdk.states import ConnectionState, Event, State
+from hubbub.sdk.wire import gateway_error, to_envelope
 
 log = logging.getLogger("hubbub.sdk.client")
 
@@ -57,38 +63,6 @@ _PARTIAL_REFUSALS: Final = frozenset({"callback_rejected"})
 NO_RECONNECT_CODES: Final = frozenset({1008, 4000, 4001})
 """Close codes after which reconnecting would be wrong: refused, replaced by a newer
 connection with the same id, kicked (the web pages' ``FINAL_CLOSE_CODES`` too)."""
-
-
-_LISTS_KEPT: Final = 1024
-"""Capability lists a client remembers by digest (the oldest is forgotten first)."""
-
-
-@dataclass(frozen=True)
-class Reconnecting:
-    """Argument of the ``reconnecting`` event."""
-
-    attempt: int
-    delay: float
-    reason: str
-
-
-@dataclass(frozen=True)
-class Failover:
-    """Argument of the ``failover`` event: the client is connected to another gateway."""
-
-    from_url: str
-    """The gateway it was connected to before."""
-    to_url: str
-    """The gateway it is connected to now (:attr:`Client.gateway_url`)."""
-
-
-@dataclass(frozen=True)
-class Disconnected:
-    """Argument of the ``disconnected`` event."""
-
-    code: int | None
-    reason: str
-    will_reconnect: bool
 
 
 class Client:
@@ -113,10 +87,8 @@ class Client:
         """What was delivered per channel and DM stream, and what to resume from."""
         self.welcome: Envelope | None = None
         """The latest ``system/welcome``."""
-        self.participants: dict[str, dict[str, Any]] = {}
-        """Participants online in the space (from the welcome and presence events)."""
-        self._lists_by_digest: dict[str, list[Any]] = {}
-        """Capability lists seen, by ``capabilities_digest`` (a presence may carry only that)."""
+        self.roster = Roster()
+        """Who is online in the space (from the welcome and presence events)."""
         self.outbox = Outbox()
         """Sent messages not acknowledged yet: sent again, same ids, after a reconnect."""
         self.gateway_url: str | None = None
@@ -144,6 +116,11 @@ class Client:
         self._refused_reconnect = False
 
     # ------------------------------------------------------------------ properties
+
+    @property
+    def participants(self) -> dict[str, dict[str, Any]]:
+        """Participants online in the space, by id (from the welcome and presence events)."""
+        return self.roster.online
 
     @property
     def state(self) -> State:
@@ -654,7 +631,7 @@ class Client:
         elif kind == "channel/left":
             self._on_left(env)
         elif kind == "system/presence":
-            self._on_presence(env)
+            self.roster.presence(env.payload)
         elif kind == "history/response":
             if self._on_history(env):
                 return
@@ -671,11 +648,7 @@ class Client:
         you = env.payload.get("you")
         if isinstance(you, dict) and isinstance(you.get("id"), str):
             self.id = self.events.owner = you["id"]
-        self.participants = {
-            p["id"]: self._with_capabilities(p)
-            for p in env.payload.get("participants", [])
-            if isinstance(p, dict) and isinstance(p.get("id"), str)
-        }
+        self.roster.welcomed(env.payload)
         self.resume.welcomed(env.payload)
         if self._handshake is not None:
             self._handshake.welcome()
@@ -744,35 +717,6 @@ class Client:
                 self.channels.remove(channel)
             self.resume.left(channel)
 
-    def _on_presence(self, env: Envelope) -> None:
-        payload = env.payload
-        if payload.get("channel") is not None:
-            return
-        entries = payload.get("participants") or [payload.get("participant")]
-        event = payload.get("event")
-        for entry in entries:
-            if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
-                continue
-            if event == "leave":
-                self.participants.pop(entry["id"], None)
-            else:
-                self.participants[entry["id"]] = self._with_capabilities(entry)
-
-    def _with_capabilities(self, entry: dict[str, Any]) -> dict[str, Any]:
-        """A participant summary with its capability list: as sent, or the one seen before
-        under its ``capabilities_digest`` (the gateway sends a list once, then its digest)."""
-        digest = entry.get("capabilities_digest")
-        if not isinstance(digest, str):
-            return entry
-        caps = entry.get("capabilities")
-        if isinstance(caps, list):
-            if len(self._lists_by_digest) >= _LISTS_KEPT:
-                self._lists_by_digest.pop(next(iter(self._lists_by_digest)))
-            self._lists_by_digest[digest] = caps
-            return entry
-        known = self._lists_by_digest.get(digest)
-        return entry if known is None else {**entry, "capabilities": known}
-
     def _on_error(self, env: Envelope) -> None:
         payload = env.payload
         code = str(payload.get("error", ""))
@@ -793,24 +737,6 @@ class Client:
             for cid in env.correlation_ids():
                 self.outbox.refused(cid, error)
         self._emit("error", error)
-
-
-def to_envelope(data: Mapping[str, Any]) -> Envelope:
-    """Build an :class:`Envelope` from a wire-form dict (``from``, ``to``, ``payload``...)."""
-    try:
-        return msgspec.convert(dict(data), Envelope)
-    except msgspec.ValidationError as exc:
-        raise ValueError(f"not a valid envelope: {exc}") from None
-
-
-def gateway_error(env: Envelope) -> GatewayError:
-    """The exception for a ``system/error`` envelope."""
-    payload = env.payload
-    code = str(payload.get("error", "error"))
-    message = str(payload.get("message", ""))
-    if code == "capability_violation":
-        return CapabilityDenied(message, str(payload.get("attempted_kind", "")), payload)
-    return GatewayError(code, message, payload)
 
 
 __all__ = [

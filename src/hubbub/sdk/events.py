@@ -15,6 +15,7 @@ import difflib
 import inspect
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from hubbub.protocol.envelope import CLIENT_KINDS, SERVER_KINDS, Envelope
@@ -40,6 +41,34 @@ EVENTS: Final = frozenset(
 )
 """Lifecycle events; any other event name is an envelope kind (``chat``, ``mcp/request``...)."""
 KNOWN_KINDS: Final = CLIENT_KINDS | SERVER_KINDS
+
+
+@dataclass(frozen=True)
+class Reconnecting:
+    """Argument of the ``reconnecting`` event."""
+
+    attempt: int
+    delay: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class Failover:
+    """Argument of the ``failover`` event: the client is connected to another gateway."""
+
+    from_url: str
+    """The gateway it was connected to before."""
+    to_url: str
+    """The gateway it is connected to now (:attr:`Client.gateway_url`)."""
+
+
+@dataclass(frozen=True)
+class Disconnected:
+    """Argument of the ``disconnected`` event."""
+
+    code: int | None
+    reason: str
+    will_reconnect: bool
 
 
 class _End:
@@ -172,4 +201,13 @@ class ClientEvents:
             self.emit("error", exc)
 
 
-__all__ = ["EVENTS", "KNOWN_KINDS", "ClientEvents", "Handler", "Subscription"]
+__all__ = [
+    "EVENTS",
+    "KNOWN_KINDS",
+    "ClientEvents",
+    "Disconnected",
+    "Failover",
+    "Handler",
+    "Reconnecting",
+    "Subscription",
+]

@@ -31,25 +31,24 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Any, Final, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 import mcp.types as mt
 
 from hubbub.errors import (
     CapabilityDenied,
     HubbubError,
-    InvalidArguments,
     NotConnected,
     ProposalRejected,
     ProposalWithdrawn,
     RequestFailed,
     RequestTimeout,
-    ToolError,
 )
 from hubbub.protocol.capabilities import CapabilityError, CapabilitySet
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.ids import SERVER_ID
 from hubbub.protocol.markers import SleepMode, callback_marker, sleep_marker
+from hubbub.sdk import mcp_calls
 from hubbub.sdk.client import Client, gateway_error, to_envelope
 from hubbub.sdk.correlation import Kind, OpenRequests, Pending
 from hubbub.sdk.hooks import Unsubscribe, register
@@ -60,19 +59,14 @@ from hubbub.sdk.server_notes import CallbackFired, Wake, server_note
 from hubbub.sdk.states import State
 from hubbub.sdk.tool_server import CANCELLED, ToolServer
 from hubbub.sdk.tools import (
-    ERROR_META_KEY,
-    INVALID_ARGUMENTS,
     Resource,
     Tool,
-    result_text,
 )
 
 log = logging.getLogger("hubbub.sdk.participant")
 
 F = TypeVar("F", bound=Callable[..., Any])
 Hook = Callable[[], Awaitable[None] | None]
-
-_LIST_PAGES_MAX: Final = 100
 
 
 class Participant:
@@ -589,33 +583,13 @@ class Participant:
     ) -> mt.CallToolResult:
         """Call ``target``'s tool ``name``; raise ToolError / InvalidArguments when the result
         is an MCP error (unless ``raise_on_error=False``)."""
-        raw = await self.mcp_request(
-            target,
-            {"method": "tools/call", "params": {"name": name, "arguments": dict(arguments or {})}},
-            timeout,
+        return await mcp_calls.call_tool(
+            self.mcp_request, target, name, arguments, timeout, raise_on_error
         )
-        result = mt.CallToolResult.model_validate(raw)
-        if result.is_error and raise_on_error:
-            text = result_text(result) or f"tool {name!r} of {target} failed"
-            if (result.meta or {}).get(ERROR_META_KEY) == INVALID_ARGUMENTS:
-                raise InvalidArguments(text, result)
-            raise ToolError(text, result)
-        return result
 
     async def list_tools(self, target: str, *, timeout: float | None = None) -> list[mt.Tool]:  # noqa: ASYNC109
         """The tools ``target`` offers (all pages)."""
-        tools: list[mt.Tool] = []
-        cursor: str | None = None
-        for _ in range(_LIST_PAGES_MAX):
-            params = {"cursor": cursor} if cursor else {}
-            page = mt.ListToolsResult.model_validate(
-                await self.mcp_request(target, {"method": "tools/list", "params": params}, timeout)
-            )
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return tools
+        return await mcp_calls.list_tools(self.mcp_request, target, timeout)
 
     async def list_resources(
         self,
@@ -624,20 +598,7 @@ class Participant:
         timeout: float | None = None,  # noqa: ASYNC109
     ) -> list[mt.Resource]:
         """The resources ``target`` offers (all pages)."""
-        resources: list[mt.Resource] = []
-        cursor: str | None = None
-        for _ in range(_LIST_PAGES_MAX):
-            params = {"cursor": cursor} if cursor else {}
-            page = mt.ListResourcesResult.model_validate(
-                await self.mcp_request(
-                    target, {"method": "resources/list", "params": params}, timeout
-                )
-            )
-            resources.extend(page.resources)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return resources
+        return await mcp_calls.list_resources(self.mcp_request, target, timeout)
 
     async def read_resource(
         self,
@@ -647,10 +608,7 @@ class Participant:
         timeout: float | None = None,  # noqa: ASYNC109
     ) -> mt.ReadResourceResult:
         """Read resource ``uri`` of ``target``."""
-        raw = await self.mcp_request(
-            target, {"method": "resources/read", "params": {"uri": uri}}, timeout
-        )
-        return mt.ReadResourceResult.model_validate(raw)
+        return await mcp_calls.read_resource(self.mcp_request, target, uri, timeout)
 
     # ------------------------------------------------------------------ fulfiller side
 

@@ -106,7 +106,7 @@ class Router:
         sees = KINDS[kind].engines
         sleep: SleepMarker | None = None
         try:
-            if (sender.wake_at is not None and sees in _ENGINES_SEE) or (
+            if (sender.asleep and sees in _ENGINES_SEE) or (
                 sees == "markers" and "@@" in env.payload["text"]
             ):
                 relay, sleep = self.coordination.before_send(sender, env)

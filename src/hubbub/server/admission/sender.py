@@ -11,7 +11,7 @@ from hubbub.server.state.space import Session, SpaceState
 class HttpSender:
     """A participant posting over HTTP: same identity and capabilities, no connection."""
 
-    wake_at: int | None = None  # never asleep: only a connection can sleep
+    asleep = False  # only a connection can sleep
 
     def __init__(self, space: SpaceState, identity: Identity, caps: CapabilitySet) -> None:
         self.id = identity.id

@@ -225,7 +225,7 @@ class Coordination:
         for rel in eng.floor.disconnected(s.id):
             self.floor.released(s.space, rel)
         if eng.sleep.forget(s.id):
-            s.wake_at = None
+            s.wake_up()  # its channels are left already: only the session's state changes
             self.router.activity.publish("sleep-cancelled", s.space.id, participant=s.id)
         if stranded:
             eng.callbacks.stranded(self.clock(), s.id)
@@ -279,7 +279,7 @@ class Coordination:
                 "can sleep",
             )
         renews = parsed is not None and bool(parsed.sleeps)
-        if isinstance(sender, Session) and sender.wake_at is not None and not renews:
+        if isinstance(sender, Session) and sender.asleep and not renews:
             self.wake(sender, reason="spoke")
         if parsed is None:
             return True, None
@@ -366,14 +366,7 @@ class Coordination:
         """Put ``s`` to sleep: out of the fan-out lists, presence ``sleeping`` with ``wake_at``."""
         eng = self.spaces[s.space.id]
         entry = eng.sleep.sleep(self.clock(), s.id, seconds, mode)
-        was_awake = s.wake_at is None
-        s.wake_at = int(self.to_wall(entry.wake_at))
-        if was_awake:
-            for name in s.channels:
-                ch = s.space.channels.get(name)
-                if ch is not None:
-                    ch.set_asleep(s, True)
-        s.presence = "sleeping"
+        s.fall_asleep(int(self.to_wall(entry.wake_at)))
         self.router.delivery.queue_presence(s.space, "update", s.summary())
         self.router.activity.publish(
             "sleep", s.space.id, participant=s.id, wake_at=s.wake_at, mode=entry.mode
@@ -386,12 +379,7 @@ class Coordination:
         entry = self.spaces[s.space.id].sleep.wake(s.id)
         if entry is None:
             return
-        s.wake_at = None
-        s.presence = "online"
-        for name in s.channels:
-            ch = s.space.channels.get(name)
-            if ch is not None:
-                ch.set_asleep(s, False)
+        s.wake_up()
         buffered = list(entry.buffer)
         wake_env = Envelope(
             kind="chat",
@@ -593,7 +581,7 @@ class Coordination:
         entry = eng.sleep.entry(pid)
         if entry is not None:
             out["sleeping"] = {
-                "wake_at": int(entry.wake_at),
+                "wake_at": int(self.to_wall(entry.wake_at)),
                 "mode": entry.mode,
                 "buffered": len(entry.buffer),
             }

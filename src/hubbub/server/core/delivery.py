@@ -191,7 +191,7 @@ class Delivery:
             space.online[p] for p in extra if p in space.online and p not in to and p != sender.id
         )
         for s in targets:
-            if s.wake_at is not None and self.sleepers is not None:
+            if s.asleep and self.sleepers is not None:
                 self.sleepers.to_sleeper(s, env)
                 continue
             self.send_shared(s, env, frames, data)

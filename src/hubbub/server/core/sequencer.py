@@ -267,7 +267,7 @@ class Sequencer:
             for row in rows:
                 env = msgspec.json.decode(row.data, type=Envelope)
                 hook = self.delivery.sleepers
-                if s.wake_at is not None and hook is not None:
+                if s.asleep and hook is not None:
                     hook.to_sleeper(s, env)
                 else:
                     self.delivery.send(s, env)

@@ -179,9 +179,34 @@ class Session:
         """Unix ms at which a sleeping participant wakes; None while awake."""
         return self._wake_at
 
-    @wake_at.setter
-    def wake_at(self, value: int | None) -> None:
-        self._wake_at, self._summary, self._summary_json = value, None, None
+    @property
+    def asleep(self) -> bool:
+        """Whether the participant sleeps: off the fan-out lists, its messages offered to the
+        sleep engine (the one test that fan-out, DMs, replay and the router ask)."""
+        return self._wake_at is not None
+
+    def fall_asleep(self, wake_at: int) -> None:
+        """Sleep until ``wake_at`` (Unix ms): presence ``sleeping``, off its channels' fan-out
+        lists (a new sleep while asleep only moves ``wake_at``)."""
+        was_awake = self._wake_at is None
+        self._wake_at, self._presence = wake_at, "sleeping"
+        self._summary, self._summary_json = None, None
+        if was_awake:
+            self._set_listening(False)
+
+    def wake_up(self) -> None:
+        """End the sleep: presence ``online``, back on its channels' fan-out lists."""
+        if self._wake_at is None:
+            return
+        self._wake_at, self._presence = None, "online"
+        self._summary, self._summary_json = None, None
+        self._set_listening(True)
+
+    def _set_listening(self, listening: bool) -> None:
+        for name in self.channels:
+            ch = self.space.channels.get(name)
+            if ch is not None:
+                ch.set_asleep(self, not listening)
 
     def summary(self) -> dict[str, Any]:
         """Short public description, as in welcome and presence frames (do not mutate it).
@@ -276,7 +301,7 @@ class Channel:
         """Make ``s`` a member that receives the channel's messages."""
         self.members[s.id] = s
         self.joining.discard(s.id)
-        if s.wake_at is None:
+        if not s.asleep:
             self._listen(s)
         else:
             self.sleepers[s.id] = s
@@ -294,7 +319,8 @@ class Channel:
         return True
 
     def set_asleep(self, s: Session, asleep: bool) -> None:
-        """Move a member out of (or back into) the fan-out lists."""
+        """Move a member out of (or back into) the fan-out lists (:meth:`Session.fall_asleep`
+        and :meth:`Session.wake_up` call it for each of their channels)."""
         if self.members.get(s.id) is not s or s.id in self.joining:
             return
         if asleep:
