@@ -72,6 +72,10 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     history_on_join: int = 50
     history_page_max: int = 1000
     resume_max: int = 10_000
+    history_page_bytes: int = 256 * 1024
+    """Most bytes of stored messages in one answer (``channel/joined``, ``history/response``,
+    ``GET /channels/{name}/messages``); past it the answer says ``has_more`` (at least one
+    message is always sent)."""
     handshake_timeout_s: float = 10.0
     presence_coalesce_ms: float = 20.0
     ping_interval_s: float = 30.0
@@ -97,7 +101,12 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     def validate(self) -> None:
         """Raise ConfigError for a nonsensical limit."""
-        for name in ("max_frame_bytes", "max_payload_bytes", "send_buffer_bytes"):
+        for name in (
+            "max_frame_bytes",
+            "max_payload_bytes",
+            "send_buffer_bytes",
+            "history_page_bytes",
+        ):
             if getattr(self, name) < 1024:
                 raise ConfigError(f"limits.{name} must be at least 1024 bytes")
         if self.rate_per_s < 0 or self.rate_burst < 0:
