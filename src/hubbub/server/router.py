@@ -167,7 +167,7 @@ class Router:
             self.delivery.flush_presence(space)
         extra: list[str] = []
         if env.kind.startswith("mcp/"):
-            extra = space.proposals.observe(env)
+            extra = space.proposals.observe(env, dest.channel.name if dest.channel else None)
         if dest.channel is not None and self.coordination.relays_pending:
             self.coordination.flush_relays()  # claims handled earlier go out first
         self.sequencer.accept(sender, dest, env, now, extra, after)

@@ -135,6 +135,7 @@ class Admission:
             env.correlation_id = [env.correlation_id]
         if kind.startswith("mcp/"):  # proposal rules
             sender.space.proposals.check(env, sender.id)
+            sender.space.proposals.check_seen(env, sender.id, lambda ch: self._reads(sender, ch))
         if spec.stored:
             if client_id is not None:
                 ref = sender.space.ids.get(client_id)
@@ -207,6 +208,14 @@ class Admission:
         return channel_access(
             self.bans, sender.space, sender.id, sender.caps, name, joining=not member
         )
+
+    def _reads(self, sender: Sender, name: str) -> bool:
+        """Whether ``sender`` may read channel ``name`` (the rule of :meth:`channel_for`)."""
+        try:
+            self.channel_for(sender, name)
+        except ProtocolError:
+            return False
+        return True
 
     def _check_recipients(self, space: SpaceState, to: list[str]) -> None:
         for pid in to:

@@ -7,6 +7,9 @@ ledger remembers proposal → (proposer, targets) and fulfilment → proposer, s
 - refuses a proposal without ``to`` (document 003: proposals MUST name their targets),
 - refuses a fulfilment whose ``to`` is not the proposal's ``to``,
 - refuses a withdrawal by anyone but the proposer,
+- refuses an answer (``mcp/response``, ``mcp/reject``, a fulfilment, a withdrawal) whose
+  ``correlation_id`` names a request or proposal its sender could not have seen: one in a
+  channel it is not a member of, or a direct one neither from nor to it (:meth:`check_seen`),
 - and also delivers the response (and any ``mcp/reject``) to the proposer.
 
 The same ledger is the dashboard's proposal board: which proposals are open (pending, or
@@ -17,6 +20,7 @@ approved and running) and what each routed MCP envelope meant for them
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Final, TypeVar
 
 from hubbub.protocol.envelope import Envelope
@@ -66,6 +70,8 @@ class ProposalLedger:
         """Request id → the proposal it fulfils (and its proposer)."""
         self._outcomes: OrderedDict[str, Outcome] = OrderedDict()
         """Envelope id → what it meant for the board, until :meth:`outcome` reads it."""
+        self._seen: OrderedDict[str, tuple[str | None, frozenset[str]]] = OrderedDict()
+        """Request or proposal id → its channel (None: direct) and its sender and ``to``."""
 
     def _remember(self, table: OrderedDict[str, _V], key: str, value: _V) -> None:
         table[key] = value
@@ -110,9 +116,31 @@ class ProposalLedger:
                     extra={"attempted_kind": kind},
                 )
 
-    def observe(self, env: Envelope) -> list[str]:
-        """Record an accepted MCP envelope; return extra recipients (the proposer) if any."""
+    def check_seen(self, env: Envelope, sender: str, member_of: Callable[[str], bool]) -> None:
+        """Refuse an MCP envelope whose ``correlation_id`` names a request or proposal that
+        ``sender`` could not have seen (``member_of``: whether it is in a channel)."""
+        for cid in env.correlation_ids():
+            seen = self._seen.get(cid)
+            if seen is None:
+                continue
+            channel, parties = seen
+            if sender in parties or (channel is not None and member_of(channel)):
+                continue
+            where = f"in {channel}, which you are not a member of" if channel else "not to you"
+            raise ProtocolError(
+                ErrorCode.CAPABILITY_VIOLATION,
+                f"correlation_id {cid!r} names a message you could not have seen ({where}); "
+                "answer only requests and proposals you received",
+                correlation_id=env.id or None,
+                extra={"attempted_kind": env.kind},
+            )
+
+    def observe(self, env: Envelope, channel: str | None = None) -> list[str]:
+        """Record an accepted MCP envelope (sent to ``channel``, None: direct); return extra
+        recipients (the proposer) if any."""
         kind = env.kind
+        if kind in ("mcp/request", "mcp/proposal") and env.id:
+            self._remember(self._seen, env.id, (channel, frozenset((env.from_, *(env.to or ())))))
         if kind == "mcp/proposal":
             self._remember(self._proposals, env.id, Proposal(env))
             self._note(env.id, ("proposal", env.id))
