@@ -72,6 +72,9 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     history_on_join: int = 50
     history_page_max: int = 1000
     resume_max: int = 10_000
+    allow_lookalike_names: bool = False
+    """Accept new participant ids and channel names that differ from an existing one only by
+    case or by I/l/1, O/0 (``Alice`` next to ``alice``); refused by default."""
     history_page_bytes: int = 256 * 1024
     """Most bytes of stored messages in one answer (``channel/joined``, ``history/response``,
     ``GET /channels/{name}/messages``); past it the answer says ``has_more`` (at least one

@@ -19,6 +19,7 @@ from hubbub.protocol.ids import DM_STREAM, SERVER_ID, is_participant_id
 from hubbub.protocol.kinds import HANDSHAKE_KINDS, KINDS
 from hubbub.server.admission.authorization import channel_access, check_send
 from hubbub.server.admission.bans import BanList
+from hubbub.server.admission.names import NameGuard
 from hubbub.server.admission.sender import Sender
 from hubbub.server.config import Limits
 from hubbub.server.state.space import Channel, RateBuckets, Session, SpaceState
@@ -56,6 +57,8 @@ class Admission:
         self.rates = rates
         """Each participant's rate, shared by its connections (also across reconnects) and
         its HTTP posts."""
+        self.names = NameGuard(limits.allow_lookalike_names)
+        """New ids and channel names that look like existing ones (admission/names.py)."""
 
     # ------------------------------------------------------------------ the frame
 

@@ -133,6 +133,7 @@ class Requests:
         space = sender.space
         if name in space.channels:
             raise ProtocolError(ErrorCode.CHANNEL_EXISTS, f"channel {name} already exists; join it")
+        self.admission.names.check_channel(space.id, space.channels, name)
         most = self.limits.max_channels
         if len(space.channels) >= most:
             raise ProtocolError(

@@ -77,6 +77,7 @@ class Sessions:
                 n += 1
             ident = Identity(ident.space, f"{base}-{n}", ident.kind, ident.role, ident.capabilities)
         self.bans.check(ident.space, ident.id)  # admin kill switch: a banned id is refused
+        self.admission.names.check_id(space.id, space.known, ident.id)
         return ident
 
     async def attach(self, ident: Identity, conn: Connection, hello: Hello) -> Session:

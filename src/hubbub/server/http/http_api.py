@@ -114,6 +114,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
                 env.id = idem
             caps = router.capabilities_for(ident)
             router.check_rate(space, ident.id)
+            router.admission.names.check_id(space.id, space.known, ident.id)
             space.known.add(ident.id)
             sender = HttpSender(space, ident, caps)
             sent = router.route(sender, env, frame_len=len(body))
