@@ -72,6 +72,11 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     history_on_join: int = 50
     history_page_max: int = 1000
     resume_max: int = 10_000
+    max_pending_proposals_per_participant: int = 50
+    """Open proposals (pending or approved, not yet answered) one participant may have; more
+    are refused (``rate_limited``) until some are settled."""
+    max_pending_proposals: int = 500
+    """Open proposals a space may have; more are refused (``rate_limited``)."""
     allow_lookalike_names: bool = False
     """Accept new participant ids and channel names that differ from an existing one only by
     case or by I/l/1, O/0 (``Alice`` next to ``alice``); refused by default."""
@@ -116,6 +121,11 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             raise ConfigError("limits.rate_per_s and limits.rate_burst must be >= 0 (0 disables)")
         if self.history_on_join < 0 or self.history_page_max < 1:
             raise ConfigError("limits.history_on_join must be >= 0, history_page_max >= 1")
+        if self.max_pending_proposals_per_participant < 1 or self.max_pending_proposals < 1:
+            raise ConfigError(
+                "limits.max_pending_proposals_per_participant and limits.max_pending_proposals "
+                "must be >= 1"
+            )
         if self.idempotency_ids < 1000:
             raise ConfigError("limits.idempotency_ids must be at least 1000")
         if self.max_channels < 1 or self.welcome_channels < 1:
@@ -328,6 +338,12 @@ def limits_from_env(base: Limits | None = None) -> Limits:
             continue
         if field.type == list[str]:
             setattr(lim, field.name, [part.strip() for part in env.split(",") if part.strip()])
+            continue
+        if field.type is bool:
+            flag = env.strip().lower()
+            if flag not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                raise ConfigError(f"HUBBUB_{field.name.upper()}={env!r} is not true or false")
+            setattr(lim, field.name, flag in ("1", "true", "yes", "on"))
             continue
         try:
             value: Any = float(env) if field.type is float else int(env)

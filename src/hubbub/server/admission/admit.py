@@ -137,8 +137,15 @@ class Admission:
         if isinstance(env.correlation_id, str):
             env.correlation_id = [env.correlation_id]
         if kind.startswith("mcp/"):  # proposal rules
-            sender.space.proposals.check(env, sender.id)
-            sender.space.proposals.check_seen(env, sender.id, lambda ch: self._reads(sender, ch))
+            ledger = sender.space.proposals
+            ledger.check(env, sender.id)
+            ledger.check_room(
+                env,
+                sender.id,
+                self.limits.max_pending_proposals_per_participant,
+                self.limits.max_pending_proposals,
+            )
+            ledger.check_seen(env, sender.id, lambda ch: self._reads(sender, ch))
         if spec.stored:
             if client_id is not None:
                 ref = sender.space.ids.get(client_id)

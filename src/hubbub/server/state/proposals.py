@@ -19,7 +19,7 @@ approved and running) and what each routed MCP envelope meant for them
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from typing import Final, TypeVar
 
@@ -65,6 +65,9 @@ class ProposalLedger:
 
     def __init__(self, capacity: int = 10_000) -> None:
         self.capacity = capacity
+        self._open_by: Counter[str] = Counter()
+        """Open proposals per proposer (their sum: :attr:`open_count`)."""
+        self.open_count = 0
         self._proposals: OrderedDict[str, Proposal] = OrderedDict()
         self._fulfilment: OrderedDict[str, _Fulfilment] = OrderedDict()
         """Request id → the proposal it fulfils (and its proposer)."""
@@ -76,7 +79,40 @@ class ProposalLedger:
     def _remember(self, table: OrderedDict[str, _V], key: str, value: _V) -> None:
         table[key] = value
         if len(table) > self.capacity:
-            table.popitem(last=False)
+            _, old = table.popitem(last=False)
+            if isinstance(old, Proposal):
+                self._close(old)
+
+    def _close(self, p: Proposal) -> None:
+        """``p`` is no longer open: answered, rejected, withdrawn or forgotten."""
+        if p.open:
+            p.open = False
+            self.open_count -= 1
+            self._open_by[p.proposer] -= 1
+            if self._open_by[p.proposer] <= 0:
+                del self._open_by[p.proposer]
+
+    def check_room(self, env: Envelope, sender: str, per_proposer: int, per_space: int) -> None:
+        """Refuse a new proposal past ``per_proposer`` open ones of its proposer or
+        ``per_space`` open ones in the space (``limits.max_pending_proposals*``)."""
+        if env.kind != "mcp/proposal" or (env.id and env.id in self._proposals):
+            return  # not a proposal, or the resend of one
+        mine = self._open_by.get(sender, 0)
+        if mine >= per_proposer or self.open_count >= per_space:
+            whose = (
+                f"you have {mine} pending proposals, the most one participant may have "
+                "(limits.max_pending_proposals_per_participant)"
+                if mine >= per_proposer
+                else f"the space has {self.open_count} pending proposals, the most it may have "
+                "(limits.max_pending_proposals)"
+            )
+            raise ProtocolError(
+                ErrorCode.RATE_LIMITED,
+                f"proposal refused: {whose}; wait until some are approved, rejected or "
+                "withdrawn (mcp/withdraw your own), then propose again",
+                correlation_id=env.id or None,
+                extra={"attempted_kind": env.kind},
+            )
 
     def check(self, env: Envelope, sender: str) -> None:
         """Refuse a proposal without ``to``, a fulfilment sent elsewhere than its proposal's
@@ -142,6 +178,10 @@ class ProposalLedger:
         if kind in ("mcp/request", "mcp/proposal") and env.id:
             self._remember(self._seen, env.id, (channel, frozenset((env.from_, *(env.to or ())))))
         if kind == "mcp/proposal":
+            if env.id in self._proposals:
+                return []  # recorded already
+            self.open_count += 1
+            self._open_by[env.from_] += 1
             self._remember(self._proposals, env.id, Proposal(env))
             self._note(env.id, ("proposal", env.id))
             return []
@@ -158,16 +198,18 @@ class ProposalLedger:
                 extra.append(done.proposer)
                 answered = self._proposals.get(done.proposal)
                 if not done.reported and answered is not None and answered.open:
-                    done.reported, answered.open = True, False
+                    done.reported = True
+                    self._close(answered)
                     self._note(env.id, ("proposal-result", done.proposal))
             elif kind == "mcp/reject" and known is not None:
                 extra.append(known.proposer)
                 if known.open:
-                    known.open = False
+                    self._close(known)
                     self._note(env.id, ("proposal-rejected", cid))
             elif kind == "mcp/withdraw":
                 gone = self._proposals.pop(cid, None)
                 if gone is not None and gone.open:
+                    self._close(gone)
                     self._note(env.id, ("proposal-withdrawn", cid))
         return extra
 
