@@ -457,3 +457,39 @@ async def test_a_phone_sized_dashboard_fits_the_screen_and_approves(
     await asyncio.wait_for(call, WAIT_S)
     width = await page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
     assert width[0] <= width[1], width
+
+
+async def test_a_large_proposal_is_loaded_when_opened_and_approved(
+    dgw: EngineGateway, watched: WatchedPage, sdk: Any
+) -> None:
+    """Issue 21 item 8: the board lists a large proposal by a preview of its arguments; opening
+    it loads the payload (GET /dashboard/proposals/{id}), and approving it sends all of it."""
+    calc: Participant = await sdk("calc", connect=False, kind="service")
+
+    @calc.tool
+    def size(text: str) -> int:
+        """Count the characters of a text."""
+        return len(text)
+
+    await calc.connect()
+    agent: Participant = await sdk("agent", capabilities=PROPOSER_CAPS)
+    page = await _open(watched, dgw)
+    loads: list[str] = []
+    page.on("request", lambda r: loads.append(r.url) if "/dashboard/proposals/" in r.url else None)
+    text = "y" * 7800
+    call = asyncio.create_task(agent.call_tool("calc", "size", {"text": text}, timeout=WAIT_S))
+    item = page.locator("#proposals .proposal")
+    await expect(item).to_have_count(1)
+    args = item.locator(".args")
+    await expect(args).to_have_class(re.compile(r"\bpreview\b"))
+    preview = await args.text_content()
+    assert preview is not None and preview.startswith('{"text":"yyy') and len(preview) <= 200
+    await item.click()  # opened: the payload is loaded
+    await expect(item.locator(".args")).not_to_have_class(re.compile(r"\bpreview\b"))
+    await expect(item.locator(".args")).to_have_text(f'{{"text":"{text}"}}')
+    assert len(loads) == 1
+    await item.locator("button.approve").click()
+    done = page.locator("#proposals-settled .proposal")
+    await expect(done.locator(".outcome")).to_have_text("calc answered: 7800")
+    result = await asyncio.wait_for(call, WAIT_S)
+    assert result.content[0].text == "7800"  # type: ignore[union-attr]

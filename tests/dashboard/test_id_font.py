@@ -4,17 +4,31 @@ different, in Debian's chromium."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from playwright.async_api import expect
 
-from tests.dashboard.conftest import WatchedPage
+from hubbub.server.config import Limits
+from tests.conftest import stop_gateway
+from tests.dashboard.conftest import WatchedPage, start_dash_gateway
 from tests.engines_live.conftest import EngineGateway
 
 FONT_OF = "e => getComputedStyle(e).fontFamily"
 
 
 async def test_ids_and_channel_names_are_shown_in_a_face_that_tells_i_from_l(
-    dgw: EngineGateway, watched: WatchedPage
+    tmp_path: Path, watched: WatchedPage
 ) -> None:
+    # look-alikes are refused by default (test_lookalike_names.py); allowed here to show them
+    limits = Limits(rate_per_s=0, allow_lookalike_names=True)
+    dgw = await start_dash_gateway(tmp_path, limits=limits)
+    try:
+        await _shown_apart(dgw, watched)
+    finally:
+        await stop_gateway(dgw)
+
+
+async def _shown_apart(dgw: EngineGateway, watched: WatchedPage) -> None:
     await dgw.mew("alice")
     lookalike = await dgw.mew("aIice")
     await lookalike.send({"kind": "channel/create", "payload": {"channel": "#genera1"}})

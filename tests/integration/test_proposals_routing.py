@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from tests.conftest import RunningGateway
+from pathlib import Path
+from typing import Any
+
+from hubbub.server.config import Limits
+from tests.conftest import RunningGateway, WsClient, start_gateway, stop_gateway
 
 
 async def test_fulfilled_proposal_response_reaches_the_proposer(gateway: RunningGateway) -> None:
@@ -125,3 +129,37 @@ async def test_a_fulfilment_goes_to_the_proposals_to(gateway: RunningGateway) ->
     )
     request = await tool.expect("mcp/request")
     assert request["correlation_id"] == [proposal["id"]]
+
+
+async def test_pending_proposals_are_capped_per_proposer_and_per_space(tmp_path: Path) -> None:
+    """Issue 21 item 8: any agent may propose, so open proposals are bounded."""
+    limits = Limits(rate_per_s=0, max_pending_proposals_per_participant=3, max_pending_proposals=5)
+    gw = await start_gateway(tmp_path, limits=limits)
+    try:
+        one, two, three = [await gw.mew(p) for p in ("one", "two", "three")]
+        await gw.mew("calc")
+        call = {"method": "tools/call", "params": {"name": "add"}}
+
+        async def propose(c: WsClient, pid: str) -> dict[str, Any]:
+            await c.send({"kind": "mcp/proposal", "id": pid, "to": ["calc"], "payload": call})
+            return await c.next_where(
+                lambda f: (
+                    f.get("id") == pid
+                    or (f.get("kind") == "system/error" and f.get("correlation_id") == [pid])
+                )
+            )
+
+        for i in range(3):
+            assert (await propose(one, f"one-{i}"))["kind"] == "mcp/proposal"
+        err = await propose(one, "one-3")
+        assert err["payload"]["error"] == "rate_limited"
+        assert "you have 3 pending proposals" in err["payload"]["message"]
+        assert "max_pending_proposals_per_participant" in err["payload"]["message"]
+        for i in range(2):
+            assert (await propose(two, f"two-{i}"))["kind"] == "mcp/proposal"
+        err = await propose(three, "three-0")
+        assert "the space has 5 pending proposals" in err["payload"]["message"]
+        await one.send({"kind": "mcp/withdraw", "correlation_id": ["one-0"], "payload": {}})
+        assert (await propose(three, "three-1"))["kind"] == "mcp/proposal"  # room again
+    finally:
+        await stop_gateway(gw)

@@ -82,7 +82,9 @@ def test_rejections_and_refusals_close_what_they_name() -> None:
         Pending("p1", "proposal", ["calc"], "m"), Pending("t1", "request", ["calc"], "m")
     )
     reject = Envelope(kind="mcp/reject", from_="human", correlation_id=["t1", "p1"])
-    assert [p.token for p in requests.rejected(reject)] == ["p1"]  # a request is not rejected
+    assert [p.token for p in requests.rejected(reject, lambda pid, p: True)] == [
+        "p1"
+    ]  # a request is not rejected
     error = Envelope(kind="system/error", correlation_id=["t1", "nope"])
     assert [p.token for p in requests.refused(error)] == ["t1"]
     assert len(requests) == 0
@@ -115,6 +117,45 @@ def test_every_response_answers_at_most_one_entry_and_each_entry_once(
         match = requests.response(response(sender, cid, f"t{i}"), ME)
         if match is not None:
             assert match.token not in answered
-            assert cid == match.token or sender in match.targets  # else: only from a target
+            assert sender in match.targets  # only from a target, whatever the correlation
             answered.append(match.token)
     assert len(requests) == len(entries) - len(answered)
+
+
+def test_a_forged_response_from_a_bystander_answers_nothing() -> None:
+    """Issue 21 item 5: the correlation id is not enough; the responder must be addressed."""
+    requests = opened(Pending("t1", "request", ["calc"], "tools/call"))
+    assert requests.response(response("mallory", "t1"), ME) is None
+    assert requests.get("t1") is not None  # still waiting for calc
+    assert requests.response(response("calc", "t1"), ME) is not None
+
+
+def test_a_forged_answer_to_our_proposal_counts_only_from_its_targets() -> None:
+    requests = opened(Pending("p1", "proposal", ["calc"], "tools/call", "#general"))
+    assert requests.response(response("mallory", "p1", payload_id="p1", to=["agent"]), ME) is None
+    fake = Envelope(
+        kind="mcp/request", id="f1", from_="mallory", to=["mallory"], correlation_id=["p1"]
+    )
+    requests.request_seen(fake)  # a "fulfilment" mallory answers itself
+    assert requests.response(response("mallory", "f1", to=["mallory"]), ME) is None
+    assert requests.proposals() == ["p1"]
+    real = Envelope(kind="mcp/request", id="f2", from_="human", to=["calc"], correlation_id=["p1"])
+    requests.request_seen(real)
+    answer = requests.response(response("calc", "f2", to=["human"]), ME)
+    assert answer is not None and answer.token == "p1"
+
+
+def test_a_reject_counts_only_from_an_addressee_or_one_who_may_fulfil() -> None:
+    requests = opened(Pending("p1", "proposal", ["calc"], "tools/call"))
+
+    def operator(pid: str, pending: Pending) -> bool:
+        return pid == "human"
+
+    forged = Envelope(kind="mcp/reject", from_="mallory", correlation_id=["p1"])
+    assert requests.rejected(forged, operator) == []
+    assert requests.proposals() == ["p1"]
+    by_human = Envelope(kind="mcp/reject", from_="human", correlation_id=["p1"])
+    assert [p.token for p in requests.rejected(by_human, operator)] == ["p1"]
+    requests = opened(Pending("p2", "proposal", ["calc"], "tools/call"))
+    by_target = Envelope(kind="mcp/reject", from_="calc", correlation_id=["p2"])
+    assert [p.token for p in requests.rejected(by_target, operator)] == ["p2"]

@@ -6,11 +6,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from playwright.async_api import expect
 
-from tests.conftest import RunningGateway
+from hubbub.server.config import Limits
+from tests.conftest import MakeGateway, RunningGateway
 
 FONT_OF = "e => getComputedStyle(e).fontFamily"
+
+
+@pytest.fixture
+async def gw(gateways: MakeGateway) -> RunningGateway:
+    """Look-alikes are refused by default (test_lookalike_names.py); allowed here to show them."""
+    return await gateways(limits=Limits(rate_per_s=0, allow_lookalike_names=True))
 
 
 async def test_ids_and_channel_names_are_shown_in_a_face_that_tells_i_from_l(

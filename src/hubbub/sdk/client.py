@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
-import os
 import random
+import secrets
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Final, overload
@@ -105,8 +104,6 @@ class Client:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.events = ClientEvents(self.id, self._spawn)
         """Handlers, ``async for`` streams and waiters (:meth:`on`, :meth:`messages`)."""
-        self._id_prefix = os.urandom(4).hex()
-        self._counter = itertools.count(1)
         self._rand = random.Random()
         self._handshake: JoinHandshake | None = None
         self._reached_ready = False
@@ -152,8 +149,9 @@ class Client:
         return self._conn_state.state is State.READY
 
     def new_id(self) -> str:
-        """A fresh client-side id for an outgoing envelope (the gateway echoes it in errors)."""
-        return f"{self._id_prefix}-{next(self._counter)}"
+        """A fresh client-side id for an outgoing envelope (the gateway echoes it in errors):
+        128 random bits, so nobody can guess the next id to squat or answer it."""
+        return secrets.token_hex(16)
 
     # ------------------------------------------------------------------ events
 

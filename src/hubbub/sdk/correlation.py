@@ -16,12 +16,17 @@ The rules (docs/sdk.md, "How requests and responses are correlated"):
   else that quotes the proposal (``correlation_id: [T]``) under an id of its own ``F``. Seeing
   that request makes ``F`` stand for ``T`` (once); failing that, a response from one of the
   proposal's targets with ``payload.id == T`` answers it (fulfilments keep the payload).
+- A response counts only from a participant the request was addressed to (for a proposal:
+  its ``to``, the targets of its fulfilment); one from anybody else is ignored, however it
+  is correlated. A reject counts only from an addressee of the proposal or from a
+  participant who may fulfil it (the caller says who: ``may_fulfil``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from hubbub.protocol.envelope import Envelope
 
@@ -43,6 +48,12 @@ class Pending:
     """The proposal a fulfilment carries out."""
     aliases: set[str] = field(default_factory=set)
     """Ids of others' fulfilments of this proposal (their responses answer it)."""
+    payload: dict[str, Any] | None = None
+    """What was sent (a proposal's JSON-RPC request: what a fulfiller would send)."""
+
+
+MayFulfil = Callable[[str, Pending], bool]
+"""Whether a participant may fulfil a pending proposal (may reject it too)."""
 
 
 class OpenRequests:
@@ -121,12 +132,17 @@ class OpenRequests:
             self.close(pending.token)
         return pending
 
-    def rejected(self, env: Envelope) -> list[Pending]:
-        """Our proposals that an ``mcp/reject`` declines (closed now)."""
+    def rejected(self, env: Envelope, may_fulfil: MayFulfil) -> list[Pending]:
+        """Our proposals that an ``mcp/reject`` declines (closed now): only an addressee of a
+        proposal, or one who may fulfil it, declines it."""
         out: list[Pending] = []
         for cid in env.correlation_ids():
             pending = self._open.get(cid)
-            if pending is not None and pending.kind == "proposal":
+            if (
+                pending is not None
+                and pending.kind == "proposal"
+                and (env.from_ in pending.targets or may_fulfil(env.from_, pending))
+            ):
                 self.close(cid)
                 out.append(pending)
         return out
@@ -141,15 +157,24 @@ class OpenRequests:
         return out
 
     def _by_correlation(self, env: Envelope) -> Pending | None:
+        """The entry a response's ``correlation_id`` names, if the responder is one of its
+        targets."""
         for cid in env.correlation_ids():
             pending = self._open.get(cid)
             if pending is not None:
-                return pending
-            token = self._aliases.pop(cid, None)  # a fulfilment's id answers once
-            if token is not None and token in self._open:
+                if env.from_ in pending.targets:
+                    return pending
+                continue
+            token = self._aliases.get(cid)  # a fulfilment's id answers once
+            if token is not None and token not in self._open:
+                del self._aliases[cid]
+            elif token is not None:
+                if env.from_ not in self._open[token].targets:
+                    continue
+                del self._aliases[cid]
                 self._open[token].aliases.discard(cid)
                 return self._open[token]
         return None
 
 
-__all__ = ["Kind", "OpenRequests", "Pending"]
+__all__ = ["Kind", "MayFulfil", "OpenRequests", "Pending"]

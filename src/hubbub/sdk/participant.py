@@ -477,7 +477,7 @@ class Participant:
                 "capability/grant of mcp/request (or mcp/proposal)",
                 "mcp/request",
             )
-        pending = self._track(Pending(token, kind, targets, method, env.channel))
+        pending = self._track(Pending(token, kind, targets, method, env.channel, payload=body))
         try:
             return await self._send_and_wait(pending, env, timeout)
         except RequestTimeout:
@@ -739,9 +739,29 @@ class Participant:
     def _on_reject(self, env: Envelope) -> None:
         reason = str(env.payload.get("reason", "no reason given"))
         for cid in env.correlation_ids():
-            self.proposals.settle(cid, "rejected")
-        for pending in self.requests.rejected(env):
+            seen = self.proposals.get(cid)
+            if seen is not None and (
+                env.from_ in seen.to or self._may_fulfil(env.from_, seen.payload)
+            ):
+                self.proposals.settle(cid, "rejected")
+
+        def may(pid: str, pending: Pending) -> bool:
+            return self._may_fulfil(pid, pending.payload)
+
+        for pending in self.requests.rejected(env, may):
             self._answered(pending, ProposalRejected(env.from_, reason, pending.token))
+
+    def _may_fulfil(self, pid: str, payload: dict[str, Any] | None) -> bool:
+        """Whether ``pid``'s capabilities (as the gateway announced them) let it send the
+        request a proposal with ``payload`` asks for: who may fulfil a proposal may reject it."""
+        entry = self.client.participants.get(pid)
+        caps = entry.get("capabilities") if isinstance(entry, dict) else None
+        if not isinstance(caps, list) or payload is None:
+            return False
+        try:
+            return CapabilitySet(caps).allows("mcp/request", payload)
+        except CapabilityError:
+            return False
 
     def _on_withdraw(self, env: Envelope) -> None:
         for cid in env.correlation_ids():

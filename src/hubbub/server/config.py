@@ -96,6 +96,18 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     history_on_join: int = 50
     history_page_max: int = 1000
     resume_max: int = 10_000
+    max_pending_proposals_per_participant: int = 50
+    """Open proposals (pending or approved, not yet answered) one participant may have; more
+    are refused (``rate_limited``) until some are settled."""
+    max_pending_proposals: int = 500
+    """Open proposals a space may have; more are refused (``rate_limited``)."""
+    allow_lookalike_names: bool = False
+    """Accept new participant ids and channel names that differ from an existing one only by
+    case or by I/l/1, O/0 (``Alice`` next to ``alice``); refused by default."""
+    history_page_bytes: int = 256 * 1024
+    """Most bytes of stored messages in one answer (``channel/joined``, ``history/response``,
+    ``GET /channels/{name}/messages``); past it the answer says ``has_more`` (at least one
+    message is always sent)."""
     handshake_timeout_s: float = 10.0
     presence_coalesce_ms: float = 20.0
     ping_interval_s: float = 30.0
@@ -121,7 +133,12 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     def validate(self) -> None:
         """Raise ConfigError for a nonsensical limit."""
-        for name in ("max_frame_bytes", "max_payload_bytes", "send_buffer_bytes"):
+        for name in (
+            "max_frame_bytes",
+            "max_payload_bytes",
+            "send_buffer_bytes",
+            "history_page_bytes",
+        ):
             if getattr(self, name) < 1024:
                 raise ConfigError(f"limits.{name} must be at least 1024 bytes")
         if self.rate_per_s < 0 or self.rate_burst < 0:
@@ -133,6 +150,11 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             )
         if self.history_on_join < 0 or self.history_page_max < 1:
             raise ConfigError("limits.history_on_join must be >= 0, history_page_max >= 1")
+        if self.max_pending_proposals_per_participant < 1 or self.max_pending_proposals < 1:
+            raise ConfigError(
+                "limits.max_pending_proposals_per_participant and limits.max_pending_proposals "
+                "must be >= 1"
+            )
         if self.idempotency_ids < 1000:
             raise ConfigError("limits.idempotency_ids must be at least 1000")
         if self.max_channels < 1 or self.welcome_channels < 1:
@@ -378,6 +400,12 @@ def limits_from_env(base: Limits | None = None) -> Limits:
             continue
         if field.type == list[str]:
             setattr(lim, field.name, [part.strip() for part in env.split(",") if part.strip()])
+            continue
+        if field.type is bool:
+            flag = env.strip().lower()
+            if flag not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                raise ConfigError(f"HUBBUB_{field.name.upper()}={env!r} is not true or false")
+            setattr(lim, field.name, flag in ("1", "true", "yes", "on"))
             continue
         try:
             value: Any = float(env) if field.type is float else int(env)

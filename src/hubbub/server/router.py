@@ -163,7 +163,7 @@ class Router:
             self.delivery.flush_presence(space)
         extra: list[str] = []
         if env.kind.startswith("mcp/"):
-            extra = space.proposals.observe(env)
+            extra = space.proposals.observe(env, dest.channel.name if dest.channel else None)
         if dest.channel is not None and self.floor.relays_pending:
             self.floor.flush_relays()  # claims handled earlier go out first
         self.sequencer.accept(sender, dest, env, now, extra, after)

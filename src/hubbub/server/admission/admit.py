@@ -19,6 +19,7 @@ from hubbub.protocol.ids import DM_STREAM, SERVER_ID, is_participant_id
 from hubbub.protocol.kinds import HANDSHAKE_KINDS, KINDS
 from hubbub.server.admission.authorization import channel_access, check_send
 from hubbub.server.admission.bans import BanList
+from hubbub.server.admission.names import NameGuard
 from hubbub.server.admission.sender import Sender
 from hubbub.server.config import Limits
 from hubbub.server.state.space import Channel, RateBuckets, Session, SpaceState
@@ -69,6 +70,8 @@ class Admission:
             limits.rate_per_address_s if on else 0, limits.rate_per_address_burst
         )
         """Each source address's rate: all its ids, connections and posts together."""
+        self.names = NameGuard(limits.allow_lookalike_names)
+        """New ids and channel names that look like existing ones (admission/names.py)."""
 
     # ------------------------------------------------------------------ the frame
 
@@ -171,7 +174,15 @@ class Admission:
         if isinstance(env.correlation_id, str):
             env.correlation_id = [env.correlation_id]
         if kind.startswith("mcp/"):  # proposal rules
-            sender.space.proposals.check(env, sender.id)
+            ledger = sender.space.proposals
+            ledger.check(env, sender.id)
+            ledger.check_room(
+                env,
+                sender.id,
+                self.limits.max_pending_proposals_per_participant,
+                self.limits.max_pending_proposals,
+            )
+            ledger.check_seen(env, sender.id, lambda ch: self._reads(sender, ch))
         if spec.stored:
             if client_id is not None:
                 ref = sender.space.ids.get(client_id)
@@ -247,6 +258,14 @@ class Admission:
         return channel_access(
             self.bans, sender.space, sender.id, sender.caps, name, joining=not member
         )
+
+    def _reads(self, sender: Sender, name: str) -> bool:
+        """Whether ``sender`` may read channel ``name`` (the rule of :meth:`channel_for`)."""
+        try:
+            self.channel_for(sender, name)
+        except ProtocolError:
+            return False
+        return True
 
     def _check_recipients(self, space: SpaceState, to: list[str]) -> None:
         for pid in to:

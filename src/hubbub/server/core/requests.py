@@ -27,6 +27,7 @@ from hubbub.server.admission.grants import Grants
 from hubbub.server.admission.invitations import Invitations
 from hubbub.server.admission.sender import Sender
 from hubbub.server.config import Limits
+from hubbub.server.core import pages
 from hubbub.server.core.coordination import Coordination
 from hubbub.server.core.delivery import Delivery
 from hubbub.server.core.moderation import Moderation
@@ -35,7 +36,7 @@ from hubbub.server.core.sessions import Sessions
 from hubbub.server.core.tasks import Tasks
 from hubbub.server.core.verifications import VERIFY_TIMEOUT_MS, Verifications
 from hubbub.server.state.space import Channel, Session
-from hubbub.store.base import Store
+from hubbub.store.base import Store, StoredMessage
 
 Handler = Callable[[Sender, Envelope, int], None]
 
@@ -152,6 +153,7 @@ class Requests:
         space = sender.space
         if name in space.channels:
             raise ProtocolError(ErrorCode.CHANNEL_EXISTS, f"channel {name} already exists; join it")
+        self.admission.names.check_channel(space.id, space.channels, name)
         most = self.limits.max_channels
         if len(space.channels) >= most:
             raise ProtocolError(
@@ -345,11 +347,23 @@ class Requests:
         after, before, limit = self._bounds(p)
 
         async def run() -> None:
-            rows = await self.store.history(
-                sender.space.id, ch.name, after_seq=after, before_seq=before, limit=limit + 1
-            )
-            has_more = len(rows) > limit
-            rows = rows[:limit] if after is not None else rows[-limit:] if limit else []
+            space, size = sender.space.id, self.limits.history_page_bytes
+            if after is not None:
+                rows, has_more = await pages.forward(
+                    lambda a, k: self.store.history(
+                        space, ch.name, after_seq=a, before_seq=before, limit=k
+                    ),
+                    after,
+                    limit,
+                    size,
+                )
+            else:
+                rows, has_more = await pages.backward(
+                    lambda b, k: self.store.history(space, ch.name, before_seq=b, limit=k),
+                    before,
+                    limit,
+                    size,
+                )
             messages = [msgspec.Raw(x.data) for x in rows]
             payload = {"channel": ch.name, "messages": messages, "has_more": has_more}
             self.reply(sender, env, "history/response", payload)
@@ -364,17 +378,21 @@ class Requests:
         space, pid = sender.space.id, sender.id
 
         async def run() -> None:
+            size = self.limits.history_page_bytes
             if after is not None:
-                rows = await self.store.dm_history(space, pid, after_seq=after, limit=limit + 1)
-                rows = [x for x in rows if before is None or x.seq < before]
-                has_more = len(rows) > limit
-                rows = rows[:limit]
+
+                async def read(a: int, k: int) -> list[StoredMessage]:
+                    rows = await self.store.dm_history(space, pid, after_seq=a, limit=k)
+                    return [x for x in rows if before is None or x.seq < before]
+
+                rows, has_more = await pages.forward(read, after, limit, size)
             else:
-                rows = await self.store.dm_history_before(
-                    space, pid, before_seq=before, limit=limit + 1
+                rows, has_more = await pages.backward(
+                    lambda b, k: self.store.dm_history_before(space, pid, before_seq=b, limit=k),
+                    before,
+                    limit,
+                    size,
                 )
-                has_more = len(rows) > limit
-                rows = rows[-limit:] if limit else []
             messages = [msgspec.Raw(x.data) for x in rows]
             payload = {"channel": DM_STREAM, "messages": messages, "has_more": has_more}
             self.reply(sender, env, "history/response", payload)

@@ -21,8 +21,10 @@ from hubbub.protocol.ids import DM_STREAM, Clock
 from hubbub.server.admission.admit import Destination
 from hubbub.server.admission.sender import Sender
 from hubbub.server.config import Limits
+from hubbub.server.core import pages
 from hubbub.server.core.delivery import Delivery
 from hubbub.server.core.dm_marks import DmMarks
+from hubbub.server.core.pages import Page
 from hubbub.server.core.tasks import Tasks
 from hubbub.server.state.metrics import Metrics
 from hubbub.server.state.space import Channel, Session, SpaceState
@@ -203,34 +205,61 @@ class Sequencer:
                 reset, after_seq = "past_end", None
         collected: list[tuple[int, bytes]] = []
         has_more = False
-        cap = self.limits.resume_max
+        max_bytes = self.limits.history_page_bytes
         if after_seq is None:
+            # a fresh join: the newest messages that fit one page (older ones: history/request)
             n = self.limits.history_on_join
             if ch.seq <= len(ch.recent) or len(ch.recent) >= n:
-                after_seq = max(0, ch.seq - n)
+                tail = ch.cached_after(max(0, ch.seq - n)) or []
+                collected = [(seq, data) for seq, data in tail if seq <= ch.seq]
+                collected.reverse()
+                page = Page(n, max_bytes)
+                collected = [row for row in collected if page.fits(row[1])]
+                collected.reverse()
             else:
-                rows = await self.store.history(s.space.id, name, limit=n)
+                rows, _ = await pages.backward(
+                    lambda before, k: self.store.history(
+                        s.space.id, name, before_seq=before, limit=k
+                    ),
+                    None,
+                    n,
+                    max_bytes,
+                )
                 collected = [(r.seq, r.data) for r in rows]
-                after_seq = collected[-1][0] if collected else 0
-        while True:
-            if s.space.online.get(s.id) is not s:
-                return  # disconnected while reading history
-            tail = ch.cached_after(after_seq)
-            if tail is not None:
-                collected.extend(tail)
-                break
-            rows = await self.store.history(
-                s.space.id, name, after_seq=after_seq, limit=min(cap, self.limits.history_page_max)
-            )
-            if not rows:
-                break
-            collected.extend((r.seq, r.data) for r in rows)
-            after_seq = rows[-1].seq
-            if len(collected) >= cap:
-                has_more = after_seq < ch.seq
-                break
-        if len(collected) > cap:
-            collected, has_more = collected[:cap], True
+                # what was committed while the store was read follows without a gap
+                last = collected[-1][0] if collected else 0
+                while (gap := ch.cached_after(last)) is None:
+                    rows = await self.store.history(
+                        s.space.id, name, after_seq=last, limit=self.limits.history_page_max
+                    )
+                    if not rows:
+                        break
+                    collected.extend((r.seq, r.data) for r in rows)
+                    last = rows[-1].seq
+                collected.extend(gap or ())
+        else:
+            # a resume: what was missed, one page of it (the client pages the rest)
+            page = Page(self.limits.resume_max, max_bytes)
+            while not page.full:
+                if s.space.online.get(s.id) is not s:
+                    return  # disconnected while reading history
+                cached = ch.cached_after(after_seq)
+                if cached is not None:
+                    for row in cached:
+                        if not page.fits(row[1]):
+                            break
+                        collected.append(row)
+                    break
+                k = page.batch()
+                rows = await self.store.history(s.space.id, name, after_seq=after_seq, limit=k)
+                for r in rows:
+                    if not page.fits(r.data):
+                        break
+                    collected.append((r.seq, r.data))
+                if len(rows) < k or page.full:
+                    break
+                after_seq = rows[-1].seq
+            has_more = page.full
         if s.space.online.get(s.id) is not s or ch.members.get(s.id) is not s:
             return  # disconnected, or left the channel, while the history was read
         # rows committed but not yet fanned out reach the new member live

@@ -87,6 +87,7 @@ class Sessions:
                 ident.space, free, ident.kind, ident.role, ident.capabilities, name=ident.name
             )
         self.bans.check(ident.space, ident.id)  # admin kill switch: a banned id is refused
+        self.admission.names.check_id(space.id, space.known, ident.id)
         return ident
 
     async def attach(self, ident: Identity, conn: Connection, hello: Hello) -> Session:

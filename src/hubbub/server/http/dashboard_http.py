@@ -4,8 +4,10 @@
 come from ``/web/``, see :mod:`hubbub.server.web_assets`). ``GET /dashboard/events`` is a
 ``text/event-stream``: a ``snapshot`` event on connect, then every ``activity`` event of the
 space as it happens, and a ``state`` event (the same shape as the snapshot, without the recent
-activity) after any batch of events that changed what the panels show, at most every
-``STATE_INTERVAL_S``.
+activity and without the proposals, which change only through the feed's proposal events)
+after any batch of events that changed what the panels show, at most every
+``STATE_INTERVAL_S``. ``GET /dashboard/proposals/{id}`` answers a proposal's full payload,
+which the feed leaves out past ``observe.PAYLOAD_MAX`` (the board loads it when opened).
 """
 
 from __future__ import annotations
@@ -90,7 +92,8 @@ class _Stream:
 
 
 def add_dashboard_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
-    """Register ``/dashboard``, ``/dashboard/session`` and ``/dashboard/events``."""
+    """Register ``/dashboard``, ``/dashboard/session``, ``/dashboard/events`` and
+    ``/dashboard/proposals/{id}``."""
     app[STREAMS_KEY] = set()
 
     async def page(request: web.Request) -> web.StreamResponse:
@@ -141,6 +144,24 @@ def add_dashboard_routes(app: web.Application, key: web.AppKey[Gateway]) -> None
             streams.discard(task)
         return resp
 
+    async def proposal(request: web.Request) -> web.Response:
+        router = request.app[key]
+        try:
+            viewer = resolve_viewer(router, request, "observe")
+        except AccessDenied as exc:
+            return exc.response()
+        found = observe.proposal_payload(viewer.space, request.match_info["pid"])
+        if found is None:
+            return web.json_response(
+                {
+                    "error": "unknown_proposal",
+                    "message": f"no recent proposal {request.match_info['pid']!r} in space "
+                    f"{viewer.space.id!r} (settled long ago, or never made)",
+                },
+                status=404,
+            )
+        return web.json_response(found, headers={"Cache-Control": "no-store"})
+
     async def close_streams(app: web.Application) -> None:
         streams = app[STREAMS_KEY]
         for task in list(streams):
@@ -151,3 +172,4 @@ def add_dashboard_routes(app: web.Application, key: web.AppKey[Gateway]) -> None
     app.router.add_get("/dashboard/", page)
     app.router.add_get("/dashboard/session", session)
     app.router.add_get("/dashboard/events", events)
+    app.router.add_get("/dashboard/proposals/{pid}", proposal)

@@ -14,6 +14,7 @@ from hubbub.protocol.ids import normalize_channel
 from hubbub.server.admission.auth import Identity, check_open_id
 from hubbub.server.admission.authorization import channel_access
 from hubbub.server.admission.sender import HttpSender
+from hubbub.server.core import pages
 from hubbub.server.gateway import Gateway
 from hubbub.server.state.space import SpaceState
 from hubbub.server.web_guard import FORWARDED_BY_NODE
@@ -122,6 +123,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
                 env.id = idem
             caps = router.capabilities_for(ident)
             router.check_rate(space, ident.id, *_source(request))
+            router.admission.names.check_id(space.id, space.known, ident.id)
             space.known.add(ident.id)
             sender = HttpSender(space, ident, caps)
             sent = router.route(sender, env, frame_len=len(body))
@@ -177,15 +179,28 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
             limit = min(_int_param(request, "limit") or 50, router.limits.history_page_max)
         except ProtocolError as exc:
             return _error(exc)
-        rows = await router.store.history(
-            space.id, name, after_seq=after, before_seq=before, limit=limit
-        )
+        store, size = router.store, router.limits.history_page_bytes
+        if after is not None:
+            rows, has_more = await pages.forward(
+                lambda a, k: store.history(space.id, name, after_seq=a, before_seq=before, limit=k),
+                after,
+                limit,
+                size,
+            )
+        else:
+            rows, has_more = await pages.backward(
+                lambda b, k: store.history(space.id, name, before_seq=b, limit=k),
+                before,
+                limit,
+                size,
+            )
         messages = [msgspec.Raw(r.data) for r in rows]
         body = msgspec.json.encode(
             {
                 "channel": name,
                 "messages": messages,
                 "next_after_seq": rows[-1].seq if rows else after,
+                "has_more": has_more,
             }
         )
         return web.Response(body=body, content_type="application/json")

@@ -25,8 +25,11 @@ from hubbub.server.state.space import SpaceState
 
 TEXT_MAX = 500
 """Longest message text copied into an activity event (the rest is cut with an ellipsis)."""
-PAYLOAD_MAX = 8 * 1024
-"""A proposal payload larger than this (encoded) is not copied into the activity feed."""
+PAYLOAD_MAX = 1024
+"""A proposal payload larger than this (encoded) is not copied into the activity feed or the
+board: the dashboard loads it when the proposal is opened (``GET /dashboard/proposals/{id}``)."""
+ARGS_PREVIEW = 200
+"""Characters of a large proposal's arguments shown on the board until its payload is loaded."""
 
 
 def _cut(text: str, limit: int = TEXT_MAX) -> str:
@@ -80,12 +83,23 @@ def _proposal_entry(env: Envelope) -> dict[str, Any]:
         "status": "pending",
         "ts": env.ts,
     }
-    if _size(payload) <= PAYLOAD_MAX:
+    size = _size(payload)
+    if size <= PAYLOAD_MAX:
         entry["payload"] = payload
-    else:
-        entry["arguments"] = "(too large to show)"
+    else:  # on demand: proposal_payload()
+        args = entry.pop("arguments")
+        entry["args_preview"] = _cut(msgspec.json.encode(args).decode(), ARGS_PREVIEW)
         entry["payload_omitted"] = True
+        entry["payload_bytes"] = size
     return entry
+
+
+def proposal_payload(space: SpaceState, proposal_id: str) -> dict[str, Any] | None:
+    """A recent proposal's full payload (what the dashboard loads when it is opened)."""
+    p = space.proposals.get(proposal_id)
+    if p is None:
+        return None
+    return {"id": proposal_id, "open": p.open, "payload": p.env.payload}
 
 
 def _outcome(env: Envelope) -> dict[str, Any]:
@@ -241,7 +255,8 @@ def presence(
 
 
 def state(router: Observed, space: SpaceState) -> dict[str, Any]:
-    """The live state of a space: channels, participants, sleepers, floor, proposals."""
+    """The live state of a space: channels, participants, sleepers, floor (proposals change
+    only through the feed's proposal events: a state push does not repeat them)."""
     eng = router.coordination.engines(space)
     sleeping = {
         e.participant: {
@@ -300,7 +315,6 @@ def state(router: Observed, space: SpaceState) -> dict[str, Any]:
         "channels": channels,
         "participants": participants,
         "floor": floor,
-        "proposals": [board_entry(p) for p in space.proposals.open()],
         "banned": sorted(banned),
     }
 
@@ -313,6 +327,7 @@ def recent(activity: Activity, space: str) -> list[Event]:
 def snapshot(router: Observed, space: SpaceState, viewer: dict[str, Any]) -> dict[str, Any]:
     """Everything a dashboard needs on connect: state, who is watching, recent activity."""
     return state(router, space) | {
+        "proposals": [board_entry(p) for p in space.proposals.open()],
         "server": {"name": router.server_name, "version": __version__},
         "spaces": sorted(router.spaces),
         "viewer": viewer,

@@ -1,10 +1,11 @@
 // The proposal board's data: every proposal the dashboard knows of (from the feed and the
 // console's channels), its status and outcome. No DOM: views redraw on the "changed" event
 // (proposals.js draws the list), so the console and the feed update the board without
-// importing its view.
+// importing its view. The feed carries a large proposal without its payload (an arguments
+// preview instead); loadPayload() fetches it when the proposal is opened or approved.
 
 import { Emitter } from "../common/emitter.js";
-import { st } from "./state.js";
+import { authHeaders, query, st } from "./state.js";
 
 /** Emits "changed" when a proposal, or what the board's view depends on, changed. */
 export const board = new Emitter();
@@ -20,7 +21,7 @@ export function mergeProposal(p, source) {
   const have = st.proposals.get(p.id);
   if (have) {
     have.sources.add(source);
-    if (!have.payload && p.payload) have.payload = p.payload;
+    if (!have.payload && p.payload) takePayload(have, p.payload);
     if (have.status === "pending" && p.status === "approved") have.status = "approved";
     return have;
   }
@@ -43,6 +44,43 @@ export function settle(id, status, outcome) {
   if (st.selected === id && status !== "approved") st.selected = nextPending(id);
   const settled = [...st.proposals.values()].filter((q) => q.settledAt).sort((a, b) => b.settledAt - a.settledAt);
   for (const old of settled.slice(SETTLED_MAX)) st.proposals.delete(old.id);
+}
+
+/** A proposal's full payload arrived (inline, from the console, or loaded on demand). */
+export function takePayload(p, payload) {
+  p.payload = payload;
+  p.payload_omitted = false;
+  const params = payload && typeof payload.params === "object" && payload.params ? payload.params : {};
+  p.arguments = params.arguments;
+}
+
+const loading = new Map();
+
+/**
+ * Load a proposal's payload that the feed left out (large ones): GET /dashboard/proposals/{id}.
+ * Resolves to the proposal (with its payload) or null; one request per proposal at a time.
+ */
+export function loadPayload(id) {
+  const p = st.proposals.get(id);
+  if (!p) return Promise.resolve(null);
+  if (p.payload) return Promise.resolve(p);
+  if (loading.has(id)) return loading.get(id);
+  const done = fetch(`/dashboard/proposals/${encodeURIComponent(id)}` + query(false), {
+    headers: authHeaders(),
+    cache: "no-store",
+  })
+    .then((resp) => (resp.ok ? resp.json() : null))
+    .catch(() => null)
+    .then((body) => {
+      loading.delete(id);
+      const now = st.proposals.get(id);
+      if (!now || !body || !body.payload) return null;
+      takePayload(now, body.payload);
+      boardChanged();
+      return now;
+    });
+  loading.set(id, done);
+  return done;
 }
 
 /** Follow a proposal through the feed's events. */

@@ -8,7 +8,7 @@ import { proposalFrom, proposalWhat, resultText } from "../common/proposals.js";
 import { Session } from "../common/session.js";
 import { store } from "../common/store.js";
 import { DM, ID_RE, SERVER } from "../common/wire.js";
-import { boardChanged, mergeProposal, settle } from "./board.js";
+import { boardChanged, mergeProposal, settle, takePayload } from "./board.js";
 import { CONSOLE_ID_KEY, showNotice, st } from "./state.js";
 
 const LOG_MAX = 1000;
@@ -252,7 +252,7 @@ function onEnvelope(env) {
 function noteHistoryProposal(env) {
   // a proposal from history is shown only if the observer feed still has it pending
   const have = st.proposals.get(env.id);
-  if (have && !have.payload) have.payload = env.payload;
+  if (have && !have.payload) takePayload(have, env.payload);
 }
 
 function remember(where, env) {

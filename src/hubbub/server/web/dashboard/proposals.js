@@ -4,7 +4,7 @@
 import { $, el } from "../common/dom.js";
 import { json, short } from "../common/format.js";
 import { approveEnvelope, proposalWhat, rejectEnvelope } from "../common/proposals.js";
-import { board, nextPending, ordered, settle } from "./board.js";
+import { board, loadPayload, nextPending, ordered, settle } from "./board.js";
 import { consoleLine, consoleReady, consoleSend, cs, whenConsoleReady } from "./console.js";
 import { showNotice, st } from "./state.js";
 
@@ -23,7 +23,7 @@ function reasonInput() {
 function proposalsSignature() {
   const parts = [mayAct(), st.selected, st.rejecting];
   for (const p of st.proposals.values()) {
-    parts.push(p.id, p.status, p.queued || "", p.approvedBy || "", p.outcome ? p.outcome.text : "");
+    parts.push(p.id, p.status, p.queued || "", p.approvedBy || "", p.outcome ? p.outcome.text : "", !!p.payload);
   }
   return JSON.stringify(parts);
 }
@@ -109,7 +109,11 @@ function proposalItem(p, may) {
       onfocus: () => select(p.id, false),
     },
     el("div", { class: "what" }, p.tool ? `${p.method} ${p.tool}` : p.method || "?"),
-    p.arguments !== undefined && p.arguments !== null ? el("code", { class: "args" }, json(p.arguments)) : null,
+    p.arguments !== undefined && p.arguments !== null
+      ? el("code", { class: "args" }, json(p.arguments))
+      : p.args_preview
+        ? el("code", { class: "args preview", title: "open the proposal to load all of it" }, p.args_preview)
+        : null,
     el("div", { class: "meta" }, meta.join(" · ")),
     buttons.childNodes.length ? buttons : null,
     p.outcome ? el("div", { class: "outcome " + (p.outcome.ok ? "ok" : "bad") }, p.outcome.text) : null,
@@ -118,6 +122,8 @@ function proposalItem(p, may) {
 
 export function select(id, focus) {
   if (!id) return;
+  const p = st.proposals.get(id);
+  if (p && !p.payload && p.payload_omitted) loadPayload(id); // opened: load all of it
   if (st.selected !== id) {
     st.selected = id;
     for (const node of document.querySelectorAll("#proposals-panel .proposal")) {
@@ -143,7 +149,11 @@ export function approve(id) {
   const p = st.proposals.get(id);
   if (!p || p.status !== "pending" || p.queued) return;
   if (!p.payload) {
-    showNotice(`Proposal ${short(id)} is too large for the feed; wait for it in the console's channel.`);
+    // a large proposal: its payload is loaded first (the feed leaves it out)
+    loadPayload(id).then((loaded) => {
+      if (loaded) approve(id);
+      else showNotice(`Proposal ${short(id)} could not be loaded from the gateway; try again.`);
+    });
     return;
   }
   if (!p.to || !p.to.length) {

@@ -89,11 +89,11 @@ function openStream() {
   st.es = es;
   es.addEventListener("snapshot", (e) => {
     const data = JSON.parse(e.data);
-    applyState(data, true);
+    applyState(data);
     resetFeed(data.recent || []);
     setConn("live", "live");
   });
-  es.addEventListener("state", (e) => applyState(JSON.parse(e.data), false));
+  es.addEventListener("state", (e) => applyState(JSON.parse(e.data)));
   es.addEventListener("activity", (e) => addEvent(JSON.parse(e.data)));
   es.addEventListener("error", () => {
     if (es !== st.es) return;
@@ -125,22 +125,22 @@ export function renderViewer() {
   boardChanged();
 }
 
-function applyState(data, isSnapshot) {
+function applyState(data) {
   st.skew = (data.now || Date.now()) - Date.now();
   st.participants = new Map((data.participants || []).map((p) => [p.id, p]));
   st.channels = data.channels || [];
   st.floor = data.floor || [];
-  const known = new Set();
-  for (const p of data.proposals || []) {
-    known.add(p.id);
-    mergeProposal(p, "server");
-  }
-  for (const [id, p] of st.proposals) {
-    const open = p.status === "pending" || p.status === "approved";
-    if (open && !known.has(id) && !p.sources.has("console")) {
-      // settled without us seeing the outcome (or forgotten by the server)
-      if (isSnapshot) st.proposals.delete(id);
-      else if (p.status === "pending") st.proposals.delete(id);
+  if (data.proposals) {
+    // the snapshot lists the open proposals; a state push does not (they change only through
+    // the feed's proposal events, which board.js follows)
+    const known = new Set();
+    for (const p of data.proposals) {
+      known.add(p.id);
+      mergeProposal(p, "server");
+    }
+    for (const [id, p] of st.proposals) {
+      const open = p.status === "pending" || p.status === "approved";
+      if (open && !known.has(id) && !p.sources.has("console")) st.proposals.delete(id); // settled meanwhile
     }
   }
   renderParticipants();

@@ -1,0 +1,113 @@
+"""Names that look like an existing one: participant ids and channel names that differ from a
+known one only by case or by look-alike characters are refused (``Alice`` or ``aIice`` next
+to ``alice``, ``#General`` or ``#genera1`` next to ``#general``), unless
+``limits.allow_lookalike_names``.
+
+Ids and channel names are ASCII (``[A-Za-z0-9_.-]``), so the look-alikes are few and the fold
+is small and exact: two names look alike when they are equal after either
+
+- lowercasing, then ``1`` → ``l`` and ``0`` → ``o`` (case, digit one / ell, zero / oh), or
+- ``I`` → ``l``, ``1`` → ``l``, ``0`` → ``o``, then lowercasing (capital i / ell, which many
+  sans-serif fonts draw alike).
+
+Lowercase ``i`` and ``l`` stay apart (``bili`` is not ``bill``); ``rn`` / ``m`` and other
+multi-character look-alikes are not folded (the web UIs show ids in a font that tells them
+apart, docs/webchat.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Final
+
+from hubbub.protocol.errors import ErrorCode, ProtocolError
+
+_DIGITS: Final = str.maketrans({"1": "l", "0": "o"})
+_CAPITAL_I: Final = str.maketrans({"I": "l", "1": "l", "0": "o"})
+
+
+def _keys(name: str) -> tuple[str, str]:
+    """The name's two folds (see the module's docstring)."""
+    return name.lower().translate(_DIGITS), name.translate(_CAPITAL_I).lower()
+
+
+def looks_like(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` differ only by case or look-alike characters (or not at all)."""
+    ka, kb = _keys(a), _keys(b)
+    return ka[0] == kb[0] or ka[1] == kb[1]
+
+
+class LookAlikes:
+    """The names of one kind (ids, or channels) of one space, by their folds."""
+
+    def __init__(self) -> None:
+        self._by_key: tuple[dict[str, str], dict[str, str]] = ({}, {})
+        self._names: set[str] = set()
+
+    def add(self, name: str) -> None:
+        """Remember ``name`` (the first of look-alike names is the one others are refused for)."""
+        if name in self._names:
+            return
+        self._names.add(name)
+        for table, key in zip(self._by_key, _keys(name), strict=True):
+            table.setdefault(key, name)
+
+    def clash(self, name: str) -> str | None:
+        """The known name that ``name`` looks like, if it is not that name itself."""
+        if name in self._names:
+            return None
+        for table, key in zip(self._by_key, _keys(name), strict=True):
+            other = table.get(key)
+            if other is not None:
+                return other
+        return None
+
+    def sync(self, names: Collection[str]) -> None:
+        """Take in names added elsewhere (configured, restored from the store): a pass over
+        ``names`` only when it holds more than this index."""
+        if len(names) > len(self._names):
+            for name in names:
+                self.add(name)
+
+
+class NameGuard:
+    """Refuses a new participant id or channel name that looks like one a space has."""
+
+    def __init__(self, allow: bool) -> None:
+        self.allow = allow
+        self._ids: dict[str, LookAlikes] = {}
+        self._channels: dict[str, LookAlikes] = {}
+
+    def check_id(self, space: str, known: Collection[str], pid: str) -> None:
+        """Refuse ``pid`` (new in ``space``, whose ids are ``known``) if it looks like a known
+        id; else remember it."""
+        if self.allow or pid in known:
+            return
+        names = self._ids.setdefault(space, LookAlikes())
+        names.sync(known)
+        other = names.clash(pid)
+        if other is not None:
+            raise ProtocolError(
+                ErrorCode.INVALID_ID,
+                f"participant id {pid!r} looks like {other!r}, who is already in space "
+                f"{space!r} (ids that differ only by case or by I/l/1, O/0 are refused): "
+                f"connect as {other!r} if that is you, or pick another id",
+            )
+        names.add(pid)
+
+    def check_channel(self, space: str, channels: Collection[str], name: str) -> None:
+        """Refuse creating channel ``name`` if it looks like an existing one."""
+        if self.allow or name in channels:
+            return
+        names = self._channels.setdefault(space, LookAlikes())
+        names.sync(channels)
+        other = names.clash(name)
+        if other is not None:
+            raise ProtocolError(
+                ErrorCode.CHANNEL_EXISTS,
+                f"{name} looks like the existing channel {other} (channel names that differ "
+                f"only by case or by I/l/1, O/0 are refused): join {other}, or pick another name",
+            )
+
+
+__all__ = ["LookAlikes", "NameGuard", "looks_like"]
