@@ -21,7 +21,7 @@ class _JoinFrame(msgspec.Struct, kw_only=True, rename={"participant_id": "partic
     kind: str | None = None
     capabilities: list[dict[str, Any]] | None = None
     channels: list[str] | None = None
-    resume: dict[str, int] = msgspec.field(default_factory=dict)
+    resume: dict[str, int] | None = None
     epoch: str | None = None
 
 
@@ -62,8 +62,9 @@ class MewDialect:
             kind=join.kind,
             capabilities=join.capabilities,
             channels=join.channels,
-            resume=join.resume,
+            resume=join.resume or {},
             epoch=join.epoch,
+            resends=join.resume is not None,
         )
 
     def decode(self, data: bytes | str) -> Envelope | Reply:

@@ -483,8 +483,8 @@ class Client:
             frame["kind"] = opts.kind
         if opts.capabilities is not None:
             frame["capabilities"] = opts.capabilities
+        frame["resume"] = resume  # even empty: it asks for resends to be recognised
         if resume:
-            frame["resume"] = resume
             if self.epoch is not None:
                 frame["epoch"] = self.epoch  # a resume into another history is reset
         return encode(frame).decode()

@@ -2,7 +2,8 @@
 
 One pass over one envelope decides everything a participant can get wrong — the frame's size
 and the sender's rate (:meth:`Admission.check_frame`), then the kind (from the kind table),
-the payload's size, the sender's capabilities, the message id, the proposal rules, a resend,
+the payload's size, the sender's capabilities, the message id, the proposal rules, a resend
+(the same message under the same id from a sender that opted in to resends),
 whether the store can take it, and where it goes (channel access and bans, or the recipients
 of a direct message) — and resolves the destination once (:meth:`Admission.admit`). What it
 returns is all the later stages need: nothing after admission refuses a message for what its
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Final, NamedTuple
 
-from hubbub.protocol.envelope import Envelope, encode
+from hubbub.protocol.envelope import Envelope, content_digest, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import DM_STREAM, SERVER_ID, is_participant_id
 from hubbub.protocol.kinds import HANDSHAKE_KINDS, KINDS
@@ -44,6 +45,8 @@ class Destination(NamedTuple):
     """The recipients of a direct message, once each, all known."""
     original: MessageRef | None = None
     """A resend of a message already accepted: answered with this original."""
+    digest: int = 0
+    """The message's :func:`content_digest` when its sender opted in to resends, else 0."""
 
 
 class Admission:
@@ -142,11 +145,13 @@ class Admission:
             env.correlation_id = [env.correlation_id]
         if kind.startswith("mcp/"):  # proposal rules
             sender.space.proposals.check(env, sender.id)
+        digest = 0
         if spec.stored:
-            if client_id is not None:
-                ref = sender.space.ids.get(client_id)
-                if ref is not None:
-                    return Destination(ref.place, original=self._resend(sender, ref))
+            if client_id is not None and sender.resends:
+                digest = content_digest(env)
+                ref = sender.space.ids.get(sender.id, client_id)
+                if ref is not None and ref.digest == digest:
+                    return Destination(ref.place, original=ref)
             self.require_store(client_id)
         if spec.request:
             return Destination(REQUEST)
@@ -154,12 +159,13 @@ class Admission:
         if kind == "participant/status" and bare_presence:
             return Destination(PRESENCE)
         try:
-            return self.destination(sender, env)
+            dest = self.destination(sender, env)
         except ProtocolError as exc:
             # docs/protocol.md: an error quotes the offending frame's id when it had one
             if exc.correlation_id is None:
                 exc.correlation_id = client_id
             raise
+        return dest._replace(digest=digest) if digest else dest
 
     def require_store(self, client_id: str | None = None) -> None:
         """Refuse a message to store while the store is unreachable (nothing is accepted)."""
@@ -170,18 +176,6 @@ class Admission:
                 "nothing was accepted: send it again in a few seconds",
                 correlation_id=client_id,
             )
-
-    def _resend(self, sender: Sender, ref: MessageRef) -> MessageRef:
-        """A message id seen before: the same sender's resend is answered with the original
-        (nothing is delivered twice); another sender's reuse of the id is refused."""
-        if ref.sender != sender.id:
-            raise ProtocolError(
-                ErrorCode.DUPLICATE_ID,
-                f"message id {ref.id!r} is already taken by another participant's message; "
-                "give each message a new unique id (a ULID or UUID) or leave it out",
-                correlation_id=ref.id,
-            )
-        return ref
 
     # ------------------------------------------------------------------ destinations
 

@@ -85,6 +85,7 @@ class Sessions:
         caps = self.grants.current(space, ident.id, ident.capability_set())
         rate = self.rates.get(space.id, ident.id)  # a reconnect continues the same bucket
         s = Session(ident.id, ident.kind, ident.role, space, conn, caps, rate)
+        s.resends = hello.resends
         old = space.online.get(ident.id)
         if old is not None:
             self._displace(old)

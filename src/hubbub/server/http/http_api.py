@@ -114,7 +114,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
             caps = router.capabilities_for(ident)
             router.check_rate(space, ident.id)
             space.known.add(ident.id)
-            sender = HttpSender(space, ident, caps)
+            sender = HttpSender(space, ident, caps, resends=idem is not None)
             sent = router.route(sender, env, frame_len=len(body))
         except ProtocolError as exc:
             router.metrics.errors[exc.code.value] += 1

@@ -107,6 +107,7 @@ class Session:
         "id",
         "kind",
         "rate",
+        "resends",
         "role",
         "space",
     )
@@ -128,6 +129,9 @@ class Session:
         self.conn = conn
         self._caps = caps
         self.rate = rate
+        self.resends = False
+        """Opted in to resends (its join carried ``resume``): a message equal to one it sent
+        under the same id is answered with the original, not delivered again."""
         self.channels: set[str] = set()
         self._presence = "online"
         self._status_text: str | None = None
