@@ -484,9 +484,8 @@ class Client:
         if opts.capabilities is not None:
             frame["capabilities"] = opts.capabilities
         frame["resume"] = resume  # even empty: it asks for resends to be recognised
-        if resume:
-            if self.epoch is not None:
-                frame["epoch"] = self.epoch  # a resume into another history is reset
+        if resume and self.epoch is not None:
+            frame["epoch"] = self.epoch  # a resume into another history is reset
         return encode(frame).decode()
 
     def _become_ready(self) -> None:

@@ -21,7 +21,7 @@ from hubbub.protocol.dialect import Reply
 from hubbub.protocol.envelope import PROTOCOL, Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import Clock, UlidGenerator
-from hubbub.protocol.kinds import KINDS
+from hubbub.protocol.kinds import KINDS, application_kind
 from hubbub.protocol.markers import SleepMarker
 from hubbub.server.admission.admit import PRESENCE, REQUEST, Admission, Destination
 from hubbub.server.admission.sender import HttpSender, Sender
@@ -131,7 +131,7 @@ class Router:
     def _pass(self, sender: Sender, env: Envelope, dest: Destination, now: int) -> None:
         """Everything after admission: the engines' hook, then the request or the message."""
         kind = env.kind
-        sees = KINDS[kind].engines
+        sees = KINDS[kind].engines if kind in KINDS else application_kind(kind).engines
         sleep: SleepMarker | None = None
         if (sender.wake_at is not None and sees in _ENGINES_SEE) or (
             sees == "markers" and "@@" in env.payload["text"]

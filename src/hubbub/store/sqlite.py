@@ -254,8 +254,7 @@ class SqliteStore(Store):
         )
         rows.reverse()
         return [
-            MessageRef(str(i), str(s), str(p), int(q), int(t), int(d))
-            for i, s, p, q, t, d in rows
+            MessageRef(str(i), str(s), str(p), int(q), int(t), int(d)) for i, s, p, q, t, d in rows
         ]
 
     def put_callback(self, space: str, cb_id: str, data: bytes | None) -> None:

@@ -17,7 +17,7 @@ from typing import Any, Final, NamedTuple
 from hubbub.protocol.envelope import Envelope, content_digest, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import DM_STREAM, SERVER_ID, is_participant_id
-from hubbub.protocol.kinds import HANDSHAKE_KINDS, KINDS
+from hubbub.protocol.kinds import HANDSHAKE_KINDS, MAX_KIND_LEN, kind_spec
 from hubbub.server.admission.authorization import channel_access
 from hubbub.server.admission.bans import BanList
 from hubbub.server.admission.sender import Sender
@@ -99,7 +99,7 @@ class Admission:
         """Check everything about ``env`` its sender decides; where it goes, or raise."""
         kind = env.kind
         client_id = env.id or None
-        spec = KINDS.get(kind)
+        spec = kind_spec(kind)
         if spec is None or spec.sender != "client":
             if spec is not None or kind in HANDSHAKE_KINDS:
                 raise ProtocolError(
@@ -109,7 +109,8 @@ class Admission:
                 )
             raise ProtocolError(
                 ErrorCode.UNKNOWN_KIND,
-                f"unknown kind {kind!r}; see docs/protocol.md for the kinds the gateway routes",
+                f"unknown kind {kind!r}: a kind is 1-{MAX_KIND_LEN} printable characters without "
+                "spaces, and system/ kinds are the gateway's own (docs/protocol.md lists them)",
                 correlation_id=client_id,
             )
         if frame_len > self.limits.max_payload_bytes:

@@ -31,19 +31,19 @@ class Grants:
     ) -> CapabilitySet:
         """``pid``'s capabilities now: as grants and revokes left them; else those it
         ``authenticated`` with; else its connection's; else as space.yaml configures it (or
-        an open-mode participant's defaults)."""
+        an open-mode participant's defaults); always with MEW's baseline (``mcp/response``)."""
         saved = self._saved.get((space.id, pid))
         if saved is not None:
-            return saved
+            return saved.with_baseline()
         if authenticated is not None:
-            return authenticated
+            return authenticated.with_baseline()
         online = space.online.get(pid)
         if online is not None:
             return online.caps
         cfg = space.config.participants.get(pid)
         return CapabilitySet(
             cfg.effective_capabilities() if cfg else space.config.open_capabilities()
-        )
+        ).with_baseline()
 
     def set(self, space: SpaceState, pid: str, caps: CapabilitySet) -> None:
         """Replace ``pid``'s capabilities now and for good (its connection's too)."""
@@ -51,4 +51,4 @@ class Grants:
         self.store.put_capabilities(space.id, pid, caps.capabilities)
         s = space.online.get(pid)
         if s is not None:
-            s.caps = caps
+            s.caps = caps.with_baseline()

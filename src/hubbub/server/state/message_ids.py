@@ -182,9 +182,7 @@ class MessageIds:
         """Whether ``rec`` is still the record of its (sender, id)."""
         if self._refs.get(msg_id) == rec:
             return True
-        return bool(self._shadowed) and (
-            self._shadowed.get((self._sender_of(rec), msg_id)) == rec
-        )
+        return bool(self._shadowed) and (self._shadowed.get((self._sender_of(rec), msg_id)) == rec)
 
     def _forget(self, msg_id: str, rec: int) -> None:
         """Drop ``rec`` if it is still the record of its (sender, id)."""
