@@ -18,7 +18,7 @@ import websockets
 
 from hubbub.server.config import ParticipantConfig, SpaceConfig, hash_token
 from tests.conftest import RunningGateway, start_gateway, stop_gateway
-from tests.interop.test_mew_client import MakePeer, MewPeer, mew  # noqa: F401 (fixture)
+from tests.interop.test_mew_client import MakePeer, MewPeer
 
 Frame = dict[str, Any]
 SPACE = "mew-space"
@@ -39,6 +39,21 @@ def _mew_space() -> SpaceConfig:
     )
     cfg.validate()
     return cfg
+
+
+@pytest.fixture
+async def mew(gateway: RunningGateway) -> AsyncIterator[MakePeer]:
+    """``await mew("id")``: a :class:`MewPeer` joined to the open space."""
+    peers: list[MewPeer] = []
+
+    async def make(pid: str, **options: Any) -> MewPeer:
+        peer = await MewPeer.join(gateway, pid, **options)
+        peers.append(peer)
+        return peer
+
+    yield make
+    for peer in peers:
+        await peer.ws.close()
 
 
 @pytest.fixture

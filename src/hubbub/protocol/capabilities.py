@@ -13,8 +13,8 @@ lookup.
 
 from __future__ import annotations
 
-import json
 import difflib
+import json
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
