@@ -7,6 +7,7 @@ CLI, over real sockets to a real gateway.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,7 +17,7 @@ import aiohttp
 import pytest
 import websockets
 
-from hubbub.server.config import ParticipantConfig, SpaceConfig, hash_token
+from hubbub.server.config import Limits, ParticipantConfig, SpaceConfig, hash_token
 from tests.conftest import RunningGateway, start_gateway, stop_gateway
 from tests.interop.test_mew_client import MakePeer, MewPeer
 
@@ -221,3 +222,68 @@ async def test_a_proposal_without_to_is_broadcast(mew: MakePeer) -> None:
     sent = await proposer.send({"kind": "mcp/proposal", "payload": call})
     got = await watcher.expect("mcp/proposal")
     assert got["id"] == sent["id"] and "to" not in got
+
+
+# ------------------------------------------------------------------ 5, 6, 7. joining
+
+
+async def test_the_cli_joins_with_a_system_join_envelope(space: RunningGateway) -> None:
+    """``mew space connect``: ``{kind: system/join, payload: {space, participant, token}}``."""
+    ws = await websockets.connect(space.url, max_size=None, compression=None)
+    frame = {
+        "protocol": "mew/v0.4",
+        "id": "join-1718000000000",
+        "ts": "2026-01-01T00:00:00.000Z",
+        "kind": "system/join",
+        "payload": {"space": SPACE, "participant": "human", "token": "human-token"},
+    }
+    await ws.send(json.dumps(frame))
+    peer = MewPeer(ws, "human")
+    welcome = await peer.expect("system/welcome")
+    assert welcome["payload"]["you"]["id"] == "human"
+    await ws.close()
+
+
+async def test_one_presence_frame_per_joining_participant(tmp_path: Path) -> None:
+    """``MEWAgent`` reads only ``payload.participant``: two joins within the coalescing
+    window reach a MEW client as two frames, one participant each."""
+    gw = await start_gateway(tmp_path, limits=Limits(presence_coalesce_ms=300))
+    try:
+        observer = await MewPeer.join(gw, "observer")
+        a, b = await asyncio.gather(MewPeer.join(gw, "a"), MewPeer.join(gw, "b"))
+        seen: list[str] = []
+        while len(seen) < 2:
+            frame = await observer.expect(
+                "system/presence",
+                lambda f: (
+                    f["payload"]["event"] == "join"
+                    and f["payload"]["participant"]["id"] != "observer"
+                ),
+            )
+            assert "participants" not in frame["payload"]
+            seen.append(frame["payload"]["participant"]["id"])
+        assert sorted(seen) == ["a", "b"]
+        for peer in (observer, a, b):
+            await peer.ws.close()
+    finally:
+        await stop_gateway(gw)
+
+
+async def test_two_processes_with_one_id_do_not_displace_each_other_forever(
+    mew: MakePeer,
+) -> None:
+    """The newer connection wins; the older is told and left open (``MEWClient`` reconnects
+    after any close), and what it sends is refused, not routed."""
+    alice = await mew("alice")
+    older = await mew("worker")
+    newer = await mew("worker")
+    told = await older.expect("system/error")
+    assert told["payload"]["error"] == "session_displaced"
+    await older.send(_chat("from the older process"))
+    refused = await older.expect("system/error")
+    assert refused["payload"]["error"] == "session_displaced"
+    assert "own participant id" in refused["payload"]["message"]
+    await newer.send(_chat("from the newer process"))
+    got = await alice.expect("chat", lambda f: f["from"] == "worker")
+    assert got["payload"]["text"] == "from the newer process"
+    assert older.ws.close_code is None  # open: nothing for MEWClient to reconnect after

@@ -24,5 +24,7 @@ class Hello(msgspec.Struct, kw_only=True):
     resends: bool = False
     """The client resends what it is not sure landed, under the same ids, and wants each
     answered with its original (the hubbub SDK's join, which carries ``resume``)."""
+    presence_lists: bool = False
+    """The client reads a run of presence events as one frame with ``participants``."""
     unique_name: bool = False
     """In open mode, pick a free id derived from ``participant_id`` instead of displacing."""

@@ -484,6 +484,7 @@ class Client:
         if opts.capabilities is not None:
             frame["capabilities"] = opts.capabilities
         frame["resume"] = resume  # even empty: it asks for resends to be recognised
+        frame["presence_lists"] = True  # a burst of joins as one frame (_on_presence reads it)
         if resume and self.epoch is not None:
             frame["epoch"] = self.epoch  # a resume into another history is reset
         return encode(frame).decode()

@@ -63,7 +63,14 @@ class Admission:
     # ------------------------------------------------------------------ the frame
 
     def check_frame(self, s: Session, data: str | bytes) -> int:
-        """The frame's size in bytes, once its size and its sender's rate are allowed."""
+        """The frame's size in bytes, once its size and its sender's rate are allowed (and
+        its connection was not replaced by a newer one of the same id)."""
+        if s.space.online.get(s.id) is not s:
+            raise ProtocolError(
+                ErrorCode.SESSION_DISPLACED,
+                f"this connection was replaced by a newer one of {s.id!r}; nothing it sends is "
+                "accepted: close it, or give each process its own participant id",
+            )
         size = len(data)
         limit = self.limits.max_frame_bytes
         if size * 4 > limit and isinstance(data, str):

@@ -106,6 +106,7 @@ class Session:
         "connected_at",
         "id",
         "kind",
+        "presence_lists",
         "rate",
         "resends",
         "role",
@@ -129,6 +130,9 @@ class Session:
         self.conn = conn
         self._caps = caps
         self.rate = rate
+        self.presence_lists = False
+        """Reads a run of presence events as one frame with ``participants`` (the hubbub
+        SDK); else each participant gets a frame of its own (MEW's clients)."""
         self.resends = False
         """Opted in to resends (its join carried ``resume``): a message equal to one it sent
         under the same id is answered with the original, not delivered again."""
