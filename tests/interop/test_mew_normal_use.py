@@ -128,6 +128,7 @@ async def test_http_same_id_with_new_text_is_a_new_message(gateway: RunningGatew
             body = {"id": "msg-123", **_chat(text)}
             async with http.post(url, json=body) as resp:
                 assert resp.status == 202
+                assert '"status":"accepted"' in await resp.text()  # compact, as MEW's
                 seqs.append((await resp.json())["seq"])
         assert seqs[1] == seqs[0] + 1
         key = {"Idempotency-Key": "k-1"}

@@ -14,6 +14,7 @@ from aiohttp import web
 from hubbub.protocol.errors import ProtocolError
 from hubbub.protocol.ids import is_participant_id
 from hubbub.server.http.access import AccessDenied, Directory, resolve_viewer
+from hubbub.server.json_body import json_body
 from hubbub.server.state.activity import Activity
 from hubbub.server.state.connection import CLOSE_KICKED
 from hubbub.server.state.space import Session, SpaceState
@@ -116,7 +117,7 @@ def add_admin_routes(app: web.Application, key: web.AppKey[GatewayT]) -> None:
             except AccessDenied as exc:
                 return exc.response()
             if not is_participant_id(pid):
-                return web.json_response(
+                return json_body(
                     {"error": "invalid_id", "message": f"{pid!r} is not a legal participant id"},
                     status=400,
                 )
@@ -124,7 +125,7 @@ def add_admin_routes(app: web.Application, key: web.AppKey[GatewayT]) -> None:
             if action == "disconnect":
                 out = kick(router, space, pid, viewer.id)
                 if not out["disconnected"]:
-                    return web.json_response(
+                    return json_body(
                         {
                             "error": "not_connected",
                             "message": f"participant {pid!r} is not connected to space "
@@ -137,7 +138,7 @@ def add_admin_routes(app: web.Application, key: web.AppKey[GatewayT]) -> None:
             else:
                 out = unban(router, space, pid, viewer.id)
             await router.durable()  # the answer promises the ban is stored
-            return web.json_response(out)
+            return json_body(out)
 
         return run
 
@@ -148,7 +149,7 @@ def add_admin_routes(app: web.Application, key: web.AppKey[GatewayT]) -> None:
         except AccessDenied as exc:
             return exc.response()
         sid = viewer.space.id
-        return web.json_response({"space": sid, "banned": router.bans.banned(sid)})
+        return json_body({"space": sid, "banned": router.bans.banned(sid)})
 
     for action in ("disconnect", "ban", "unban"):
         app.router.add_post(f"/admin/participants/{{pid}}/{action}", handler(action))

@@ -15,6 +15,7 @@ from hubbub.server.admission.auth import Identity
 from hubbub.server.admission.authorization import channel_access
 from hubbub.server.admission.sender import HttpSender
 from hubbub.server.gateway import Gateway
+from hubbub.server.json_body import json_body
 from hubbub.server.state.space import SpaceState
 
 _STATUS = {
@@ -39,7 +40,7 @@ def _error_body(exc: ProtocolError) -> dict[str, Any]:
 
 
 def _error(exc: ProtocolError) -> web.Response:
-    return web.json_response(_error_body(exc), status=_STATUS.get(exc.code, 400))
+    return json_body(_error_body(exc), status=_STATUS.get(exc.code, 400))
 
 
 def _bearer(request: web.Request) -> str | None:
@@ -129,7 +130,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
         }
         if sender.refusals:  # e.g. a callback over a limit: the rest of the message went on
             answer["errors"] = [_error_body(exc) for exc in sender.refusals]
-        return web.json_response(answer, status=202)
+        return json_body(answer, status=202)
 
     async def participants(request: web.Request) -> web.Response:
         router = request.app[key]
@@ -150,7 +151,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
                 kind = cfg.kind if cfg else space.config.defaults.kind
                 entry = {"id": pid, "kind": kind, "presence": "offline", "online": False}
                 out.append(entry | {"channels": []} | state)
-        return web.json_response({"space": space.id, "participants": out})
+        return json_body({"space": space.id, "participants": out})
 
     async def channel_messages(request: web.Request) -> web.Response:
         router = request.app[key]
