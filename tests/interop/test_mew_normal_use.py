@@ -31,7 +31,10 @@ def _mew_space() -> SpaceConfig:
         space=SPACE,
         participants={
             "human": ParticipantConfig(
-                kind="human", token_hash=hash_token("human-token"), capabilities=[{"kind": "*"}]
+                kind="human",
+                role="admin",
+                token_hash=hash_token("human-token"),
+                capabilities=[{"kind": "*"}],
             ),
             "agent": ParticipantConfig(
                 token_hash=hash_token("agent-token"), capabilities=[{"kind": "chat"}]
@@ -288,3 +291,43 @@ async def test_two_processes_with_one_id_do_not_displace_each_other_forever(
     got = await alice.expect("chat", lambda f: f["from"] == "worker")
     assert got["payload"]["text"] == "from the newer process"
     assert older.ws.close_code is None  # open: nothing for MEWClient to reconnect after
+
+
+# ------------------------------------------------------------------ 10. grants
+
+
+async def test_a_grant_with_mews_keys_and_its_revoke_by_grant_id(space: RunningGateway) -> None:
+    """MEW §3.6: a grant's capabilities may carry ``to``; ``capability/revoke`` names the
+    grant by ``grant_id`` instead of repeating its capabilities."""
+    human = await _join(space, "human", "human-token")
+    agent = await _join(space, "agent", "agent-token")
+    grant = {
+        "protocol": "mew/v0.4",
+        "id": "grant-789",
+        "kind": "capability/grant",
+        "to": ["agent"],
+        "payload": {
+            "recipient": "agent",
+            "capabilities": [{"kind": "mcp/request", "to": ["human"]}],
+        },
+    }
+    await human.ws.send(json.dumps(grant))
+    await agent.expect("capability/grant")
+    await agent.send({"kind": "mcp/request", "to": ["human"], "payload": {"method": "x"}})
+    await human.expect("mcp/request", lambda f: f["from"] == "agent")
+    await human.send(
+        {
+            "kind": "capability/revoke",
+            "to": ["agent"],
+            "payload": {"recipient": "agent", "grant_id": "grant-789"},
+        }
+    )
+    await agent.expect("capability/revoke")
+    await agent.send({"kind": "mcp/request", "to": ["human"], "payload": {"method": "y"}})
+    err = await agent.expect("system/error")
+    assert err["payload"]["error"] == "capability_violation"
+    await human.send(
+        {"kind": "capability/revoke", "payload": {"recipient": "agent", "grant_id": "nope"}}
+    )
+    err = await human.expect("system/error")
+    assert "no grant 'nope'" in err["payload"]["message"]
