@@ -17,7 +17,13 @@ import aiohttp
 import pytest
 import websockets
 
-from hubbub.server.config import Limits, ParticipantConfig, SpaceConfig, hash_token
+from hubbub.server.config import (
+    ConfigError,
+    Limits,
+    ParticipantConfig,
+    SpaceConfig,
+    hash_token,
+)
 from tests.conftest import RunningGateway, start_gateway, stop_gateway
 from tests.interop.test_mew_client import MakePeer, MewPeer
 
@@ -331,3 +337,14 @@ async def test_a_grant_with_mews_keys_and_its_revoke_by_grant_id(space: RunningG
     )
     err = await human.expect("system/error")
     assert "no grant 'nope'" in err["payload"]["message"]
+
+
+# ------------------------------------------------------------------ 11. space ids
+
+
+def test_a_template_space_id_is_refused_naming_the_rule() -> None:
+    """MEW's templates write ``space: {id: "{{SPACE_NAME}}"}`` until filled in."""
+    with pytest.raises(ConfigError) as err:
+        SpaceConfig(space="{{SPACE_NAME}}").validate("space.yaml")
+    message = str(err.value)
+    assert "1-64 of [A-Za-z0-9_.-]" in message and "placeholder" in message
