@@ -181,7 +181,7 @@ async def test_kill9_of_the_leader_under_load_loses_nothing(nodes: list[ClusterN
                 if node.proc is None or node.proc.poll() is not None:
                     continue
                 try:
-                    c = await node.mew(name)
+                    c = await node.mew(name, resume={})  # opts in to resends, as the SDK
                     for frame in list(pending.values()):  # resend, same id
                         await c.send(frame)
                     while not stop.is_set():

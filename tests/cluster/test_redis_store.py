@@ -403,3 +403,18 @@ async def test_opening_without_redis_names_the_address_and_the_fix(
         match=f"cannot reach Redis at 127.0.0.1:{redis_server.port}.*start redis-server",
     ):
         await RedisStore(client).open()
+
+
+async def test_id_records_are_per_sender_and_the_latest_wins(client: Any) -> None:
+    """A restarted MEW client reuses its ids; another sender may use the same id."""
+    store = RedisStore(client)
+    await store.open()
+    first = MessageRef("ts-agent-1", "agent", "#general", 1, 5, 11)
+    other = MessageRef("ts-agent-1", "bob", "#general", 2, 6)
+    again = MessageRef("ts-agent-1", "agent", "#general", 3, 7, 33)
+    for seq, ref in enumerate((first, other), start=1):
+        store.append(SPACE, "#general", seq, b"x", ref)
+    await store.flush()
+    store.append(SPACE, "#general", 3, b"y", again)
+    refs = await store.message_refs(SPACE, 0, 100)
+    assert refs == [other, again]

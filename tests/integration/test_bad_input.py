@@ -205,9 +205,9 @@ MEW_CASES: list[tuple[str, Frame, str, str]] = [
     ),
     (
         "unknown-kind",
-        {"kind": "chat/shout", "payload": {"text": "hi"}},
+        {"kind": "system/shout", "payload": {"text": "hi"}},  # an application's kind is routed
         "unknown_kind",
-        "'chat/shout'",
+        "'system/shout'",
     ),
     (
         "server-only-welcome",
@@ -441,9 +441,9 @@ async def test_agentchat_bad_frame(room: Room, frame: Frame, code: str, fragment
 
 
 async def test_mew_error_correlates_with_the_offending_id(room: Room) -> None:
-    await room.m_off.send({"kind": "chat/shout", "id": "client-42", "payload": {"text": "hi"}})
+    await room.m_off.send({"kind": "system/shout", "id": "client-42", "payload": {"text": "hi"}})
     err = await next_error(room.m_off)
-    assert_error(err, "unknown_kind", "'chat/shout'")
+    assert_error(err, "unknown_kind", "'system/shout'")
     assert err["correlation_id"] == ["client-42"]
     assert err["to"] == ["m-off"]
 
@@ -927,7 +927,12 @@ HTTP_CASES: list[tuple[str, bytes, str, str]] = [
         "invalid_envelope",
         "deeper than 100 levels",
     ),
-    ("unknown-kind", b'{"kind":"chat/shout","payload":{"text":"x"}}', "unknown_kind", "chat/shout"),
+    (
+        "unknown-kind",
+        b'{"kind":"system/shout","payload":{"text":"x"}}',
+        "unknown_kind",
+        "system/shout",
+    ),
 ]
 
 

@@ -396,7 +396,7 @@ class Reader:
         fut = asyncio.get_running_loop().create_future()
         self._waiting[token] = fut
         if self.dialect == "mew":
-            await self.client.send({"kind": f"sentinel/{token}"})
+            await self.client.send({"kind": f"system/sentinel-{token}"})  # never routed
         else:
             await self.client.send({"type": f"SENTINEL_{token}"})
         try:

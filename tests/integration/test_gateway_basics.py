@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tests.conftest import RunningGateway
 
 
@@ -44,15 +42,10 @@ async def test_mew_and_agentchat_see_each_other(gateway: RunningGateway) -> None
     bob = await gateway.agentchat("bob")
 
     # alice sees bob arrive (presence), bob's channel message, and bob's DM
-    def people(f: dict[str, Any]) -> list[dict[str, Any]]:
-        payload = f["payload"]
-        return list(payload.get("participants") or [payload["participant"]])
-
-    # (alice's own arrival may be told first: presence is coalesced, and a busy machine can
-    # flush it after her welcome)
-    await alice.next_where(
-        lambda f: f.get("kind") == "system/presence" and any(p["id"] == "bob" for p in people(f))
+    joined = await alice.next_where(  # one frame per participant on the MEW dialect
+        lambda f: f.get("kind") == "system/presence" and f["payload"]["participant"]["id"] == "bob"
     )
+    assert joined["payload"]["event"] == "join"
     await bob.send({"type": "MSG", "to": "#general", "content": "hello from agentchat"})
     msg = await alice.expect("chat")
     assert msg["from"] == "bob" and msg["payload"]["text"] == "hello from agentchat"

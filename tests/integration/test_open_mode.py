@@ -28,6 +28,9 @@ NARROW_DEFAULTS = [
     {"kind": "mcp/response"},
 ]
 
+BASELINE = {"kind": "mcp/response"}
+"""MEW's baseline: every participant may answer a request (listed as held)."""
+
 
 def open_space() -> SpaceConfig:
     """An open space that also configures one participant with a token."""
@@ -104,7 +107,7 @@ async def test_agentchat_unknown_token_joins_in_open_mode(mixed: RunningGateway)
 async def test_configured_token_still_authenticates_in_open_mode(mixed: RunningGateway) -> None:
     bot = await mixed.mew("bot", token="bot-token")
     you = bot.welcome["payload"]["you"]
-    assert you["id"] == "bot" and you["capabilities"] == BOT_CAPS
+    assert you["id"] == "bot" and you["capabilities"] == [*BOT_CAPS, BASELINE]
 
 
 async def test_unknown_token_cannot_take_a_configured_id(mixed: RunningGateway) -> None:
@@ -157,7 +160,7 @@ async def test_empty_capabilities_mean_the_defaults(gateway: RunningGateway) -> 
 async def test_requested_capabilities_are_kept_within_everything(gateway: RunningGateway) -> None:
     asked = [{"kind": "chat"}, {"kind": "channel/join"}, {"kind": "mcp/proposal"}]
     c = await gateway.mew("limited", capabilities=asked)
-    assert c.welcome["payload"]["you"]["capabilities"] == asked
+    assert c.welcome["payload"]["you"]["capabilities"] == [*asked, BASELINE]
     await c.send({"id": "req-1", "kind": "mcp/request", "to": ["limited"], "payload": {}})
     err = await c.expect("system/error")
     assert err["payload"]["error"] == "capability_violation"
@@ -173,13 +176,11 @@ async def test_a_plain_mew_join_sees_general_whatever_it_may_send(
     assert (await c.expect("channel/joined"))["payload"]["channel"] == "#general"
     await speaker.send({"kind": "chat", "payload": {"text": "everyone sees this"}})
     assert (await c.expect("chat"))["payload"]["text"] == "everyone sees this"
-    # naming the channels is asking to join them: that needs channel/join
+    # being in the space means being in #general: naming it needs no channel/join either
     c = await gateway.connect()
     await c.send(mew_join("picky", "tok", [{"kind": "chat"}]) | {"channels": ["#general"]})
     await c.expect("system/welcome")
-    err = await c.expect("system/error")
-    assert err["payload"]["error"] == "capability_violation"
-    assert err["payload"]["attempted_kind"] == "channel/join"
+    assert (await c.expect("channel/joined"))["payload"]["channel"] == "#general"
 
 
 async def test_requested_capabilities_never_exceed_the_defaults(narrow: RunningGateway) -> None:
@@ -226,16 +227,17 @@ async def _welcome_and_presence_carry_capabilities(gateway: RunningGateway) -> N
     bob = await gateway.mew("bob", capabilities=asked)
     listed = {p["id"]: p for p in bob.welcome["payload"]["participants"]}
     assert listed["alice"]["capabilities"] == OPEN_MODE_CAPABILITIES
-    assert listed["bob"]["capabilities"] == asked
+    assert listed["bob"]["capabilities"] == [*asked, BASELINE]
     joined = await alice.next_where(lambda f: "bob" in presence(f, "join"))
-    assert presence(joined, "join")["bob"]["capabilities"] == asked
+    assert presence(joined, "join")["bob"]["capabilities"] == [*asked, BASELINE]
     # a grant is announced to everyone with the new capabilities
     await alice.send(
         {
             "kind": "capability/grant",
             "to": ["bob"],
-            "payload": {"recipient": "bob", "capabilities": [{"kind": "mcp/response"}]},
+            "payload": {"recipient": "bob", "capabilities": [{"kind": "mcp/proposal"}]},
         }
     )
     update = await alice.next_where(lambda f: "bob" in presence(f, "update"))
-    assert presence(update, "update")["bob"]["capabilities"] == [*asked, {"kind": "mcp/response"}]
+    granted = [*asked, BASELINE, {"kind": "mcp/proposal"}]
+    assert presence(update, "update")["bob"]["capabilities"] == granted

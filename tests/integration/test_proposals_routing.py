@@ -72,25 +72,32 @@ async def test_reject_reaches_the_proposer_and_forged_withdraw_is_refused(
     assert (await human.expect("mcp/withdraw"))["from"] == "agent"
 
 
-async def test_a_proposal_without_to_is_refused(gateway: RunningGateway) -> None:
+async def test_a_proposal_without_to_is_broadcast_and_an_empty_to_refused(
+    gateway: RunningGateway,
+) -> None:
+    """MEW v0.4: an omitted ``to`` means everyone; ``to: []`` names nobody."""
     agent = await gateway.mew("agent")
     human = await gateway.mew("human")
-    for to in ({}, {"to": []}):
-        await agent.send(
-            {
-                "id": "prop-1",
-                "kind": "mcp/proposal",
-                "channel": "#general",
-                "payload": {"method": "tools/list"},
-                **to,
-            }
-        )
-        err = await agent.expect("system/error")
-        assert err["payload"]["error"] == "invalid_envelope"
-        assert err["payload"]["attempted_kind"] == "mcp/proposal"
-        assert "mcp/proposal needs 'to'" in err["payload"]["message"]
-        assert err["correlation_id"] == ["prop-1"]
-    await human.silent(lambda f: f.get("kind") == "mcp/proposal")
+    proposal = {"kind": "mcp/proposal", "channel": "#general", "payload": {"method": "x"}}
+    await agent.send({"id": "prop-0", **proposal, "to": []})
+    err = await agent.expect("system/error")
+    assert err["payload"]["error"] == "invalid_envelope"
+    assert "'to' must name at least one recipient" in err["payload"]["message"]
+    assert err["correlation_id"] == ["prop-0"]
+    await agent.send({"id": "prop-1", **proposal})
+    got = await human.expect("mcp/proposal")
+    assert got["id"] == "prop-1" and "to" not in got
+    await human.send(
+        {
+            "id": "req-1",
+            "kind": "mcp/request",
+            "to": ["agent"],
+            "correlation_id": ["prop-1"],
+            "payload": {"method": "x"},
+        }
+    )
+    fulfilled = await agent.expect("mcp/request")  # fulfilled toward anyone
+    assert fulfilled["correlation_id"] == ["prop-1"]
 
 
 async def test_a_fulfilment_goes_to_the_proposals_to(gateway: RunningGateway) -> None:

@@ -330,8 +330,10 @@ async def test_a_displaced_mew_client_gets_a_system_error(team: RunningGateway) 
     await identify(team, "boss", token="boss-token", space="team")
     err = await old.expect("system/error")
     assert err["payload"]["error"] == "session_displaced"
-    await old.ws.wait_closed()
-    assert old.ws.close_code == 4000
+    # left open, as MEW's gateway does (MEWClient reconnects after any close): refused
+    await old.send({"kind": "chat", "payload": {"text": "still here?"}})
+    again = await old.expect("system/error")
+    assert again["payload"]["error"] == "session_displaced" and old.ws.close_code is None
 
 
 async def test_extra_msg_fields_like_sig_are_relayed(gateway: RunningGateway) -> None:

@@ -221,9 +221,11 @@ async def test_welcome_lists_participants_with_capabilities(mew: MakePeer) -> No
     second = await mew("second", capabilities=PROPOSAL_ONLY)
     listed = {p["id"]: p for p in second.welcome["payload"]["participants"]}
     assert listed["first"]["capabilities"] == DEFAULTS
-    assert second.welcome["payload"]["you"]["capabilities"] == PROPOSAL_ONLY
+    # MEW's baseline: everyone may answer a request (mcp/response), listed as held
+    with_baseline = [*PROPOSAL_ONLY, {"kind": "mcp/response"}]
+    assert second.welcome["payload"]["you"]["capabilities"] == with_baseline
     joined = await first.next_where(lambda f: "second" in presence_of(f, "join"))
-    assert presence_of(joined, "join")["second"]["capabilities"] == PROPOSAL_ONLY
+    assert presence_of(joined, "join")["second"]["capabilities"] == with_baseline
 
 
 async def test_every_presence_names_a_participant(tmp_path: Path) -> None:
@@ -378,4 +380,4 @@ async def test_capability_denial_reaches_the_client_as_system_error(mew: MakePee
     assert err["correlation_id"] == [req["id"]]
     assert err["payload"]["error"] == "capability_violation"
     assert err["payload"]["attempted_kind"] == "mcp/request"
-    assert err["payload"]["your_capabilities"] == PROPOSAL_ONLY
+    assert err["payload"]["your_capabilities"] == [*PROPOSAL_ONLY, {"kind": "mcp/response"}]

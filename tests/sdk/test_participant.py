@@ -291,11 +291,12 @@ async def test_capabilities_of_follows_welcome_presence_and_grants(
     watcher = await participant("watcher")
     asked = [{"kind": "chat"}, {"kind": "channel/join"}]
     limited = await participant("limited", capabilities=asked)
+    held = [*asked, {"kind": "mcp/response"}]  # MEW's baseline: everyone may answer
     assert limited.capabilities_of("watcher") == [{"kind": "**"}]  # from the welcome
-    assert limited.capabilities_of("limited") == asked
+    assert limited.capabilities_of("limited") == held
     await watcher.client.wait_for_participant("limited", timeout=5)
-    assert watcher.capabilities_of("limited") == asked  # from the join's presence
-    granted = [*asked, {"kind": "mcp/response"}]
+    assert watcher.capabilities_of("limited") == held  # from the join's presence
+    granted = [*held, {"kind": "mcp/proposal"}]
     announced = watcher.client.expect(
         "system/presence", lambda _env: watcher.capabilities_of("limited") == granted
     )
@@ -303,7 +304,7 @@ async def test_capabilities_of_follows_welcome_presence_and_grants(
         Envelope(
             kind="capability/grant",
             to=["limited"],
-            payload={"recipient": "limited", "capabilities": [{"kind": "mcp/response"}]},
+            payload={"recipient": "limited", "capabilities": [{"kind": "mcp/proposal"}]},
         )
     )
     await asyncio.wait_for(announced, 5)

@@ -154,17 +154,21 @@ async def test_dm_reaches_its_parties_only_and_moves_their_marks(pipe: Pipeline)
 
 
 async def test_resend_is_answered_with_the_original_and_delivered_once(pipe: Pipeline) -> None:
-    alice, bob = await pipe.attach("alice"), await pipe.attach("bob")
+    alice, bob = await pipe.attach("alice", resends=True), await pipe.attach("bob")
     alice.send(chat("once", id="m-1"))
     await pipe.settle()
-    alice.send(chat("changed", id="m-1"))  # the same id again: a resend
+    alice.send(chat("once", id="m-1"))  # the same message again: a resend
     await pipe.settle()
     assert bob.texts() == ["once"]
     assert alice.texts() == ["once", "once"]  # its lost echo, sent again
     assert pipe.gw.metrics.resends == 1
-    bob.send(chat("mine", id="m-1"))  # another sender may not take the id
+    alice.send(chat("changed", id="m-1"))  # the same id, another message: a new one
+    bob.send(chat("mine", id="m-1"))  # another sender's id is never refused
     await pipe.settle()
-    assert bob.errors() == ["duplicate_id"] and alice.texts() == ["once", "once"]
+    assert bob.errors() == [] and bob.texts() == ["once", "changed", "mine"]
+    bob.send(chat("mine", id="m-1"))  # bob did not opt in: every frame is a message
+    await pipe.settle()
+    assert alice.texts()[-2:] == ["mine", "mine"] and pipe.gw.metrics.resends == 1
 
 
 async def test_capability_refusal_names_the_kind_and_delivers_nothing(pipe: Pipeline) -> None:

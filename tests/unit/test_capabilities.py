@@ -43,7 +43,9 @@ CASES: list[Any] = [
     pytest.param([{"kind": "**"}], "mcp/request", None, True, id="double-star-everything"),
     pytest.param([{"kind": "**"}], "chat", None, True, id="double-star-plain-kind"),
     pytest.param([{"kind": "*"}], "chat", None, True, id="lone-star-plain-kind"),
-    pytest.param([{"kind": "*"}], "mcp/request", None, False, id="lone-star-not-namespaced"),
+    # MEW v0.4: a lone "*" is every kind (its templates give humans {kind: "*"})
+    pytest.param([{"kind": "*"}], "mcp/request", None, True, id="lone-star-every-kind"),
+    pytest.param([{"kind": "mcp/*"}], "mcp/x/y", None, False, id="star-is-one-segment"),
     pytest.param([{"kind": "*/request"}], "mcp/request", None, True, id="star-first-segment"),
     pytest.param([{"kind": "*/request"}], "a/b/request", None, False, id="star-first-one-only"),
     pytest.param([{"kind": "chat?"}], "chat/", None, False, id="question-not-slash"),
@@ -335,7 +337,6 @@ def test_validate_exact_message_for_bad_kind() -> None:
             id="deep-wildcard-key",
         ),
         pytest.param([{"kind": "x", "paylaod": {"a": 1}}], "unknown key 'paylaod'", id="typo-key"),
-        pytest.param([{"kind": "x", "to": ["bob"]}], "unknown key 'to'", id="to-unsupported"),
         pytest.param([{"kind": "x", "id": 3}], "'id' must be a string", id="bad-note"),
     ],
 )
@@ -564,7 +565,8 @@ PAYLOADS = st.one_of(st.none(), st.dictionaries(st.sampled_from("abc"), JSON_VAL
 @given(pattern=GLOBS, kind=KINDS)
 def test_glob_semantics_match_an_independent_oracle(pattern: str, kind: str) -> None:
     expected = _glob_oracle(pattern, kind)
-    assert matches({"kind": pattern}, kind) is expected
+    every = pattern == "*"  # a lone "*" kind is every kind (MEW v0.4); elsewhere a glob
+    assert matches({"kind": pattern}, kind) is (expected or every)
     assert matches({"kind": "!" + pattern}, kind) is (not expected)
     assert matches({"kind": "x", "payload": {"v": pattern}}, "x", {"v": kind}) is expected
 
@@ -804,3 +806,9 @@ def test_removing_nothing_names_the_revoked_entries_that_match_no_held_entry() -
     mixed = CapabilitySet([{"kind": "mcp/*", "payload": {"method": "x"}}])
     assert mixed.removing_nothing([{"kind": "mcp/*"}]) == []  # a kind-only entry: that kind
     assert mixed.removing_nothing([{"kind": "mcp/*", "payload": {"method": "y"}}]) != []
+
+
+def test_keys_mew_writes_beyond_kind_and_payload_are_ignored() -> None:
+    """MEW's grants carry ``to``; its gateway ignores it, and so does hubbub."""
+    caps = CapabilitySet([{"kind": "chat", "to": ["bob"], "note": "x"}])
+    assert caps.allows("chat", {"text": "hi"}) and caps.capabilities == [{"kind": "chat"}]

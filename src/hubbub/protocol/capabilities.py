@@ -18,6 +18,7 @@ not depend on the payload is one dict lookup.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import logging
@@ -29,6 +30,8 @@ from typing import Any, Final, Literal
 import regex
 
 __all__ = [
+    "BASELINE",
+    "EVERY_KIND",
     "MATCH_BUDGET_S",
     "MAX_CAPABILITIES",
     "MAX_CAPABILITY_BYTES",
@@ -60,6 +63,11 @@ _EMPTY: Final[Mapping[str, Any]] = MappingProxyType({})
 # Keys of a capability entry: the two that match, and two inert notes (MEW's ``id``).
 _MATCH_KEYS: Final = ("kind", "payload")
 _NOTE_KEYS: Final = ("id", "description")
+EVERY_KIND: Final = "*"
+"""A ``kind`` that is this alone matches every kind (elsewhere ``*`` is one path segment)."""
+BASELINE: Final = ({"kind": "mcp/response"},)
+"""What every participant may send whatever its capabilities (MEW's baseline: answering a
+request addressed to it)."""
 # Bound on the per-kind cache: kinds are chosen by senders, so the cache must not grow forever.
 _KIND_CACHE_MAX: Final = 4096
 # Deepest nesting of a payload pattern (patterns come from senders too, via capability/grant).
@@ -383,12 +391,19 @@ def _compile_string(pattern: str, where: str) -> _StrMatcher:
     return lambda value, budget: value == pattern
 
 
+def _every_kind(_kind: str, _budget: MatchBudget) -> bool:
+    return True
+
+
 def _compile_kind(kind: object, where: str) -> _StrMatcher:
-    """Compile the ``kind`` of a capability: a string pattern or a non-empty list of them."""
+    """Compile the ``kind`` of a capability: a string pattern or a non-empty list of them; a
+    lone ``*`` is every kind (MEW v0.4 §4.1: its templates give humans ``{kind: "*"}``)."""
     hint = "'kind' must be a string pattern or a list of them"
     if isinstance(kind, str):
         if not kind:
             raise CapabilityError(f"{where}: 'kind' must not be empty (e.g. 'chat' or 'mcp/*')")
+        if kind == EVERY_KIND:
+            return _every_kind
         return _compile_string(kind, f"{where}: kind")
     if isinstance(kind, list | tuple):
         if not kind:
@@ -400,7 +415,11 @@ def _compile_kind(kind: object, where: str) -> _StrMatcher:
                     f"{where}: kind[{index}]: {hint}; each list item must be a non-empty "
                     f"string, got {_short(item)}"
                 )
-            alternatives.append(_compile_string(item, f"{where}: kind[{index}]"))
+            alternatives.append(
+                _every_kind
+                if item == EVERY_KIND
+                else _compile_string(item, f"{where}: kind[{index}]")
+            )
         return alternatives[0] if len(alternatives) == 1 else _any_of_str(alternatives)
     raise CapabilityError(f"{where}: {hint}, got {_short(kind)}")
 
@@ -525,11 +544,14 @@ class _Compiled:
                 f"{where}: must be a mapping like {{kind: 'chat'}}, got {_short(raw)}"
             )
         unknown = [key for key in raw if key not in _MATCH_KEYS and key not in _NOTE_KEYS]
-        if unknown:
-            raise CapabilityError(
-                f"{where}: unknown key {unknown[0]!r}; a capability has 'kind', an optional "
-                "'payload' pattern, and optional 'id'/'description' notes"
-            )
+        for key in unknown:  # MEW writes more (a grant's ``to``): ignored, as MEW does,
+            near = difflib.get_close_matches(str(key), _MATCH_KEYS, n=1, cutoff=0.7)
+            if near:  # but a misspelt 'payload' would widen the capability: refused
+                raise CapabilityError(
+                    f"{where}: unknown key {key!r} (did you mean {near[0]!r}?); a capability "
+                    "has 'kind', an optional 'payload' pattern, and optional notes"
+                )
+            log.debug("%s: ignoring the key %r of a capability", where, key)
         if "kind" not in raw:
             raise CapabilityError(f"{where}: missing 'kind' (e.g. {{kind: 'chat'}})")
         kind = raw["kind"]
@@ -728,7 +750,7 @@ def covers(held: Sequence[Mapping[str, Any]], wanted: Mapping[str, Any]) -> bool
     payload = wanted.get("payload") or None
     for kind in _alternatives(wanted.get("kind")):
         if not any(
-            any(_str_covers(h, kind) for h in _alternatives(entry.get("kind")))
+            any(h == EVERY_KIND or _str_covers(h, kind) for h in _alternatives(entry.get("kind")))
             and _payload_covers(entry.get("payload") or None, payload)
             for entry in held
         ):
@@ -997,6 +1019,13 @@ class CapabilitySet:
         cache[kind] = result  # only reached within the budget: an exhausted one raised
         return result
 
+    def with_baseline(self) -> CapabilitySet:
+        """This set plus :data:`BASELINE` (itself when it allows the baseline already)."""
+        budget = MatchBudget()
+        if all(self._resolve(b.entry["kind"], budget) is True for b in _BASELINE_COMPILED):
+            return self
+        return CapabilitySet._of([*self._compiled, *_BASELINE_COMPILED], "capability")
+
     def granted(self, extra: Iterable[Mapping[str, Any]]) -> CapabilitySet:
         """A new set with ``extra`` added (entries equal to one already held are not repeated);
         raises :class:`CapabilityError` when the result is past the size limits."""
@@ -1039,3 +1068,6 @@ def can_send(
         return False
     caps = capabilities if isinstance(capabilities, CapabilitySet) else CapabilitySet(capabilities)
     return caps.allows(kind, envelope.get("payload"))
+
+
+_BASELINE_COMPILED: Final = tuple(_compile_list(list(BASELINE), "baseline capability"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any, Final
 
@@ -27,6 +28,7 @@ __all__ = [
     "STORED_KINDS",
     "Envelope",
     "check_payload_depth",
+    "content_digest",
     "decode_envelope",
     "encode",
     "to_builtins",
@@ -154,3 +156,19 @@ def to_builtins(env: Envelope) -> dict[str, Any]:
     out = msgspec.to_builtins(env)
     assert isinstance(out, dict)
     return out
+
+
+def content_digest(env: Envelope) -> int:
+    """A 63-bit digest of what a sender decides of a message (kind, payload, ``to``, channel,
+    ``private``, ``correlation_id``, ``context``): equal only for the same message, never 0."""
+    fields = (
+        env.kind,
+        env.payload,
+        env.to,
+        env.channel,
+        env.private,
+        env.correlation_ids(),
+        env.context,
+    )
+    digest = hashlib.blake2b(_encoder.encode(fields), digest_size=8).digest()
+    return int.from_bytes(digest) >> 1 or 1  # 63 bits: a SQLite INTEGER

@@ -21,6 +21,11 @@ class Hello(msgspec.Struct, kw_only=True):
     """The history epoch the ``resume`` points belong to (from an earlier welcome)."""
     auto_join: bool = False
     """Join the space's auto-join channels (``agentchat_auto_join``) instead of ``channels``."""
+    resends: bool = False
+    """The client resends what it is not sure landed, under the same ids, and wants each
+    answered with its original (the hubbub SDK's join, which carries ``resume``)."""
+    presence_lists: bool = False
+    """The client reads a run of presence events as one frame with ``participants``."""
     unique_name: bool = False
     """In open mode, pick a free id derived from ``participant_id`` instead of displacing."""
     name: str | None = None

@@ -16,6 +16,8 @@ DM_STREAM = "@dm"
 """The key under which direct messages are numbered and resumed (a space-wide DM ``seq``)."""
 
 SERVER_ID = "system:gateway"
+DEFAULT_CHANNEL = "#general"
+"""The space's own channel: every participant of the space is in it (MEW has no channels)."""
 """The server's own identity on the MEW dialect (``@server`` on the agentchat dialect)."""
 
 RESERVED_NAMES = ("server", "system", "gateway")

@@ -6,7 +6,9 @@ its id repeats it), its router ``request`` (answered by the gateway's own reques
 instead of being delivered) and the coordination hook ``engines`` (what the engines look at:
 ``"markers"`` for ``@@`` markers and floor release, ``"wake"`` for a sleeping sender's wake,
 ``"claim"`` for a floor claim, ``""`` nothing). The sets that clients and the SDK use
-(:data:`CLIENT_KINDS`, :data:`STORED_KINDS`, …) are derived from the table.
+(:data:`CLIENT_KINDS`, :data:`STORED_KINDS`, …) are derived from the table. A kind outside
+the table and outside ``system/`` is an application kind (:func:`kind_spec`): any kind a
+sender's capabilities allow is routed, as MEW's gateway does.
 """
 
 from __future__ import annotations
@@ -119,3 +121,31 @@ STORED_KINDS: Final = frozenset(s.name for s in _TABLE if s.stored)
 resend can repeat (control kinds and heartbeats are answered, not stored)."""
 REQUEST_KINDS: Final = frozenset(s.name for s in _TABLE if s.request)
 """Kinds answered by the gateway's request handlers."""
+
+GATEWAY_PREFIX: Final = "system/"
+"""Kinds under it belong to the gateway: a client sends only those of the table."""
+MAX_KIND_LEN: Final = 64
+"""Longest kind name of a kind outside the table."""
+
+
+def application_kind(name: str) -> KindSpec:
+    """The row of a kind outside the table (MEW's ``participant/compact``, ``space/kick``, an
+    application's own): stored and delivered like ``chat``, a sleeping sender wakes."""
+    return KindSpec(name, "client", stored=True, engines="wake", standard=False)
+
+
+def kind_spec(name: str) -> KindSpec | None:
+    """How the gateway treats ``name``: its row, an application kind's, or None (a
+    ``system/`` kind outside the table, or a name that is not a kind)."""
+    spec = KINDS.get(name)
+    if spec is not None:
+        return spec
+    if (
+        name.startswith(GATEWAY_PREFIX)
+        or name in HANDSHAKE_KINDS
+        or not 0 < len(name) <= MAX_KIND_LEN
+        or not name.isprintable()
+        or " " in name
+    ):
+        return None
+    return application_kind(name)

@@ -21,8 +21,13 @@ class _JoinFrame(msgspec.Struct, kw_only=True, rename={"participant_id": "partic
     kind: str | None = None
     capabilities: list[dict[str, Any]] | None = None
     channels: list[str] | None = None
-    resume: dict[str, int] = msgspec.field(default_factory=dict)
+    resume: dict[str, int] | None = None
     epoch: str | None = None
+    presence_lists: bool = False
+
+
+_ID_ALIASES = ("participant_id", "participant")
+"""Other names MEW's clients give the joining participant's id (its CLI: ``participant``)."""
 
 
 def is_mew_hello(frame: dict[str, Any]) -> bool:
@@ -39,13 +44,15 @@ class MewDialect:
     frames_are_envelopes = True
 
     def parse_hello(self, frame: dict[str, Any]) -> Hello:
-        """Read ``{"type":"join",...}`` or ``{"kind":"system/join","payload":{...}}``."""
+        """Read ``{"type":"join",...}`` or ``{"kind":"system/join","payload":{...}}`` (the
+        MEW CLI's ``mew space connect``: ``payload.participant``, ``token``, ``space``)."""
         body = frame.get("payload") if frame.get("kind") == "system/join" else frame
         if not isinstance(body, dict):
             raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "system/join needs a payload object")
         body = dict(body)
-        if "participant_id" in body and "participantId" not in body:
-            body["participantId"] = body.pop("participant_id")
+        for alias in _ID_ALIASES:
+            if alias in body and "participantId" not in body:
+                body["participantId"] = body.pop(alias)
         try:
             join = msgspec.convert(body, _JoinFrame)
         except msgspec.ValidationError as exc:
@@ -53,7 +60,8 @@ class MewDialect:
         if not join.participant_id:
             raise ProtocolError(
                 ErrorCode.INVALID_ID,
-                "join frame needs 'participantId' (1-32 of [A-Za-z0-9_.-])",
+                "join frame needs 'participantId' (or, in a system/join payload, "
+                "'participant'): 1-32 of [A-Za-z0-9_.-]",
             )
         return Hello(
             participant_id=join.participant_id,
@@ -62,8 +70,10 @@ class MewDialect:
             kind=join.kind,
             capabilities=join.capabilities,
             channels=join.channels,
-            resume=join.resume,
+            resume=join.resume or {},
             epoch=join.epoch,
+            resends=join.resume is not None,
+            presence_lists=join.presence_lists,
         )
 
     def decode(self, data: bytes | str) -> Envelope | Reply:

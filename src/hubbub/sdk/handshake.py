@@ -53,10 +53,10 @@ class JoinHandshake:
             frame["kind"] = options.kind
         if options.capabilities is not None:
             frame["capabilities"] = options.capabilities
-        if resume:
-            frame["resume"] = resume
-            if epoch is not None:
-                frame["epoch"] = epoch  # a resume into another history is reset
+        frame["resume"] = resume  # even empty: it asks for resends to be recognised
+        frame["presence_lists"] = True  # a burst of joins as one frame (the roster reads it)
+        if resume and epoch is not None:
+            frame["epoch"] = epoch  # a resume into another history is reset
         self._frame = frame
 
     def frame(self) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from hubbub.server.http.dashboard_http import add_dashboard_routes
 from hubbub.server.http.http_api import add_http_routes
 from hubbub.server.http.mcp_http import add_mcp_routes
 from hubbub.server.http.observe import ActivityWatcher
+from hubbub.server.json_body import json_body
 from hubbub.server.listener import GuardedSite
 from hubbub.server.state.connection import CLOSE_POLICY, CLOSE_TOO_BIG, Connection, ws_text_frame
 from hubbub.server.state.metrics import Metrics
@@ -377,7 +378,7 @@ async def health(request: web.Request) -> web.Response:
             "available": False,
             "error": store.problem or "the store cannot commit; see the gateway's log",
         }
-    return web.json_response(body)
+    return json_body(body)
 
 
 def public_channels(router: Gateway) -> list[dict[str, object]]:

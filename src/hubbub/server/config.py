@@ -259,7 +259,15 @@ class SpaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     def validate(self, source: str = "space config") -> None:
         """Check ids, channel names and capabilities; raise ConfigError naming the bad key."""
         if not SPACE_ID_RE.fullmatch(self.space):
-            raise ConfigError(f"{source}: space {self.space!r} must be 1-64 of [A-Za-z0-9_.-]")
+            hint = (
+                "; a MEW template's placeholder must be filled in first"
+                if "{{" in self.space
+                else ""
+            )
+            raise ConfigError(
+                f"{source}: space {self.space!r}: a space id is 1-64 of [A-Za-z0-9_.-] "
+                f"(letters, digits, _ . -){hint}, e.g. 'my-space'"
+            )
         for ch in self.channels:
             if not is_channel(ch):
                 raise ConfigError(

@@ -21,7 +21,7 @@ from hubbub.protocol.dialect import Reply
 from hubbub.protocol.envelope import PROTOCOL, Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import Clock, UlidGenerator
-from hubbub.protocol.kinds import KINDS
+from hubbub.protocol.kinds import KINDS, application_kind
 from hubbub.protocol.markers import SleepMarker
 from hubbub.server.admission.admit import PRESENCE, REQUEST, Admission, Destination
 from hubbub.server.admission.sender import HttpSender, Sender
@@ -103,7 +103,7 @@ class Router:
         client_id = env.id or None
         now = self._stamp(sender, env, client_id)
         kind = env.kind
-        sees = KINDS[kind].engines
+        sees = KINDS[kind].engines if kind in KINDS else application_kind(kind).engines
         sleep: SleepMarker | None = None
         try:
             if (sender.asleep and sees in _ENGINES_SEE) or (

@@ -35,6 +35,8 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from hubbub.server.json_body import json_body
+
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 SCRIPT_HEADER = "X-Hubbub-Request"
 """The header the dashboard sends on its actions (any value; ``1`` by convention)."""
@@ -119,7 +121,7 @@ def host_allowed(header: str, allowed: frozenset[str]) -> bool:
 
 def _refuse_host(host: str) -> web.Response:
     shown = _host_name(host)[:200]
-    return web.json_response(
+    return json_body(
         {
             "error": "forbidden_host",
             "message": f"refused a request addressed to {shown!r}: the gateway answers only "
@@ -139,7 +141,7 @@ def own_origin(request: web.Request) -> str | None:
 
 
 def _forbidden(error: str, message: str, **extra: str) -> web.Response:
-    return web.json_response({"error": error, "message": message, **extra}, status=403)
+    return json_body({"error": error, "message": message, **extra}, status=403)
 
 
 def _refuse_origin(request: web.Request, origin: str) -> web.Response:

@@ -45,13 +45,16 @@ class StoredMessage(NamedTuple):
 
 class MessageRef(NamedTuple):
     """Who sent a stored message under which id, where it went and when: the record behind
-    idempotent resends and ``duplicate_id`` refusals. ``place`` is a channel or DM_STREAM."""
+    idempotent resends and correlation, one per (sender, id). ``place`` is a channel or
+    DM_STREAM; ``digest`` identifies the message's content (0: its sender did not opt in to
+    resends, so nothing is ever a resend of it)."""
 
     id: str
     sender: str
     place: str
     seq: int
     ts_ms: int
+    digest: int = 0
 
 
 class GroupCommit(Generic[_Batch]):

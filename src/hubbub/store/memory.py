@@ -23,7 +23,7 @@ class MemoryStore(Store):
         self._callbacks: dict[str, dict[str, bytes]] = defaultdict(dict)
         self._bans: dict[str, set[str]] = defaultdict(set)
         self._marks: dict[str, dict[str, int]] = defaultdict(dict)
-        self._refs: dict[str, dict[str, MessageRef]] = defaultdict(dict)
+        self._refs: dict[str, dict[tuple[str, str], MessageRef]] = defaultdict(dict)
         self._epoch = uuid.uuid4().hex
         self._caps: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(dict)
         self._records: dict[tuple[str, str], dict[str, Any]] = {}
@@ -40,7 +40,7 @@ class MemoryStore(Store):
         """Store a channel message at once."""
         self._msgs[(space, channel)].append(StoredMessage(seq, data))
         if ref is not None:
-            self._refs[space].setdefault(ref.id, ref)
+            self._refs[space][(ref.sender, ref.id)] = ref
 
     def append_dm(
         self, space: str, seq: int, parties: list[str], data: bytes, ref: MessageRef | None = None
@@ -48,7 +48,7 @@ class MemoryStore(Store):
         """Store a direct message at once."""
         self._dms[space].append((StoredMessage(seq, data), frozenset(parties)))
         if ref is not None:
-            self._refs[space].setdefault(ref.id, ref)
+            self._refs[space][(ref.sender, ref.id)] = ref
 
     def after_commit(self, fn: Callable[[], None]) -> None:
         """Writes are immediate: run ``fn`` soon, in order with the other callbacks."""

@@ -83,18 +83,14 @@ local function is_new(sp, name, seq)
   seen[name] = seq; changed[sp][name] = true
   return true
 end
-local function write_refs(sp)  -- the id records queued so far: the first record of an id wins
+local function write_refs(sp)  -- the id records queued so far: a (sender, id)'s latest wins
   local r = refs[sp]
   if not r then return end
   refs[sp] = nil
-  local have = chunked('HMGET', key(sp, 'ids'), r.ids, 1000)
-  local fields, scores, seen = {}, {}, {}
+  local fields, scores = {}, {}
   for i, id in ipairs(r.ids) do
-    if not have[i] and not seen[id] then
-      seen[id] = true
-      fields[#fields + 1] = id; fields[#fields + 1] = r.recs[i]
-      scores[#scores + 1] = r.ts[i]; scores[#scores + 1] = id
-    end
+    fields[#fields + 1] = id; fields[#fields + 1] = r.recs[i]
+    scores[#scores + 1] = r.ts[i]; scores[#scores + 1] = id
   end
   if #fields > 0 then
     chunked('HSET', key(sp, 'ids'), fields, 1000)
@@ -464,8 +460,10 @@ class RedisStore(Store):
             self._queue_ref(space, ref)
 
     def _queue_ref(self, space: str, ref: MessageRef) -> None:
-        record = _json_encode((ref.sender, ref.place, ref.seq, ref.ts_ms))
-        self._queue(["r", space, ref.id, *self._blob(record), ref.ts_ms])
+        """Queue the record of a (sender, id): field ``<sender> <id>`` (a participant id has
+        no space), the latest record of a field wins."""
+        record = _json_encode((ref.sender, ref.place, ref.seq, ref.ts_ms, ref.digest))
+        self._queue(["r", space, f"{ref.sender} {ref.id}", *self._blob(record), ref.ts_ms])
 
     def forget_refs(self, space: str, before_ms: int) -> None:
         """Queue dropping the id records older than ``before_ms``."""
@@ -816,10 +814,12 @@ class RedisStore(Store):
         ids.reverse()
         records = await _reply(self._redis.hmget(self._key(space, "ids"), ids))
         out = []
-        for msg_id, record in zip(ids, records, strict=True):
-            if record is not None:  # forgotten between the two reads
-                sender, place, seq, ts_ms = json.loads(record)
-                out.append(MessageRef(msg_id.decode(), sender, place, int(seq), int(ts_ms)))
+        for field, record in zip(ids, records, strict=True):
+            parts = None if record is None else json.loads(record)
+            if parts is not None and len(parts) == 5:  # forgotten between the reads; or an
+                sender, place, seq, ts_ms, digest = parts  # id-keyed record of an older version
+                msg_id = field.decode().split(" ", 1)[1]
+                out.append(MessageRef(msg_id, sender, place, int(seq), int(ts_ms), int(digest)))
         return out
 
 

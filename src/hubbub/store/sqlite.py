@@ -66,10 +66,11 @@ CREATE TABLE IF NOT EXISTS channels (
     space TEXT NOT NULL, channel TEXT NOT NULL, created INTEGER NOT NULL,
     PRIMARY KEY (space, channel)
 );
-CREATE TABLE IF NOT EXISTS msg_ids (
+DROP TABLE IF EXISTS msg_ids;
+CREATE TABLE IF NOT EXISTS msg_refs (
     space TEXT NOT NULL, id TEXT NOT NULL, sender TEXT NOT NULL, place TEXT NOT NULL,
-    seq INTEGER NOT NULL, ts INTEGER NOT NULL,
-    PRIMARY KEY (space, id)
+    seq INTEGER NOT NULL, ts INTEGER NOT NULL, digest INTEGER NOT NULL,
+    PRIMARY KEY (space, sender, id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY, value TEXT NOT NULL
@@ -147,7 +148,7 @@ class SqliteStore(Store):
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hubbub-sqlite")
         self._pending_msgs: list[tuple[str, str, int, bytes]] = []
         self._pending_dms: list[tuple[str, int, list[str], bytes]] = []
-        self._pending_refs: list[tuple[str, str, str, str, int, int]] = []
+        self._pending_refs: list[tuple[str, str, str, str, int, int, int]] = []
         self._pending_marks: dict[tuple[str, str], int | None] = {}
         """DM marks by (space, participant): the latest value of a batch wins."""
         self._pending_rows: list[tuple[str, tuple[Any, ...]]] = []
@@ -249,20 +250,22 @@ class SqliteStore(Store):
 
     def forget_refs(self, space: str, before_ms: int) -> None:
         """Queue dropping id records older than ``before_ms``."""
-        self._queue_row("DELETE FROM msg_ids WHERE space=? AND ts<?", space, before_ms)
+        self._queue_row("DELETE FROM msg_refs WHERE space=? AND ts<?", space, before_ms)
 
     async def message_refs(self, space: str, since_ms: int, limit: int) -> list[MessageRef]:
         """Id records since ``since_ms``, oldest first (the newest ``limit``)."""
         await self.flush()
         rows = await self._run(
             lambda: self._rdb.execute(  # type: ignore[union-attr]
-                "SELECT id, sender, place, seq, ts FROM msg_ids WHERE space=? AND ts>=?"
-                " ORDER BY ts DESC LIMIT ?",
+                "SELECT id, sender, place, seq, ts, digest FROM msg_refs"
+                " WHERE space=? AND ts>=? ORDER BY ts DESC, seq DESC LIMIT ?",
                 (space, since_ms, limit),
             ).fetchall()
         )
         rows.reverse()
-        return [MessageRef(str(i), str(s), str(p), int(q), int(t)) for i, s, p, q, t in rows]
+        return [
+            MessageRef(str(i), str(s), str(p), int(q), int(t), int(d)) for i, s, p, q, t, d in rows
+        ]
 
     def put_callback(self, space: str, cb_id: str, data: bytes | None) -> None:
         """Queue saving (or, with None, deleting) a pending callback for the next commit."""
@@ -422,7 +425,7 @@ class SqliteStore(Store):
         self,
         msgs: list[tuple[str, str, int, bytes]],
         dms: list[tuple[str, int, list[str], bytes]],
-        refs: list[tuple[str, str, str, str, int, int]],
+        refs: list[tuple[str, str, str, str, int, int, int]],
         marks: dict[tuple[str, str], int | None],
         rows: list[tuple[str, tuple[Any, ...]]],
     ) -> None:
@@ -435,8 +438,8 @@ class SqliteStore(Store):
                 msgs,
             )
             db.executemany(
-                "INSERT OR IGNORE INTO msg_ids (space, id, sender, place, seq, ts)"
-                " VALUES (?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO msg_refs (space, id, sender, place, seq, ts, digest)"
+                " VALUES (?,?,?,?,?,?,?)",
                 refs,
             )
             for (space, pid), mark in marks.items():

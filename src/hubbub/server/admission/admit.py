@@ -2,7 +2,8 @@
 
 One pass over one envelope decides everything a participant can get wrong — the frame's size
 and the sender's rate (:meth:`Admission.check_frame`), then the kind (from the kind table),
-the payload's size, the sender's capabilities, the message id, the proposal rules, a resend,
+the payload's size, the sender's capabilities, the message id, the proposal rules, a resend
+(the same message under the same id from a sender that opted in to resends),
 whether the store can take it, and where it goes (channel access and bans, or the recipients
 of a direct message) — and resolves the destination once (:meth:`Admission.admit`). What it
 returns is all the later stages need: nothing after admission refuses a message for what its
@@ -13,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Final, NamedTuple
 
-from hubbub.protocol.envelope import Envelope, encode
+from hubbub.protocol.envelope import Envelope, content_digest, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import DM_STREAM, SERVER_ID, is_participant_id
-from hubbub.protocol.kinds import HANDSHAKE_KINDS, KINDS
+from hubbub.protocol.kinds import HANDSHAKE_KINDS, MAX_KIND_LEN, kind_spec
 from hubbub.server.admission.authorization import channel_access, check_send
 from hubbub.server.admission.bans import BanList
 from hubbub.server.admission.names import NameGuard
@@ -45,6 +46,8 @@ class Destination(NamedTuple):
     """The recipients of a direct message, once each, all known."""
     original: MessageRef | None = None
     """A resend of a message already accepted: answered with this original."""
+    digest: int = 0
+    """The message's :func:`content_digest` when its sender opted in to resends, else 0."""
 
 
 def _bare_presence(payload: dict[str, Any]) -> bool:
@@ -76,7 +79,14 @@ class Admission:
     # ------------------------------------------------------------------ the frame
 
     def check_frame(self, s: Session, data: str | bytes) -> int:
-        """The frame's size in bytes, once its size and its sender's rate are allowed."""
+        """The frame's size in bytes, once its size and its sender's rate are allowed (and
+        its connection was not replaced by a newer one of the same id)."""
+        if s.space.online.get(s.id) is not s:
+            raise ProtocolError(
+                ErrorCode.SESSION_DISPLACED,
+                f"this connection was replaced by a newer one of {s.id!r}; nothing it sends is "
+                "accepted: close it, or give each process its own participant id",
+            )
         size = len(data)
         limit = self.limits.max_frame_bytes
         if size * 4 > limit and isinstance(data, str):
@@ -136,7 +146,7 @@ class Admission:
         """Check everything about ``env`` its sender decides; where it goes, or raise."""
         kind = env.kind
         client_id = env.id or None
-        spec = KINDS.get(kind)
+        spec = kind_spec(kind)
         if spec is None or spec.sender != "client":
             if spec is not None or kind in HANDSHAKE_KINDS:
                 raise ProtocolError(
@@ -146,7 +156,8 @@ class Admission:
                 )
             raise ProtocolError(
                 ErrorCode.UNKNOWN_KIND,
-                f"unknown kind {kind!r}; see docs/protocol.md for the kinds the gateway routes",
+                f"unknown kind {kind!r}: a kind is 1-{MAX_KIND_LEN} printable characters without "
+                "spaces, and system/ kinds are the gateway's own (docs/protocol.md lists them)",
                 correlation_id=client_id,
             )
         if frame_len > self.limits.max_payload_bytes:
@@ -183,24 +194,26 @@ class Admission:
                 self.limits.max_pending_proposals,
             )
             ledger.check_seen(env, sender.id, lambda ch: self._reads(sender, ch))
+        digest = 0
         if spec.stored:
-            if client_id is not None:
-                ref = sender.space.ids.get(client_id)
-                if ref is not None:
-                    return Destination(ref.place, original=self._resend(sender, ref))
-            if not self.store.available:
-                self.require_store(client_id)
+            if client_id is not None and sender.resends:
+                digest = content_digest(env)
+                ref = sender.space.ids.get(sender.id, client_id)
+                if ref is not None and ref.digest == digest:
+                    return Destination(ref.place, original=ref)
+            self.require_store(client_id)
         if spec.request:
             return Destination(REQUEST)
         if kind == "participant/status" and _bare_presence(env.payload):
             return Destination(PRESENCE)
         try:
-            return self.destination(sender, env)
+            dest = self.destination(sender, env)
         except ProtocolError as exc:
             # docs/protocol.md: an error quotes the offending frame's id when it had one
             if exc.correlation_id is None:
                 exc.correlation_id = client_id
             raise
+        return dest._replace(digest=digest) if digest else dest
 
     def require_store(self, client_id: str | None = None) -> None:
         """Refuse a message to store while the store is unreachable (nothing is accepted)."""
@@ -211,18 +224,6 @@ class Admission:
                 "nothing was accepted: send it again in a few seconds",
                 correlation_id=client_id,
             )
-
-    def _resend(self, sender: Sender, ref: MessageRef) -> MessageRef:
-        """A message id seen before: the same sender's resend is answered with the original
-        (nothing is delivered twice); another sender's reuse of the id is refused."""
-        if ref.sender != sender.id:
-            raise ProtocolError(
-                ErrorCode.DUPLICATE_ID,
-                f"message id {ref.id!r} is already taken by another participant's message; "
-                "give each message a new unique id (a ULID or UUID) or leave it out",
-                correlation_id=ref.id,
-            )
-        return ref
 
     # ------------------------------------------------------------------ destinations
 

@@ -5,7 +5,8 @@ it, read its history, leave it) when it is not banned, ``#c`` exists, and either
 
 - its WebSocket connection is a member of ``#c`` (it passed this same check when it joined,
   and a grant or revoke that takes the right away ends the membership at once), or
-- it may join ``#c`` (a capability allows ``channel/join`` with ``{"channel": "#c"}``) and it
+- it may join ``#c`` (``#general``, the space's own channel, always; another channel when a
+  capability allows ``channel/join`` with ``{"channel": "#c"}``) and it
   has no WebSocket connection: an HTTP request of a participant that is not connected acts
   as a one-time join.
 
@@ -41,7 +42,7 @@ from hubbub.protocol.capabilities import (
     uncovered,
 )
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.protocol.ids import is_channel
+from hubbub.protocol.ids import DEFAULT_CHANNEL, is_channel
 from hubbub.server.admission.bans import BanList
 from hubbub.server.state.space import Channel, SpaceState
 
@@ -72,8 +73,9 @@ def check_send(
 
 
 def may_join(caps: CapabilitySet, name: str) -> bool:
-    """Whether ``caps`` allow joining channel ``name``."""
-    return caps.allows("channel/join", {"channel": name})
+    """Whether ``caps`` allow joining channel ``name``: the space's own channel
+    (:data:`DEFAULT_CHANNEL`) always, as being in a MEW space means being in it."""
+    return name == DEFAULT_CHANNEL or caps.allows("channel/join", {"channel": name})
 
 
 def visible(ch: Channel, pid: str | None) -> bool:

@@ -13,12 +13,17 @@ class HttpSender:
 
     asleep = False  # only a connection can sleep
 
-    def __init__(self, space: SpaceState, identity: Identity, caps: CapabilitySet) -> None:
+    def __init__(
+        self, space: SpaceState, identity: Identity, caps: CapabilitySet, *, resends: bool = False
+    ) -> None:
         self.id = identity.id
         self.kind = identity.kind
         self.role = identity.role
         self.space = space
         self.caps = caps
+        self.resends = resends
+        """The request carried an ``Idempotency-Key``: a repeat of it is answered with the
+        original."""
         self.refusals: list[ProtocolError] = []
         """Parts of the message refused while the rest went on (a rejected callback): the
         HTTP response reports them, as ``system/error`` does on a WebSocket."""

@@ -269,13 +269,41 @@ class Delivery:
             env = self.server_env("system/presence", payload)
             membership = event in ("join", "leave")
             frames: dict[str, bytes] = {}
+            each: dict[str, bytes] = {}
             for s in list(recipients):
                 dialect = s.conn.dialect
                 if membership and dialect.channel_presence:
                     continue  # told per channel, below
-                self.send_shared(s, env, frames)
+                if len(entries) > 1 and not s.presence_lists:
+                    self._send_each(s, event, channel, entries, each)
+                else:
+                    self.send_shared(s, env, frames)
             if membership:
                 self._membership_by_channel(space, event, channel, entries)
+
+    def _send_each(
+        self,
+        s: Session,
+        event: str,
+        channel: str | None,
+        entries: list[dict[str, Any]],
+        each: dict[str, bytes],
+    ) -> None:
+        """A run of presence events as one frame per participant, for a client that reads
+        one participant per frame (MEW's ``MEWAgent`` reads only the first of a list)."""
+        dialect = s.conn.dialect
+        buf = each.get(dialect.name)
+        if buf is None:
+            parts = []
+            for entry in entries:
+                payload: dict[str, Any] = {"event": event, "participant": entry}
+                if channel is not None:
+                    payload["channel"] = channel
+                parts.append(_frames(dialect, self.server_env("system/presence", payload), None))
+            buf = each[dialect.name] = b"".join(parts)
+        if buf:
+            s.conn.send(buf)
+            self.metrics.messages_out += len(entries)
 
     def _membership_by_channel(
         self, space: SpaceState, event: str, channel: str | None, entries: list[dict[str, Any]]

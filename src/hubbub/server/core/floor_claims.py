@@ -70,7 +70,7 @@ class FloorClaims:
         if not eng.floor.enabled:
             self._relay(ch, env, burst)  # AGENTCHAT_RESPOND_ENABLED=false: relay only
             return
-        ref = sender.space.ids.get(msg_id)  # claims name a recent message of this channel
+        ref = sender.space.ids.latest(msg_id)  # claims name a recent message of this channel
         msg_ts = (
             ref.ts_ms if ref is not None and ref.place == ch.name and ref.seq <= ch.seq else None
         )

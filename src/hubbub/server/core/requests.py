@@ -418,14 +418,26 @@ class Requests:
                 ErrorCode.UNKNOWN_PARTICIPANT,
                 f"{env.kind} needs 'recipient' naming a participant of space {space.id!r}",
             )
+        granted = p.get("capabilities")
+        grant_id = p.get("grant_id")
+        if env.kind == "capability/revoke" and granted is None and isinstance(grant_id, str):
+            granted = self.grants.of_grant(space, grant_id)  # MEW §3.6.2: revoke a grant
+            if granted is None:
+                raise ProtocolError(
+                    ErrorCode.INVALID_ENVELOPE,
+                    f"capability/revoke: no grant {grant_id!r} is known (grants are remembered "
+                    "by id until the gateway restarts); revoke by 'capabilities' instead",
+                )
         try:
-            caps = validate_capabilities(p.get("capabilities"))
+            caps = validate_capabilities(granted)
         except CapabilityError as exc:
             raise ProtocolError(ErrorCode.INVALID_ENVELOPE, f"{env.kind}: {exc}") from None
         check_grant(space, sender.id, sender.role, sender.caps, env.kind, caps)
         current = self.grants.current(space, recipient)
         new = changed_capabilities(recipient, current, env.kind, caps)  # limits, no-ops
         self.sessions.set_capabilities(space, recipient, new)
+        if env.kind == "capability/grant":
+            self.grants.issued(space, env.id, caps)
         dest = Destination(DM_STREAM, to=self.admission.dm_recipients(sender, [recipient]))
         self.sequencer.accept(sender, dest, env, now)
         target = space.online.get(recipient)

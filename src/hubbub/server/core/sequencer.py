@@ -111,7 +111,7 @@ class Sequencer:
             env.seq = space.dm_assigned
             place = DM_STREAM
         data = encode(env)
-        ref = MessageRef(env.id, sender.id, place, env.seq, now)
+        ref = MessageRef(env.id, sender.id, place, env.seq, now, dest.digest)
         space.ids.add(ref)
         if ch is not None:
             self.store.append(space.id, place, env.seq, data, ref)

@@ -97,6 +97,8 @@ class Sessions:
         rate = self.rates.get(space.id, ident.id)  # a reconnect continues the same bucket
         s = Session(ident.id, ident.kind, ident.role, space, conn, caps, rate)
         s.name, s.verified, s.pubkey = ident.name, ident.verified, ident.pubkey
+        s.resends = hello.resends
+        s.presence_lists = hello.presence_lists
         old = space.online.get(ident.id)
         if old is not None:
             self._displace(old, conn.peer)
@@ -141,13 +143,17 @@ class Sessions:
         return s
 
     def _displace(self, old: Session, new_ip: str) -> None:
-        """Tell an older connection of the same id that a newer one replaces it, then close it."""
+        """Tell an older connection of the same id that a newer one replaces it, then close
+        it; a MEW client's is left open instead, detached (admission refuses its frames):
+        ``MEWClient`` reconnects after any close, and two processes with one id would
+        displace each other forever. MEW's own gateway leaves the older socket open too."""
         reason = "replaced by a new connection with the same id"
         displaced = self.delivery.server_env(
             "system/session-displaced", {"reason": reason, "new_ip": new_ip}, to=[old.id]
         )
         self.delivery.send(old, displaced)
-        old.conn.close(CLOSE_REPLACED, reason)
+        if not (old.conn.dialect.frames_are_envelopes and not old.resends):
+            old.conn.close(CLOSE_REPLACED, reason)
         self.detach(old)
 
     def _auto_join_channels(self, s: Session) -> list[str]:

@@ -16,6 +16,7 @@ from aiohttp import web
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.server.admission.auth import Authenticator
 from hubbub.server.admission.bans import BanList
+from hubbub.server.json_body import json_body
 from hubbub.server.state.space import SpaceState
 
 Need = Literal["page", "observe", "admin"]
@@ -54,7 +55,7 @@ class AccessDenied(Exception):
     def response(self) -> web.Response:
         """The JSON error answer."""
         headers = {"WWW-Authenticate": 'Bearer realm="hubbub"'} if self.status == 401 else None
-        return web.json_response(
+        return json_body(
             {"error": self.error, "message": self.message}, status=self.status, headers=headers
         )
 

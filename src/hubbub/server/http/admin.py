@@ -15,6 +15,7 @@ from aiohttp import web
 from hubbub.protocol.ids import is_participant_id
 from hubbub.server.core.moderation import Moderation
 from hubbub.server.http.access import AccessDenied, Directory, resolve_viewer
+from hubbub.server.json_body import json_body
 
 
 class AdminGateway(Directory, Protocol):
@@ -45,7 +46,7 @@ def add_admin_routes(app: web.Application, key: web.AppKey[GatewayT]) -> None:
             except AccessDenied as exc:
                 return exc.response()
             if not is_participant_id(pid):
-                return web.json_response(
+                return json_body(
                     {"error": "invalid_id", "message": f"{pid!r} is not a legal participant id"},
                     status=400,
                 )
@@ -53,7 +54,7 @@ def add_admin_routes(app: web.Application, key: web.AppKey[GatewayT]) -> None:
             if action == "disconnect":
                 out = router.moderation.kick(space, pid, viewer.id)
                 if not out["disconnected"]:
-                    return web.json_response(
+                    return json_body(
                         {
                             "error": "not_connected",
                             "message": f"participant {pid!r} is not connected to space "
@@ -66,7 +67,7 @@ def add_admin_routes(app: web.Application, key: web.AppKey[GatewayT]) -> None:
             else:
                 out = router.moderation.unban(space, pid, viewer.id)
             await router.durable()  # the answer promises the ban is stored
-            return web.json_response(out)
+            return json_body(out)
 
         return run
 
@@ -77,7 +78,7 @@ def add_admin_routes(app: web.Application, key: web.AppKey[GatewayT]) -> None:
         except AccessDenied as exc:
             return exc.response()
         sid = viewer.space.id
-        return web.json_response({"space": sid, "banned": router.bans.banned(sid)})
+        return json_body({"space": sid, "banned": router.bans.banned(sid)})
 
     for action in ("disconnect", "ban", "unban"):
         app.router.add_post(f"/admin/participants/{{pid}}/{action}", handler(action))

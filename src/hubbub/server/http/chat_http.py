@@ -22,13 +22,14 @@ from aiohttp import web
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.server.gateway import Gateway
 from hubbub.server.http.access import request_token
+from hubbub.server.json_body import json_body
 from hubbub.server.web_assets import page_response
 
 MAKE_TOKEN = "hubbub token create --space space.yaml --id <your name> --kind human"
 
 
 def _refuse(status: int, error: str, message: str) -> web.Response:
-    return web.json_response({"error": error, "message": message}, status=status)
+    return json_body({"error": error, "message": message}, status=status)
 
 
 def chat_session(router: Gateway, token: str | None, wanted: str | None) -> web.Response:
@@ -70,12 +71,12 @@ def chat_session(router: Gateway, token: str | None, wanted: str | None) -> web.
             f"space {sid!r} signs people in with a token: paste yours (it starts with hb_), "
             f"or ask an admin for one (`{MAKE_TOKEN}`)"
         )
-        return web.json_response(body)
+        return json_body(body)
     sid, pid = caller.space, caller.id
     space = router.spaces[sid]
     if pid is None:
         body = {"space": sid, "id": None, "kind": None, "open": True, "dm_seq": space.dm_seq}
-        return web.json_response(body)
+        return json_body(body)
     try:
         router.bans.check(sid, pid)
     except ProtocolError as exc:
@@ -83,7 +84,7 @@ def chat_session(router: Gateway, token: str | None, wanted: str | None) -> web.
     p = space.config.participants[pid]
     body = {"space": sid, "id": pid, "kind": p.kind, "open": _open(router, sid)}
     body["dm_seq"] = space.dm_seq
-    return web.json_response(body)
+    return json_body(body)
 
 
 def _open(router: Gateway, sid: str) -> bool:

@@ -21,6 +21,7 @@ from aiohttp import web
 from hubbub.server.gateway import Gateway
 from hubbub.server.http import observe
 from hubbub.server.http.access import AccessDenied, Viewer, request_token, resolve_viewer
+from hubbub.server.json_body import json_body
 from hubbub.server.state.activity import Event
 from hubbub.server.state.space import SpaceState
 from hubbub.server.web_assets import page_response
@@ -116,7 +117,7 @@ def add_dashboard_routes(app: web.Application, key: web.AppKey[Gateway]) -> None
             viewer = resolve_viewer(router, request, "page")
         except AccessDenied as exc:
             return exc.response()
-        return web.json_response(viewer.describe())
+        return json_body(viewer.describe())
 
     async def events(request: web.Request) -> web.StreamResponse:
         router = request.app[key]

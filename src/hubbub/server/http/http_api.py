@@ -16,6 +16,7 @@ from hubbub.server.admission.authorization import channel_access
 from hubbub.server.admission.sender import HttpSender
 from hubbub.server.core import pages
 from hubbub.server.gateway import Gateway
+from hubbub.server.json_body import json_body
 from hubbub.server.state.space import SpaceState
 from hubbub.server.web_guard import FORWARDED_BY_NODE
 
@@ -38,7 +39,7 @@ _STATUS = {
 
 
 def _error(exc: ProtocolError) -> web.Response:
-    return web.json_response(exc.payload(), status=_STATUS.get(exc.code, 400))
+    return json_body(exc.payload(), status=_STATUS.get(exc.code, 400))
 
 
 def _bearer(request: web.Request) -> str | None:
@@ -125,7 +126,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
             router.check_rate(space, ident.id, *_source(request))
             router.admission.names.check_id(space.id, space.known, ident.id)
             space.known.add(ident.id)
-            sender = HttpSender(space, ident, caps)
+            sender = HttpSender(space, ident, caps, resends=idem is not None)
             sent = router.route(sender, env, frame_len=len(body))
         except ProtocolError as exc:
             router.metrics.errors[exc.code.value] += 1
@@ -140,7 +141,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
         }
         if sender.refusals:  # e.g. a callback over a limit: the rest of the message went on
             answer["errors"] = [exc.payload() for exc in sender.refusals]
-        return web.json_response(answer, status=202)
+        return json_body(answer, status=202)
 
     async def participants(request: web.Request) -> web.Response:
         router = request.app[key]
@@ -161,7 +162,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
                 kind = cfg.kind if cfg else space.config.defaults.kind
                 entry = {"id": pid, "kind": kind, "presence": "offline", "online": False}
                 out.append(entry | {"channels": []} | state)
-        return web.json_response({"space": space.id, "participants": out})
+        return json_body({"space": space.id, "participants": out})
 
     async def channel_messages(request: web.Request) -> web.Response:
         router = request.app[key]

@@ -1,16 +1,22 @@
-"""The ids of a space's recent messages: idempotent resends and ``duplicate_id`` refusals.
+"""The ids of a space's recent messages, per (sender, id): resends and correlation.
 
 A sender that does not know whether its message landed (the connection dropped before the
-echo or the ``202``) sends it again with the same ``id``; the gateway recognises it here and
-answers with the original instead of delivering it twice. An ``id`` another sender already
-used is refused. The window is bounded three ways: ids older than ``window_ms`` (24 h) are
-forgotten, a sender's ids beyond its newest ``per_sender`` (10,000), and the space's beyond
-its newest ``cap`` (the ``limits.idempotency_ids`` setting).
+echo or the ``202``) sends it again with the same ``id``; the gateway finds the original here
+(:meth:`MessageIds.get`, by sender and id) and, when the sender opted in to resends and the
+message is the same (its digest), answers with it instead of delivering it twice. Ids are a
+sender's own: another sender's message with the same id is a message of its own, and a
+sender reusing one of its ids (a restarted MEW client counting from 1 again) replaces the
+record. :meth:`MessageIds.latest` is the latest message with an id, whoever sent it (what a
+claim or a correlation names). The window is bounded three ways: ids older than
+``window_ms`` (24 h) are forgotten, a sender's ids beyond its newest ``per_sender`` (10,000),
+and the space's beyond its newest ``cap`` (the ``limits.idempotency_ids`` setting).
 
 Every stored message adds a record, so the record's size is this index's memory: about 170
 bytes per id — the id string, its dict slot, one int and three list or queue slots (a record object
 per id took 330). The int packs the message's ``seq``, place, sender and time; place and
-sender are small numbers into name tables.
+sender are small numbers into name tables. The rare records of a sender whose id another
+sender used later (``_shadowed``) and the digests of opted-in senders' messages
+(``_digests``) sit in tables of their own, so the common record pays for neither.
 """
 
 from __future__ import annotations
@@ -35,33 +41,37 @@ class _Sender:
     have thousands of senders with a few ids each).
     """
 
-    __slots__ = ("head", "ids", "number")
+    __slots__ = ("head", "ids", "number", "recs")
 
     def __init__(self, number: int) -> None:
         self.ids: list[str] = []
+        self.recs: list[int] = []
+        """The packed record each entry of ``ids`` had: a reused id leaves an old entry."""
         self.head = 0
         self.number = number
 
     def __len__(self) -> int:
         return len(self.ids) - self.head
 
-    def oldest(self) -> str | None:
-        """The sender's oldest remembered id."""
-        return self.ids[self.head] if self.head < len(self.ids) else None
+    def peek(self) -> tuple[str, int]:
+        """The sender's oldest entry: its id and record."""
+        return self.ids[self.head], self.recs[self.head]
 
-    def pop_oldest(self) -> str:
-        """Forget the sender's oldest id and return it."""
-        msg_id = self.ids[self.head]
+    def pop_oldest(self) -> tuple[str, int]:
+        """Forget the sender's oldest entry and return its id and record."""
+        msg_id, rec = self.ids[self.head], self.recs[self.head]
         self.ids[self.head] = ""  # the id string is freed now, not at the next compaction
+        self.recs[self.head] = 0
         self.head += 1
         if self.head * 4 > len(self.ids):
             del self.ids[: self.head]
+            del self.recs[: self.head]
             self.head = 0
-        return msg_id
+        return msg_id, rec
 
 
 class MessageIds:
-    """Recent message ids of one space, oldest first."""
+    """Recent message ids of one space, per sender, oldest first."""
 
     def __init__(self, *, window_ms: int = DAY_MS, per_sender: int = 10_000, cap: int) -> None:
         self.window_ms = window_ms
@@ -71,10 +81,15 @@ class MessageIds:
         """A sender keeps its number while it has ids, so there are never more than records."""
         self._sender_mask = (1 << self._sender_bits) - 1
         self._refs: dict[str, int] = {}
-        """id → packed record: ``seq``, place number, sender number, Unix ms (the low bits)."""
+        """id → packed record of the latest message with that id: ``seq``, place number,
+        sender number, Unix ms (the low bits)."""
+        self._shadowed: dict[tuple[str, str], int] = {}
+        """(sender, id) → record, for a message whose id another sender used after it."""
+        self._digests: dict[int, int] = {}
+        """record → digest of the message (senders that opted in to resends only)."""
         self._order: deque[str] = deque()
         """Ids oldest first, each with the packed record it had (``_order_recs``): an entry
-        whose id now has another record, or none (dropped as its sender's oldest), is skipped."""
+        whose record is gone (replaced, or dropped as its sender's oldest) is skipped."""
         self._order_recs: deque[int] = deque()
         self._senders: dict[str, _Sender] = {}
         self._sender_names: list[str] = []
@@ -84,13 +99,25 @@ class MessageIds:
         self._place_names: list[str] = []
 
     def __len__(self) -> int:
-        return len(self._refs)
+        return len(self._refs) + len(self._shadowed)
 
-    def get(self, msg_id: str) -> MessageRef | None:
-        """The record of ``msg_id`` if it is still in the window."""
+    def get(self, sender: str, msg_id: str) -> MessageRef | None:
+        """The record of ``sender``'s latest message ``msg_id`` if it is still in the window."""
         rec = self._refs.get(msg_id)
         if rec is None:
             return None
+        ref = self._unpack(msg_id, rec)
+        if ref.sender == sender:
+            return ref
+        rec = self._shadowed.get((sender, msg_id)) if self._shadowed else None
+        return None if rec is None else self._unpack(msg_id, rec)
+
+    def latest(self, msg_id: str) -> MessageRef | None:
+        """The record of the latest message ``msg_id`` of any sender, if still in the window."""
+        rec = self._refs.get(msg_id)
+        return None if rec is None else self._unpack(msg_id, rec)
+
+    def _unpack(self, msg_id: str, rec: int) -> MessageRef:
         rest = rec >> _TS_BITS + self._sender_bits
         return MessageRef(
             msg_id,
@@ -98,11 +125,15 @@ class MessageIds:
             self._place_names[rest & _PLACE_MASK],
             rest >> _PLACE_BITS,
             rec & _TS_MASK,
+            self._digests.get(rec, 0) if self._digests else 0,
         )
 
+    def _sender_of(self, rec: int) -> str:
+        return self._sender_names[rec >> _TS_BITS & self._sender_mask]
+
     def add(self, ref: MessageRef) -> None:
-        """Remember a new message's id (the caller checked it is not known)."""
-        msg_id, sender, place, seq, ts_ms = ref
+        """Remember a new message's id: it replaces its sender's earlier message of that id."""
+        msg_id, sender, place, seq, ts_ms, digest = ref
         if not 0 <= ts_ms <= _TS_MASK:
             raise ValueError(f"message time {ts_ms} is not Unix milliseconds")
         refs = self._refs
@@ -116,26 +147,58 @@ class MessageIds:
         rec = (
             ((seq << _PLACE_BITS | place_number) << self._sender_bits | who.number) << _TS_BITS
         ) | ts_ms
+        old = refs.get(msg_id)
+        if old is not None:
+            if self._sender_of(old) != sender:
+                self._shadowed[(self._sender_of(old), msg_id)] = old
+            else:
+                self._digests.pop(old, None)
+            if self._shadowed:
+                self._drop_shadow(sender, msg_id)
         refs[msg_id] = rec
+        if digest:
+            self._digests[rec] = digest
         order, recs = self._order, self._order_recs
         order.append(msg_id)
         recs.append(rec)
         who.ids.append(msg_id)
+        who.recs.append(rec)
         if len(who) > self.per_sender:
-            refs.pop(who.pop_oldest(), None)
+            self._forget(*who.pop_oldest())
         horizon = ts_ms - self.window_ms
         while order:
             oldest, rec = order[0], recs[0]
-            if refs.get(oldest) == rec:
-                if len(refs) <= self.cap and rec & _TS_MASK >= horizon:
+            if self._holds(oldest, rec):
+                if len(self) <= self.cap and rec & _TS_MASK >= horizon:
                     break
-                del refs[oldest]
-                sender_number = rec >> _TS_BITS & self._sender_mask
-                self._forget_oldest_of(self._sender_names[sender_number], oldest)
+                self._forget(oldest, rec)
+                self._forget_oldest_of(self._sender_of(rec))
             order.popleft()
             recs.popleft()
-        if len(order) > 2 * len(refs) + 1024:
+        if len(order) > 2 * len(self) + 1024:
             self._compact_order()
+
+    def _holds(self, msg_id: str, rec: int) -> bool:
+        """Whether ``rec`` is still the record of its (sender, id)."""
+        if self._refs.get(msg_id) == rec:
+            return True
+        return bool(self._shadowed) and (self._shadowed.get((self._sender_of(rec), msg_id)) == rec)
+
+    def _forget(self, msg_id: str, rec: int) -> None:
+        """Drop ``rec`` if it is still the record of its (sender, id)."""
+        if self._refs.get(msg_id) == rec:
+            del self._refs[msg_id]
+        elif self._shadowed:
+            key = (self._sender_of(rec), msg_id)
+            if self._shadowed.get(key) == rec:
+                del self._shadowed[key]
+        if self._digests:
+            self._digests.pop(rec, None)
+
+    def _drop_shadow(self, sender: str, msg_id: str) -> None:
+        rec = self._shadowed.pop((sender, msg_id), None)
+        if rec is not None and self._digests:
+            self._digests.pop(rec, None)
 
     def _new_sender(self, sender: str) -> _Sender:
         if self._free_numbers:
@@ -147,12 +210,14 @@ class MessageIds:
         who = self._senders[sender] = _Sender(number)
         return who
 
-    def _forget_oldest_of(self, sender: str, msg_id: str) -> None:
-        """The sender's oldest id left the window; a sender without ids frees its number."""
+    def _forget_oldest_of(self, sender: str) -> None:
+        """The sender's oldest record left the window (with any entries of its replaced
+        ids before it); a sender without entries frees its number."""
         who = self._senders.get(sender)
-        if who is None or who.oldest() != msg_id:
+        if who is None:
             return
-        who.pop_oldest()
+        while who and not self._holds(*who.peek()):
+            who.pop_oldest()
         if not who:
             del self._senders[sender]
             self._sender_names[who.number] = ""
@@ -160,9 +225,8 @@ class MessageIds:
 
     def _compact_order(self) -> None:
         """Drop the skipped entries (senders past ``per_sender`` leave them behind)."""
-        refs = self._refs
         kept = [
-            (i, r) for i, r in zip(self._order, self._order_recs, strict=True) if refs.get(i) == r
+            (i, r) for i, r in zip(self._order, self._order_recs, strict=True) if self._holds(i, r)
         ]
         self._order = deque(i for i, _r in kept)
         self._order_recs = deque(r for _i, r in kept)

@@ -115,19 +115,10 @@ class ProposalLedger:
             )
 
     def check(self, env: Envelope, sender: str) -> None:
-        """Refuse a proposal without ``to``, a fulfilment sent elsewhere than its proposal's
-        ``to``, and an ``mcp/withdraw`` of a proposal the sender did not make."""
+        """Refuse a fulfilment sent elsewhere than its proposal's ``to`` (a proposal without
+        ``to`` is broadcast, MEW v0.4, and may be fulfilled toward anyone), and an
+        ``mcp/withdraw`` of a proposal the sender did not make."""
         kind = env.kind
-        if kind == "mcp/proposal":
-            if not env.to:
-                raise ProtocolError(
-                    ErrorCode.INVALID_ENVELOPE,
-                    "mcp/proposal needs 'to' naming the participant(s) that would run it "
-                    '(e.g. "to": ["calculator"]); a fulfiller sends the request there',
-                    correlation_id=env.id or None,
-                    extra={"attempted_kind": kind},
-                )
-            return
         if kind not in ("mcp/request", "mcp/withdraw"):
             return
         for cid in env.correlation_ids():
@@ -142,7 +133,7 @@ class ProposalLedger:
                     correlation_id=env.id or None,
                     extra={"attempted_kind": kind},
                 )
-            if kind == "mcp/request" and frozenset(env.to or ()) != targets:
+            if kind == "mcp/request" and targets and frozenset(env.to or ()) != targets:
                 raise ProtocolError(
                     ErrorCode.INVALID_ENVELOPE,
                     f"this request fulfils proposal {cid}, so its 'to' must be the "

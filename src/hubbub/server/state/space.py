@@ -108,8 +108,10 @@ class Session:
         "id",
         "kind",
         "name",
+        "presence_lists",
         "pubkey",
         "rate",
+        "resends",
         "role",
         "space",
         "verified",
@@ -132,6 +134,12 @@ class Session:
         self.conn = conn
         self._caps = caps
         self.rate = rate
+        self.presence_lists = False
+        """Reads a run of presence events as one frame with ``participants`` (the hubbub
+        SDK); else each participant gets a frame of its own (MEW's clients)."""
+        self.resends = False
+        """Opted in to resends (its join carried ``resume``): a message equal to one it sent
+        under the same id is answered with the original, not delivered again."""
         self.channels: set[str] = set()
         self._presence = "online"
         self._status_text: str | None = None

@@ -153,10 +153,14 @@ function objectMatches(pattern, value) {
   );
 }
 
+/** A kind pattern that is a lone "*" is every kind (MEW v0.4; elsewhere "*" is one segment). */
+const EVERY_KIND = "*";
+
 function kindMatches(kindPattern, kind) {
+  if (kindPattern === EVERY_KIND) return true;
   if (typeof kindPattern === "string" && kindPattern) return stringMatches(kindPattern, kind);
   if (Array.isArray(kindPattern) && kindPattern.length && kindPattern.every((k) => typeof k === "string" && k)) {
-    return any(kindPattern.map((k) => stringMatches(k, kind)));
+    return any(kindPattern.map((k) => (k === EVERY_KIND ? true : stringMatches(k, kind))));
   }
   return null;
 }

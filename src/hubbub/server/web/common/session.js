@@ -140,7 +140,8 @@ export class Session extends Emitter {
     const resume = {};
     for (const ch of this.channels) if (this.marks.has(ch)) resume[ch] = this.marks.get(ch);
     if (this.dmResume !== null) resume[DM] = this.dmResume;
-    if (Object.keys(resume).length) frame.resume = resume;
+    frame.resume = resume; // even empty: resends are answered with their originals
+    frame.presence_lists = true; // a burst of joins as one frame (people.js reads lists)
     if (this.epoch) frame.epoch = this.epoch;
     return frame;
   }
