@@ -20,10 +20,12 @@ def test_the_frame_carries_identity_channels_and_the_resume_with_its_epoch() -> 
         "token": "t0k",
         "kind": "human",
         "resume": {"#general": 7, DM_STREAM: 3},
+        "presence_lists": True,
         "epoch": "e1",
     }
     first = JoinHandshake(ClientOptions(participant_id="bob"), ["#general"], {}, "e1")
-    assert "resume" not in first.frame() and "epoch" not in first.frame()  # nothing to resume
+    # nothing to resume, but the empty resume opts in to resend detection (ids per sender)
+    assert first.frame()["resume"] == {} and "epoch" not in first.frame()
 
 
 def test_complete_once_welcomed_and_every_channel_answered_in_any_order() -> None:

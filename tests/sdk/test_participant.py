@@ -316,9 +316,10 @@ async def test_capabilities_of_survives_a_reconnect_announced_by_digest(
 ) -> None:
     watcher = await participant("watcher")
     asked = [{"kind": "chat"}, {"kind": "channel/join"}]
+    held = [*asked, {"kind": "mcp/response"}]  # MEW's baseline: everyone may answer
     limited = await participant("limited", capabilities=asked)
     await watcher.client.wait_for_participant("limited", timeout=5)
-    assert watcher.capabilities_of("limited") == asked
+    assert watcher.capabilities_of("limited") == held
     gone = watcher.client.expect(
         "system/presence", lambda _e: "limited" not in watcher.client.participants
     )
@@ -331,7 +332,7 @@ async def test_capabilities_of_survives_a_reconnect_announced_by_digest(
     presence = await asyncio.wait_for(back, 5)
     sent = presence.payload.get("participants") or [presence.payload["participant"]]
     assert [e for e in sent if e["id"] == "limited" and "capabilities" not in e]
-    assert watcher.capabilities_of("limited") == asked  # the presence named the list by digest
+    assert watcher.capabilities_of("limited") == held  # the presence named the list by digest
 
 
 async def test_answers_mcp_initialize_and_ping(participant: MakeParticipant) -> None:
