@@ -135,7 +135,12 @@ class Coordination:
         self._handle: asyncio.TimerHandle | None = None
         self._handle_at = float("inf")
         self.floor = FloorClaims(
-            router.activity, router.delivery, router.bans, self.spaces, lambda: self.clock()
+            router.activity,
+            router.delivery,
+            router.bans,
+            self.spaces,
+            lambda: self.clock(),
+            self.server_send,
         )
         self._late: dict[Session, list[Callback]] = {}
         """Callbacks that fell due while the gateway restarted, for a session still attaching."""
