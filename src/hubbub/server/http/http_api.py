@@ -109,7 +109,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
                 env.id = idem
             caps = router.capabilities_for(ident)
             router.check_rate(space, ident.id)
-            space.known.add(ident.id)
+            space.met(ident.id, ident.kind)
             sender = HttpSender(space, ident, caps)
             sent = router.route(sender, env, frame_len=len(body))
         except ProtocolError as exc:
@@ -142,8 +142,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
             if s is not None:
                 out.append(s.summary() | {"channels": sorted(s.channels), "online": True} | state)
             else:
-                cfg = space.config.participants.get(pid)
-                kind = cfg.kind if cfg else space.config.defaults.kind
+                kind = space.kind_of(pid)
                 entry = {"id": pid, "kind": kind, "presence": "offline", "online": False}
                 out.append(entry | {"channels": []} | state)
         return web.json_response({"space": space.id, "participants": out})
