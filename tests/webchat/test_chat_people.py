@@ -161,3 +161,20 @@ async def test_the_floor_line_from_history_names_who_yielded(
     await expect(_floor_line(dana, msg_id)).to_have_text(line)
     erin = await person("erin")
     await expect(_floor_line(erin, msg_id)).to_have_text(line)
+
+
+async def test_people_who_left_stay_people_in_the_list(gw: RunningGateway, person: Any) -> None:
+    erin = await person("erin")
+    maths = await gw.mew("maths")
+    dana = await person("dana")
+    row = 'li.person[data-pid="{}"]'
+    await expect(dana.locator(row.format("erin"))).to_have_attribute("data-presence", "online")
+    await erin.context.close()  # erin closes the browser
+    await maths.close()
+    for page in (dana, await person("fay")):  # fay loads the page afterwards
+        for pid in ("erin", "maths"):
+            await expect(page.locator(row.format(pid))).to_have_attribute(
+                "data-presence", "offline"
+            )
+        await expect(page.locator(row.format("erin")).locator(".badge")).to_have_count(0)
+        await expect(page.locator(row.format("maths")).locator(".badge")).to_have_text("agent")
