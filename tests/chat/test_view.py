@@ -375,6 +375,57 @@ def test_floor_claimed_names_the_holder_and_claims_are_per_channel() -> None:
     assert "erin is responding…" in status_text(v.status_fragments(NOW))
 
 
+def outcome(holder: str, reason: str, yielded: list[str], seq: int) -> Envelope:
+    payload: dict[str, Any] = {"msg_id": "m", "holder": holder, "reason": reason}
+    payload["yielded"] = yielded
+    return env("floor/outcome", "system:gateway", channel="#general", seq=seq, payload=payload)
+
+
+@pytest.mark.parametrize(
+    ("holder", "reason", "yielded", "text"),
+    [
+        (
+            "maths",
+            "answered",
+            ["chef", "travel"],
+            "↳ answered by maths · chef, travel yielded to maths",
+        ),
+        ("maths", "answered", [], "↳ answered by maths"),
+        ("alice", "answered", ["bob"], "↳ answered by you · bob yielded to you"),
+        ("chef", "expired", [], "↳ chef held the floor and did not answer in time"),
+        ("chef", "disconnected", ["coder"], "↳ chef left before answering · coder yielded to chef"),
+    ],
+)
+def test_a_floor_outcome_reads_who_answered_and_who_yielded(
+    holder: str, reason: str, yielded: list[str], text: str
+) -> None:
+    line = envelope_line(outcome(holder, reason, yielded, 3), "alice")
+    assert line is not None and line.plain.split(" ", 1)[1] == text
+
+
+def test_the_floor_outcome_shows_live_and_from_history_alike() -> None:
+    late = ChatView("alice")
+    question, answer = chat("what is 6*7?", seq=1), chat("42", sender="maths", seq=2)
+    ended = outcome("maths", "answered", ["chef"], 3)
+    late.handle(joined(history=[stored(e) for e in (question, answer, ended)], seq=3), NOW)
+    live = view_in()
+    live.handle(claim("maths"), NOW)
+    for e in (question, answer, ended):
+        live.handle(e, NOW)
+    assert plain(late)[:3] == plain(live)[-3:]
+    assert plain(late)[2].endswith("↳ answered by maths · chef yielded to maths")
+    assert live.responding("#general", NOW) == []
+
+
+def test_an_expired_outcome_ends_the_holders_responding() -> None:
+    v = view_in()
+    v.handle(claim("bob"), NOW)
+    v.handle(outcome("bob", "expired", [], 1), NOW + 1)
+    assert v.responding("#general", NOW + 1) == []
+    v.handle(outcome("bob", "expired", [], 1), NOW + 2)  # a resume repeats it: shown once
+    assert [line for line in plain(v) if "↳" in line] == [plain(v)[-1]]
+
+
 # ---------------------------------------------------------------------- typing
 
 

@@ -292,6 +292,20 @@ def test_disconnected_releases_all() -> None:
     assert floor.disconnected("a1") == []
 
 
+def test_a_release_names_who_yielded_while_it_was_held() -> None:
+    _, floor = make()
+    claim(floor, "chef", TS + 300)
+    claim(floor, "maths", TS + 100)  # displaces chef
+    claim(floor, "travel", TS + 200)  # yields to maths
+    claim(floor, "travel", TS + 250)  # yields again: named once
+    (rel,) = floor.spoke(CH, "maths")
+    assert rel.reason == "answered" and rel.claim.holder == "maths"
+    assert rel.yielded == ("chef", "travel")
+    out = claim(floor, "coder", TS + 900)  # a later claim starts afresh
+    (again,) = floor.disconnected("coder")
+    assert out.winner == "coder" and again.yielded == ()
+
+
 def test_released_message_can_be_claimed_again() -> None:
     _, floor = make()
     claim(floor, "a1", TS + 10)
@@ -335,6 +349,8 @@ class FloorModel(RuleBasedStateMachine):
         self.timers = TimerQueue()
         self.floor = FloorControl(self.timers, ttl_ms=TTL, max_skew_ms=SKEW, scope="s")
         self.recs: list[Rec] = []
+        self.yields: dict[tuple[str, str], list[str]] = {}
+        """Who was told to yield on each held message since it became held."""
 
     def live(self, key: tuple[str, str] | None = None, who: str | None = None) -> list[Rec]:
         return [
@@ -361,6 +377,9 @@ class FloorModel(RuleBasedStateMachine):
             got.append(rec)
         for rec in got:
             rec.ended = reason
+        for rel in rels:
+            key = (rel.claim.channel, rel.claim.msg_id)
+            assert rel.yielded == tuple(self.yields.pop(key)), "the release names who yielded"
         return got
 
     @rule(
@@ -389,6 +408,8 @@ class FloorModel(RuleBasedStateMachine):
             assert (out.relay, out.changed, out.yielded) == (False, False, [])
             return
         new = Rec(key, who, started, human, self.now + TTL)
+        if not self.live(key):
+            self.yields[key] = []  # the message becomes held: nobody yielded on it yet
         contenders = [*self.live(key), new]
         self.recs.append(new)
         best = min(contenders, key=Rec.rank)
@@ -401,6 +422,10 @@ class FloorModel(RuleBasedStateMachine):
         assert sorted(out.yielded) == sorted(r.who for r in losers)
         for loser in out.yielded:
             self.yielded(key, loser)
+        told = self.yields[key]
+        told.extend(r.who for r in losers if r.who not in told)
+        if best.who in told:
+            told.remove(best.who)
 
     @rule(dt=st.integers(0, 1_500))
     def advance(self, dt: int) -> None:

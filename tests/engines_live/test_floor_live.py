@@ -300,3 +300,105 @@ async def test_restart_recalls_the_recent_message_ids(tmp_path: Path) -> None:
             assert claimed["payload"]["msg_id"] == msg["id"]
     finally:
         await stop_gateway(gw)
+
+
+# ---------------------------------------------------------------------------- stored outcomes
+
+
+def _outcome_of(msg_id: str) -> Any:
+    return lambda f: f.get("kind") == "floor/outcome" and f["payload"]["msg_id"] == msg_id
+
+
+async def test_the_outcome_is_stored_and_in_a_late_joiners_history(egw: EngineGateway) -> None:
+    human = await egw.mew("human", kind="human")
+    maths = await egw.mew("maths")
+    chef = await egw.mew("chef")
+    travel = await egw.mew("travel")
+    q = await _question(human, maths, chef, travel)
+    t0 = ulid_time_ms(q["id"])
+    await chef.send(_claim(q["id"], t0 + 30))
+    await maths.send(_claim(q["id"], t0 + 10))  # displaces chef
+    await travel.send(_claim(q["id"], t0 + 20))  # yields to maths
+    await travel.expect("floor/yield")
+    await maths.send(
+        {
+            "kind": "chat",
+            "channel": "#general",
+            "correlation_id": [q["id"]],
+            "payload": {"text": "42"},
+        }
+    )
+    answer = await human.expect("chat")
+    live = await human.next_where(_outcome_of(q["id"]))
+    assert live["from"] == "system:gateway" and live["channel"] == "#general"
+    assert live["correlation_id"] == [q["id"]]
+    assert live["payload"] == {
+        "msg_id": q["id"],
+        "holder": "maths",
+        "reason": "answered",
+        "answer": answer["id"],
+        "yielded": ["chef", "travel"],
+    }
+    assert live["seq"] == answer["seq"] + 1  # stored in the channel, right after the answer
+
+    late = await egw.mew("late", kind="human")
+    stored = [m for m in await _history_of(late) if m["kind"] == "floor/outcome"]
+    assert [m["payload"] for m in stored] == [live["payload"]]
+    assert stored[0]["seq"] == live["seq"] and stored[0]["id"] == live["id"]
+
+
+async def _history_of(client: WsClient) -> list[dict[str, Any]]:
+    await client.send({"kind": "history/request", "payload": {"channel": "#general", "limit": 50}})
+    page = await client.expect("history/response")
+    messages: list[dict[str, Any]] = page["payload"]["messages"]
+    return messages
+
+
+async def test_an_expired_or_abandoned_claim_is_stored_without_an_answer(
+    egw: EngineGateway,
+) -> None:
+    human = await egw.mew("human", kind="human")
+    a = await egw.mew("agent-a")
+    b = await egw.mew("agent-b")
+    q1 = await _question(human, a, b)
+    await a.send(_claim(q1["id"], ulid_time_ms(q1["id"]) + 1))
+    await human.expect("floor/claimed")
+    egw.tick(46)
+    expired = await human.next_where(_outcome_of(q1["id"]))
+    assert expired["payload"] == {
+        "msg_id": q1["id"],
+        "holder": "agent-a",
+        "reason": "expired",
+        "yielded": [],
+    }
+    q2 = await _question(human, a, b)
+    await b.send(_claim(q2["id"], ulid_time_ms(q2["id"]) + 1))
+    await human.expect("floor/claimed")
+    await b.close()
+    left = await human.next_where(_outcome_of(q2["id"]))
+    assert left["payload"]["reason"] == "disconnected" and left["payload"]["holder"] == "agent-b"
+    history = await _history_of(human)
+    assert [m["payload"]["reason"] for m in history if m["kind"] == "floor/outcome"] == [
+        "expired",
+        "disconnected",
+    ]
+
+
+async def test_agentchat_clients_get_no_frame_for_an_outcome(egw: EngineGateway) -> None:
+    human = await egw.mew("human", kind="human")
+    a = await egw.agentchat("a1")
+    await human.send({"kind": "chat", "channel": "#general", "payload": {"text": "who knows?"}})
+    msg = await a.expect_type("MSG")
+    await a.send(
+        {
+            "type": "RESPONDING_TO",
+            "msg_id": msg["msg_id"],
+            "started_at": msg["ts"] + 5,
+            "channel": "#general",
+        }
+    )
+    await a.expect_type("FLOOR_CLAIMED")
+    await a.send({"type": "MSG", "to": "#general", "content": "me", "reply_to": msg["msg_id"]})
+    await human.next_where(_outcome_of(msg["msg_id"]))
+    frames = await a.fence()  # everything written to a1 up to the outcome, and more
+    assert [f for f in frames if f.get("type") not in ("MSG", "PRESENCE")] == []

@@ -61,6 +61,29 @@ async def test_default_mode_drops_channel_buffers_dms_and_mentions(egw: EngineGa
     assert got["payload"]["text"] == "back to normal"
 
 
+async def test_sleep_buffers_what_the_one_mention_rule_calls_a_mention(egw: EngineGateway) -> None:
+    """The gateway asks protocol/mentions.py: any case, a sentence's final period; not an
+    address inside a word, a longer id, a domain, or the @@ of a marker."""
+    sleeper = await egw.mew("sleeper")
+    other = await egw.mew("other")
+    await _asleep(egw, sleeper, other, "@@sleep:60s@@")
+    mentioned = ["hey @Sleeper look", "ask @SLEEPER.", "(@sleeper) ok"]
+    not_mentioned = [
+        "mail bob@sleeper.org",
+        "see @sleeper.org",
+        "@sleeper-bot is another",
+        "x@@sleeper@@",
+    ]
+    for text in [*not_mentioned, *mentioned]:
+        await other.send(_chat(text))
+    await egw.synced(other)
+    egw.tick(61)
+    wake = await sleeper.next_where(lambda f: f.get("kind") == "chat")
+    assert wake["payload"] == {"text": "@@wake@@", "buffered": len(mentioned)}
+    got = [(await sleeper.next_where(lambda f: f.get("kind") == "chat")) for _ in mentioned]
+    assert [f["payload"]["text"] for f in got] == mentioned
+
+
 async def test_marker_only_sleep_is_not_relayed(egw: EngineGateway) -> None:
     sleeper = await egw.mew("sleeper")
     other = await egw.mew("other")

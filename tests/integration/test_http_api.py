@@ -172,3 +172,35 @@ async def test_post_with_sleep_and_callback_is_refused_before_scheduling(
     assert gateway.router.coordination.spaces["default"].callbacks.count("cron") == 0
     assert await gateway.router.store.callbacks("default") == []
     assert not any(e["event"] == "callback-scheduled" for e in gateway.router.activity.recent)
+
+
+async def test_participants_keep_their_kind_once_they_left(gateway: RunningGateway) -> None:
+    dana = await gateway.mew("dana", kind="human")
+    maths = await gateway.mew("maths", kind="agent")
+    watcher = await gateway.mew("watcher")
+    url = f"{gateway.http}/participants"
+    async with aiohttp.ClientSession() as http:
+        async with http.post(
+            f"{url}/cron/messages", json={"kind": "chat", "payload": {"text": "tick"}}
+        ) as resp:
+            assert resp.status == 202
+        for client in (dana, maths):
+            await client.close()
+        gone: set[str] = set()
+        while gone != {"dana", "maths"}:  # the leaves may come coalesced in one frame
+            f = await watcher.expect("system/presence")
+            if f["payload"].get("event") == "leave":
+                p = f["payload"]
+                gone.update(e["id"] for e in p.get("participants") or [p["participant"]])
+        async with http.get(url) as resp:
+            people = {p["id"]: p for p in (await resp.json())["participants"]}
+    assert {pid: (people[pid]["kind"], people[pid]["presence"]) for pid in people} == {
+        "dana": ("human", "offline"),  # was: agent, the default kind
+        "maths": ("agent", "offline"),
+        "cron": (people["cron"]["kind"], "offline"),
+        "watcher": ("agent", "online"),
+    }
+    await gateway.mew("dana", kind="agent")  # a participant is the kind it connects as now
+    async with aiohttp.ClientSession() as http, http.get(url) as resp:
+        people = {p["id"]: p for p in (await resp.json())["participants"]}
+    assert people["dana"]["kind"] == "agent"

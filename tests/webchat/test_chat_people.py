@@ -9,12 +9,14 @@ page shows at the end. Every wait is on visible state or on the agents' own deci
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 from playwright.async_api import Page, expect
 
 from hubbub.demo.cast import SKILLS
+from hubbub.protocol.ids import iso_to_ms
 from hubbub.sdk import Agent
 from tests.conftest import RunningGateway
 from tests.floor.test_agents import settled
@@ -108,3 +110,71 @@ async def test_a_persons_open_question_is_answered_once_by_the_skilled_agent(
     assert all(r == ["classifier"] for r in rules.values()), rules
     assert await dana.evaluate("window.appeared") == [who]
     await expect(_answers(dana)).to_have_count(1)
+
+
+def _floor_line(page: Page, msg_id: str) -> Any:
+    return page.locator(f'#messages li.msg[data-id="{msg_id}"] .floor-line')
+
+
+async def test_a_late_joiner_sees_who_answered_an_earlier_question(
+    gw: RunningGateway, person: Any, cast: Any
+) -> None:
+    agents = await _four(cast)
+    dana = await person("dana")
+    msg_id = await _ask(dana, "what is 12*7?")
+    await expect(_answers(dana)).to_have_count(1)
+    await expect(_floor_line(dana, msg_id)).to_have_text(re.compile(r"^answered by maths\b"))
+    await _decided(agents, msg_id)
+    seen_live = await _floor_line(dana, msg_id).inner_text()
+    erin = await person("erin")  # signs in afterwards: the page has only the history
+    await expect(erin.locator(f'#messages li.msg[data-id="{msg_id}"]')).to_be_visible()
+    await expect(_floor_line(erin, msg_id)).to_have_text(seen_live)
+
+
+async def test_the_floor_line_from_history_names_who_yielded(
+    gw: RunningGateway, person: Any
+) -> None:
+    maths, chef, travel = [await gw.mew(name) for name in ("maths", "chef", "travel")]
+    dana = await person("dana")
+    msg_id = await _ask(dana, "who can help?")
+    asked = await maths.next_where(lambda f: f.get("id") == msg_id)
+    t0 = iso_to_ms(asked["ts"])
+    for agent, start in ((maths, 10), (chef, 30), (travel, 20)):
+        await agent.send(
+            {
+                "kind": "floor/responding-to",
+                "channel": "#general",
+                "payload": {"msg_id": msg_id, "started_at": t0 + start},
+            }
+        )
+    await chef.expect("floor/yield")
+    await travel.expect("floor/yield")
+    await maths.send(
+        {
+            "kind": "chat",
+            "channel": "#general",
+            "correlation_id": [msg_id],
+            "payload": {"text": "me"},
+        }
+    )
+    line = "answered by maths · chef, travel yielded to maths"
+    await expect(_floor_line(dana, msg_id)).to_have_text(line)
+    erin = await person("erin")
+    await expect(_floor_line(erin, msg_id)).to_have_text(line)
+
+
+async def test_people_who_left_stay_people_in_the_list(gw: RunningGateway, person: Any) -> None:
+    erin = await person("erin")
+    maths = await gw.mew("maths")
+    dana = await person("dana")
+    row = 'li.person[data-pid="{}"]'
+    await expect(dana.locator(row.format("erin"))).to_have_attribute("data-presence", "online")
+    await erin.context.close()  # erin closes the browser
+    await maths.close()
+    for page in (dana, await person("fay")):  # fay loads the page afterwards
+        for pid in ("erin", "maths"):
+            await expect(page.locator(row.format(pid))).to_have_attribute(
+                "data-presence", "offline"
+            )
+        await expect(page.locator(row.format("erin")).locator(".badge")).to_have_count(0)
+        await expect(page.locator(row.format("maths")).locator(".badge")).to_have_text("agent")

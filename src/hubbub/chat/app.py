@@ -71,6 +71,7 @@ STYLE: Final = Style.from_dict(
         "dm.tag": "bold",
         "notice": "#888888",
         "presence": "#5f8787",
+        "floor": "italic #5f8787",
         "error": "bold #ff5f5f",
         "proposal": "#ffaf00",
         "proposal.hint": "#888888",

@@ -192,6 +192,24 @@ def error_line(env: Envelope) -> Line:
     return make_line(_stamp(env), ("class:error", f"error ({code}): {message}"))
 
 
+_ENDED: Final = {
+    "answered": "answered by {holder}",
+    "expired": "{holder} held the floor and did not answer in time",
+    "disconnected": "{holder} left before answering",
+}
+
+
+def floor_outcome_line(env: Envelope, me: str) -> Line:
+    """A ``floor/outcome``: ``↳ answered by maths · chef, travel yielded to maths``."""
+    p = env.payload
+    holder = "you" if p.get("holder") == me else str(p.get("holder", "?"))
+    parts = [_ENDED.get(str(p.get("reason")), "{holder} held the floor").format(holder=holder)]
+    yielded = [str(pid) for pid in p.get("yielded") or []]
+    if yielded:
+        parts.append(f"{', '.join(yielded)} yielded to {holder}")
+    return make_line(_stamp(env), ("class:floor", "↳ " + " · ".join(parts)))
+
+
 def envelope_line(env: Envelope, me: str) -> Line | None:
     """The display line of a stored or live envelope, or ``None`` if it is not shown.
 
@@ -210,6 +228,8 @@ def envelope_line(env: Envelope, me: str) -> Line | None:
         return make_line(_stamp(env), ("class:notice", f"{env.from_} withdrew a proposal"))
     if kind == "system/error":
         return error_line(env)
+    if kind == "floor/outcome":
+        return floor_outcome_line(env, me)
     return None
 
 
@@ -223,6 +243,7 @@ __all__ = [
     "duration",
     "envelope_line",
     "error_line",
+    "floor_outcome_line",
     "is_dm",
     "make_line",
     "notice",

@@ -221,6 +221,8 @@ class ChatView:
             self._history_page(env)
         elif kind in FLOOR_KINDS:
             self._claim(env, now)
+        elif kind == "floor/outcome":
+            self._outcome(env)
         elif kind == "mcp/proposal":
             self._proposal(env)
         elif kind in ("mcp/reject", "mcp/withdraw", "mcp/request"):
@@ -404,6 +406,15 @@ class ChatView:
         if env.kind == "floor/claimed":
             holder = str(env.payload.get("holder") or holder)
         self.claims[(channel, holder)] = now + CLAIM_SECONDS
+
+    def _outcome(self, env: Envelope) -> None:
+        """A claim ended (stored, so histories show it too): its holder no longer responds."""
+        channel = env.channel
+        if channel is None:
+            return
+        self.claims.pop((channel, str(env.payload.get("holder"))), None)
+        if channel in self.channels:
+            self.log(channel).add(envelope_line(env, self.me), env.seq)
 
     def responding(self, channel: str | None, now: float) -> list[str]:
         """Who is responding in ``channel`` right now (claims lapse after 45 s)."""

@@ -44,6 +44,8 @@ class Release:
 
     claim: Claim
     reason: ReleaseReason
+    yielded: tuple[str, ...] = ()
+    """Who was told to yield on this message while it was held, in the order they were."""
 
 
 @dataclass(slots=True)
@@ -91,6 +93,8 @@ class FloorControl:
         self.scope = scope
         self._claims: dict[tuple[str, str], Claim] = {}
         self._by_holder: dict[str, set[tuple[str, str]]] = {}
+        self._yielded: dict[tuple[str, str], dict[str, None]] = {}
+        """Who yielded on each held message (kept only while it is held)."""
 
     def __len__(self) -> int:
         return len(self._claims)
@@ -147,10 +151,14 @@ class FloorControl:
             return FloorOutcome(new)
         if current.holder == participant:
             return FloorOutcome(current, relay=False, changed=False)  # idempotent re-claim
+        yielded = self._yielded.setdefault(key, {})
         if new.rank() < current.rank():
             self._drop(current)
             self._hold(new)
+            yielded[current.holder] = None
+            yielded.pop(participant, None)  # it holds the floor now
             return FloorOutcome(new, yielded=[current.holder], reason=_why(new, current))
+        yielded[participant] = None
         return FloorOutcome(
             current, changed=False, yielded=[participant], reason=_why(current, new)
         )
@@ -168,20 +176,25 @@ class FloorControl:
         ended = [k for k in keys if k[0] == channel and (not reply_to or k[1] in reply_to)]
         if not ended and reply_to:
             ended = [k for k in keys if k[0] == channel]
-        return [Release(self._drop(self._claims[k]), "answered") for k in ended]
+        return [self._release(self._claims[k], "answered") for k in ended]
 
     def disconnected(self, participant: str) -> list[Release]:
         """``participant`` left the server: every claim it holds ends."""
         keys = list(self._by_holder.get(participant, ()))
-        return [Release(self._drop(self._claims[k]), "disconnected") for k in keys]
+        return [self._release(self._claims[k], "disconnected") for k in keys]
 
     def expire(self, channel: str, msg_id: str) -> Release | None:
         """The expiry timer of a claim fired."""
         claim = self._claims.get((channel, msg_id))
         if claim is None:
             return None
+        return self._release(claim, "expired")
+
+    def _release(self, claim: Claim, reason: ReleaseReason) -> Release:
+        """End a claim: the floor of its message is free, and who yielded on it is told."""
         self._drop(claim)
-        return Release(claim, "expired")
+        yielded = self._yielded.pop((claim.channel, claim.msg_id), None)
+        return Release(claim, reason, tuple(yielded) if yielded else ())
 
     def _hold(self, claim: Claim) -> None:
         key = (claim.channel, claim.msg_id)

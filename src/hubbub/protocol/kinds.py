@@ -39,8 +39,8 @@ def _client(name: str, **kw: object) -> KindSpec:
     return KindSpec(name, "client", **kw)  # type: ignore[arg-type]
 
 
-def _server(name: str, standard: bool = False) -> KindSpec:
-    return KindSpec(name, "server", standard=standard)
+def _server(name: str, standard: bool = False, stored: bool = False) -> KindSpec:
+    return KindSpec(name, "server", stored=stored, standard=standard)
 
 
 _TABLE: Final = (
@@ -99,6 +99,7 @@ _TABLE: Final = (
     _server("history/response"),
     _server("floor/yield"),
     _server("floor/claimed"),
+    _server("floor/outcome", stored=True),  # in the channel's history: who answered, who yielded
     _server("system/session-displaced"),
 )
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections import deque
 from collections.abc import Callable, Hashable, Mapping
@@ -39,6 +38,7 @@ from hubbub.protocol.markers import (
     SleepMode,
     parse_markers,
 )
+from hubbub.protocol.mentions import mentions
 from hubbub.server.admission.auth import Identity
 from hubbub.server.admission.authorization import channel_access, check_send
 from hubbub.server.admission.bans import BanList
@@ -160,7 +160,12 @@ class Coordination:
         self._handle: asyncio.TimerHandle | None = None
         self._handle_at = float("inf")
         self.floor = FloorClaims(
-            router.activity, router.delivery, router.bans, self.spaces, lambda: self.clock()
+            router.activity,
+            router.delivery,
+            router.bans,
+            self.spaces,
+            lambda: self.clock(),
+            self.server_send,
         )
         self._late: dict[Session, list[Callback]] = {}
         """Callbacks that fell due while the gateway restarted, for a session still attaching."""
@@ -409,13 +414,15 @@ class Coordination:
         """A channel message reached sleeping members: buffer or drop it per their mode."""
         eng = self.spaces[space.id]
         text = env.payload.get("text") if env.kind == "chat" else None
-        # a channel callback's fire counts as addressed to its origin (it carries cb_origin)
+        # a channel callback's fire counts as addressed to its origin (it carries cb_origin);
+        # a mention is the one rule of protocol/mentions.py, by id (the gateway knows no
+        # display names)
         origin = env.payload.get("cb_origin") if env.from_ == SERVER_ID else None
         for pid in list(ch.sleepers):
             direct = (
                 bool(env.to and pid in env.to)
                 or pid == origin
-                or (isinstance(text, str) and _mentions(text, pid))
+                or (isinstance(text, str) and mentions(text, pid))
             )
             eng.sleep.offer(pid, env, direct=direct)
 
@@ -593,19 +600,3 @@ class Coordination:
         if claims:
             out["floor"] = claims
         return out
-
-
-_MENTION_CACHE: dict[str, re.Pattern[str]] = {}
-
-
-def _mentions(text: str, pid: str) -> bool:
-    """Whether ``text`` mentions ``@pid`` as a whole word."""
-    if "@" + pid not in text:
-        return False
-    pattern = _MENTION_CACHE.get(pid)
-    if pattern is None:
-        if len(_MENTION_CACHE) > 10_000:
-            _MENTION_CACHE.clear()
-        pattern = re.compile(r"(?<![\w.-])@" + re.escape(pid) + r"(?![\w-]|\.\w)")
-        _MENTION_CACHE[pid] = pattern
-    return pattern.search(text) is not None

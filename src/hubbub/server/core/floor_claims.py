@@ -1,5 +1,6 @@
 """Floor claims: ``floor/responding-to`` validated and tracked by the floor engine, relayed
-to the channel, and the yields and holder changes it causes sent out.
+to the channel, the yields and holder changes it causes sent out, and the outcome of each
+claim stored in the channel when it ends (``floor/outcome``: who answered, who yielded).
 
 Part of the coordination engines' wiring (:mod:`hubbub.server.core.coordination` owns the
 timer and hands claims here).
@@ -8,7 +9,9 @@ timer and hands claims here).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from hubbub.engines.floor import ClaimRejected, Release
 from hubbub.protocol.envelope import Envelope
@@ -21,6 +24,11 @@ from hubbub.server.core.space_engines import SpaceEngines
 from hubbub.server.state.activity import Activity
 from hubbub.server.state.space import Channel, Session, SpaceState
 
+log = logging.getLogger("hubbub.floor")
+
+OutcomePost = Callable[[SpaceState, Envelope], object]
+"""Sends a message of the server to a channel: numbered, stored and delivered."""
+
 
 class FloorClaims:
     """The floor claims of every space: validation, relays in bursts, yields."""
@@ -32,12 +40,14 @@ class FloorClaims:
         bans: BanList,
         spaces: Mapping[str, SpaceEngines],
         clock: Callable[[], float],
+        post: OutcomePost,
     ) -> None:
         self.activity = activity
         self.delivery = delivery
         self.bans = bans
         self.spaces = spaces
         self.clock = clock
+        self.post = post
         self._relays: dict[Channel, list[Envelope]] = {}
         self._relay_handle: asyncio.Handle | None = None
 
@@ -186,11 +196,12 @@ class FloorClaims:
         cid = env.correlation_id
         reply_to = [cid] if isinstance(cid, str) else cid
         for rel in eng.floor.spoke(env.channel, sender.id, reply_to):
-            self.released(sender.space, rel)
+            self.released(sender.space, rel, answer=env.id)
         return True
 
-    def released(self, space: SpaceState, rel: Release) -> None:
-        """A claim ended: the feed says why."""
+    def released(self, space: SpaceState, rel: Release, answer: str | None = None) -> None:
+        """A claim ended: the feed says why, and the channel's history keeps the outcome
+        (``answer``: the id of the holder's message that ended it)."""
         c = rel.claim
         self.activity.publish(
             "claim-released",
@@ -200,3 +211,18 @@ class FloorClaims:
             participant=c.holder,
             reason=rel.reason,
         )
+        payload: dict[str, Any] = {
+            "msg_id": c.msg_id,
+            "holder": c.holder,
+            "reason": rel.reason,
+            "yielded": list(rel.yielded),
+        }
+        if answer is not None:
+            payload["answer"] = answer
+        outcome = Envelope(
+            kind="floor/outcome", channel=c.channel, correlation_id=[c.msg_id], payload=payload
+        )
+        try:
+            self.post(space, outcome)
+        except ProtocolError as exc:  # the store is unreachable, or the channel is gone
+            log.warning("floor outcome of %s in %s not stored: %s", c.msg_id, c.channel, exc)

@@ -103,7 +103,7 @@ class Sessions:
         if old is not None:
             self._displace(old, conn.peer)
         space.online[s.id] = s
-        space.known.add(s.id)
+        space.met(s.id, s.kind)
         self.coordination.connected(s)
         self.metrics.connections[conn.dialect.name] += 1
         # DMs up to here come from the store, later ones arrive live: none twice, none lost

@@ -125,7 +125,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
             caps = router.capabilities_for(ident)
             router.check_rate(space, ident.id, *_source(request))
             router.admission.names.check_id(space.id, space.known, ident.id)
-            space.known.add(ident.id)
+            space.met(ident.id, ident.kind)
             sender = HttpSender(space, ident, caps, resends=idem is not None)
             sent = router.route(sender, env, frame_len=len(body))
         except ProtocolError as exc:
@@ -158,8 +158,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
             if s is not None:
                 out.append(s.summary() | {"channels": sorted(s.channels), "online": True} | state)
             else:
-                cfg = space.config.participants.get(pid)
-                kind = cfg.kind if cfg else space.config.defaults.kind
+                kind = space.kind_of(pid)
                 entry = {"id": pid, "kind": kind, "presence": "offline", "online": False}
                 out.append(entry | {"channels": []} | state)
         return json_body({"space": space.id, "participants": out})

@@ -276,7 +276,7 @@ def state(router: Observed, space: SpaceState) -> dict[str, Any]:
         cfg = cfgs.get(pid)
         entry: dict[str, Any] = {
             "id": pid,
-            "kind": s.kind if s is not None else cfg.kind if cfg else space.config.defaults.kind,
+            "kind": space.kind_of(pid),
             "role": cfg.role if cfg else "participant",
             "presence": s.presence if s is not None else "offline",
             "online": s is not None,

@@ -376,6 +376,8 @@ class SpaceState:
         self.channels: dict[str, Channel] = {}
         self.online: dict[str, Session] = {}
         self.known: set[str] = set(config.participants)
+        self.kinds: dict[str, str] = {}
+        """The kind each participant last connected or posted as (kept once it left)."""
         self.dm_seq = 0
         """The last DM ``seq`` delivered (``dm_assigned``: the last one handed out)."""
         self.dm_assigned = 0
@@ -389,3 +391,19 @@ class SpaceState:
         """Which capability lists presence has announced (it then carries their digests)."""
         self.presence_scheduled = False
         self.proposals = ProposalLedger()
+
+    def met(self, pid: str, kind: str) -> None:
+        """``pid`` connected or posted as ``kind``: it is known, and keeps its kind offline."""
+        self.known.add(pid)
+        self.kinds[pid] = kind
+
+    def kind_of(self, pid: str) -> str:
+        """A participant's kind: as connected now, else as it last was, else as configured."""
+        s = self.online.get(pid)
+        if s is not None:
+            return s.kind
+        kind = self.kinds.get(pid)
+        if kind is not None:
+            return kind
+        cfg = self.config.participants.get(pid)
+        return cfg.kind if cfg else self.config.defaults.kind

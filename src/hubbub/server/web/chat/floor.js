@@ -37,17 +37,41 @@ export function addReasoning(env, ctx) {
   bus.emit("activity");
 }
 
-/** floor/responding-to (relayed with `from`), floor/claimed, floor/yield (to a loser). */
+/**
+ * floor/responding-to (relayed with `from`), floor/claimed, floor/yield (to a loser), and
+ * floor/outcome: stored when a claim ends, so a history says who answered and who yielded.
+ */
 export function addFloor(env) {
   const p = env.payload || {};
   const msgId = p.msg_id;
   if (typeof msgId !== "string" || !env.channel) return;
   let f = chat.floor.get(msgId);
   if (!f) {
-    f = { channel: env.channel, msgId, claimants: new Set(), holder: null, expiresAt: null, done: false, answer: null };
+    f = {
+      channel: env.channel,
+      msgId,
+      claimants: new Set(),
+      holder: null,
+      expiresAt: null,
+      done: false,
+      answer: null,
+      answered: new Set(), // who answered it (the holders whose message ended their claim)
+    };
     chat.floor.set(msgId, f);
   }
-  if (env.kind === "floor/responding-to") {
+  if (env.kind === "floor/outcome") {
+    if (typeof p.holder === "string") {
+      f.claimants.add(p.holder);
+      if (p.reason === "answered") f.answered.add(p.holder);
+      // a later claim may be live already (its relay is not stored, so it can overtake)
+      if (!f.holder || f.done || f.holder === p.holder) {
+        f.holder = p.holder;
+        f.done = true;
+      }
+    }
+    for (const id of Array.isArray(p.yielded) ? p.yielded : []) if (typeof id === "string") f.claimants.add(id);
+    if (typeof p.answer === "string") f.answer = p.answer;
+  } else if (env.kind === "floor/responding-to") {
     if (env.from && env.from !== SERVER) f.claimants.add(env.from);
   } else if (env.kind === "floor/claimed") {
     f.holder = p.holder;
@@ -64,9 +88,9 @@ export function addFloor(env) {
   bus.emit("activity");
 }
 
-/** Who yielded on a message: the claimants other than the holder. */
+/** Who yielded on a message: the claimants other than the holder and those who answered. */
 export function yielders(f) {
-  return [...f.claimants].filter((id) => id !== f.holder);
+  return [...f.claimants].filter((id) => id !== f.holder && !f.answered.has(id));
 }
 
 /** End claims past their expiry and answers that never ended (called every second). */
@@ -121,6 +145,7 @@ export function spoke(conv, item, ctx) {
     if (!f.done && f.holder === item.from && f.channel === conv.key) {
       f.done = true;
       f.answer = item.id;
+      f.answered.add(item.from);
       changed = true;
       const asked = chat.byId.get(f.msgId);
       if (asked) updated(asked);

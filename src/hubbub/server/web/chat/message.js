@@ -89,7 +89,8 @@ function floorLine(item) {
   const f = chat.floor.get(item.id);
   const parts = [];
   if (now.length) parts.push(`${now.join(", ")} ${now.length === 1 ? "is" : "are"} answering…`);
-  else if (f && f.holder && f.done) parts.push(f.answer ? `answered by ${f.holder}` : `${f.holder} held the floor`);
+  else if (f && f.answered.size) parts.push(`answered by ${[...f.answered].join(", ")}`);
+  else if (f && f.holder && f.done) parts.push(`${f.holder} held the floor`);
   const gave = f ? yielders(f) : [];
   if (gave.length) parts.push(`${gave.join(", ")} yielded to ${f.holder || "another agent"}`);
   if (!parts.length) return null;

@@ -14,7 +14,7 @@ import {
   unplace,
   updated,
 } from "./conversations.js";
-import { addReasoning, spoke } from "./floor.js";
+import { addFloor, addReasoning, spoke } from "./floor.js";
 import { bus, chat, serverNow } from "./state.js";
 import { mentionsMe, viewing } from "./unread.js";
 
@@ -26,6 +26,7 @@ export function ingest(env, ctx) {
   if (kind === "chat") addChat(env, ctx);
   else if (kind.startsWith("mcp/")) addMcp(env, ctx);
   else if (kind.startsWith("reasoning/")) addReasoning(env, ctx);
+  else if (kind === "floor/outcome") addFloor(env); // stored: live and in histories alike
 }
 
 export function addChat(env, ctx) {

@@ -28,7 +28,7 @@ export const chat = {
   proposals: new Map(), // proposal id -> its entry (folded under the proposer's message)
   requests: new Map(), // mcp/request id -> {call} (a tool call) or {proposal} (a fulfilment)
   actions: new Map(), // id of my approve / reject -> the proposal entry
-  floor: new Map(), // msg_id -> {channel, msgId, claimants: Set, holder, expiresAt, done}
+  floor: new Map(), // msg_id -> {channel, msgId, claimants: Set, holder, expiresAt, done, answer, answered: Set}
   answering: new Map(), // "conv|pid" -> {conv, pid, trigger, thought, since, via}
   dm: null, // paging back through my DMs: {before, hasOlder, loading, want} (model.startDms)
   callbacks: 0,
