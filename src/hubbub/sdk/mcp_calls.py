@@ -44,20 +44,38 @@ async def call_tool(
     return result
 
 
-async def list_tools(request: Request, target: str, timeout: float | None) -> list[mt.Tool]:  # noqa: ASYNC109
-    """The tools ``target`` offers (all pages)."""
-    tools: list[mt.Tool] = []
+async def _all_pages(
+    request: Request,
+    target: str,
+    method: str,
+    timeout: float | None,  # noqa: ASYNC109
+    page_of: Callable[[dict[str, Any]], tuple[list[Any], str | None]],
+) -> list[Any]:
+    """Every item of a paged MCP list (at most :data:`LIST_PAGES_MAX` pages)."""
+    items: list[Any] = []
     cursor: str | None = None
     for _ in range(LIST_PAGES_MAX):
         params = {"cursor": cursor} if cursor else {}
-        page = mt.ListToolsResult.model_validate(
-            await request(target, {"method": "tools/list", "params": params}, timeout)
-        )
-        tools.extend(page.tools)
-        cursor = page.next_cursor
+        page, cursor = page_of(await request(target, {"method": method, "params": params}, timeout))
+        items.extend(page)
         if not cursor:
             break
-    return tools
+    return items
+
+
+def _tools_page(raw: dict[str, Any]) -> tuple[list[Any], str | None]:
+    page = mt.ListToolsResult.model_validate(raw)
+    return list(page.tools), page.next_cursor
+
+
+def _resources_page(raw: dict[str, Any]) -> tuple[list[Any], str | None]:
+    page = mt.ListResourcesResult.model_validate(raw)
+    return list(page.resources), page.next_cursor
+
+
+async def list_tools(request: Request, target: str, timeout: float | None) -> list[mt.Tool]:  # noqa: ASYNC109
+    """The tools ``target`` offers (all pages)."""
+    return await _all_pages(request, target, "tools/list", timeout, _tools_page)
 
 
 async def list_resources(
@@ -66,18 +84,7 @@ async def list_resources(
     timeout: float | None,  # noqa: ASYNC109
 ) -> list[mt.Resource]:
     """The resources ``target`` offers (all pages)."""
-    resources: list[mt.Resource] = []
-    cursor: str | None = None
-    for _ in range(LIST_PAGES_MAX):
-        params = {"cursor": cursor} if cursor else {}
-        page = mt.ListResourcesResult.model_validate(
-            await request(target, {"method": "resources/list", "params": params}, timeout)
-        )
-        resources.extend(page.resources)
-        cursor = page.next_cursor
-        if not cursor:
-            break
-    return resources
+    return await _all_pages(request, target, "resources/list", timeout, _resources_page)
 
 
 async def read_resource(

@@ -81,11 +81,7 @@ class NameGuard:
     def check_id(self, space: str, known: Collection[str], pid: str) -> None:
         """Refuse ``pid`` (new in ``space``, whose ids are ``known``) if it looks like a known
         id; else remember it."""
-        if self.allow or pid in known:
-            return
-        names = self._ids.setdefault(space, LookAlikes())
-        names.sync(known)
-        other = names.clash(pid)
+        other = self._clash(self._ids, space, known, pid, remember=True)
         if other is not None:
             raise ProtocolError(
                 ErrorCode.INVALID_ID,
@@ -93,21 +89,36 @@ class NameGuard:
                 f"{space!r} (ids that differ only by case or by I/l/1, O/0 are refused): "
                 f"connect as {other!r} if that is you, or pick another id",
             )
-        names.add(pid)
 
     def check_channel(self, space: str, channels: Collection[str], name: str) -> None:
         """Refuse creating channel ``name`` if it looks like an existing one."""
-        if self.allow or name in channels:
-            return
-        names = self._channels.setdefault(space, LookAlikes())
-        names.sync(channels)
-        other = names.clash(name)
+        other = self._clash(self._channels, space, channels, name, remember=False)
         if other is not None:
             raise ProtocolError(
                 ErrorCode.CHANNEL_EXISTS,
                 f"{name} looks like the existing channel {other} (channel names that differ "
                 f"only by case or by I/l/1, O/0 are refused): join {other}, or pick another name",
             )
+
+    def _clash(
+        self,
+        tables: dict[str, LookAlikes],
+        space: str,
+        existing: Collection[str],
+        name: str,
+        *,
+        remember: bool,
+    ) -> str | None:
+        """The existing name ``name`` looks like (None: it is new — remembered if asked —,
+        or it exists already, or look-alikes are allowed)."""
+        if self.allow or name in existing:
+            return None
+        names = tables.setdefault(space, LookAlikes())
+        names.sync(existing)
+        other = names.clash(name)
+        if other is None and remember:
+            names.add(name)
+        return other
 
 
 __all__ = ["LookAlikes", "NameGuard", "looks_like"]
