@@ -10,6 +10,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from typing import cast
 
@@ -61,15 +62,39 @@ def loop_factory() -> LoopFactory | None:
     )
 
 
+STOP_GRACE_S = 20.0
+"""How long a stop may take after SIGINT/SIGTERM before the process exits regardless (a
+worker whose parent died and whose Redis is gone would otherwise wait on it for ever)."""
+
+
+def _exit_if_stop_hangs(what: str) -> None:
+    """Arm a watchdog thread that ends the process if the stop outlasts ``STOP_GRACE_S``."""
+
+    def give_up() -> None:
+        print(f"{what}: the stop took over {STOP_GRACE_S:g} s; exiting now", file=sys.stderr)
+        os._exit(1)
+
+    timer = threading.Timer(STOP_GRACE_S, give_up)
+    timer.daemon = True  # a stop that finishes in time exits without waiting for it
+    timer.start()
+
+
 def run_until_signal(main: Callable[[], Awaitable[None]], what: str) -> None:
-    """Run ``main`` until it ends or SIGINT/SIGTERM cancels it; errors become CLI errors."""
+    """Run ``main`` until it ends or SIGINT/SIGTERM cancels it (a stop that hangs is ended
+    after ``STOP_GRACE_S``); errors become CLI errors."""
 
     async def runner() -> None:
         task = asyncio.current_task()
         assert task is not None
         loop = asyncio.get_running_loop()
+
+        def stop() -> None:
+            if not task.cancelling():
+                _exit_if_stop_hangs(what)
+            task.cancel()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, task.cancel)
+            loop.add_signal_handler(sig, stop)
         with contextlib.suppress(asyncio.CancelledError):
             await main()
 
