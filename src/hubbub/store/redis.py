@@ -605,6 +605,8 @@ class RedisStore(Store):
                     keys[self._key(sp, "dm:" + party)] = None
             elif o in ("r", "f"):
                 keys[self._key(sp, "ids")] = keys[self._key(sp, "ids:ts")] = None
+            elif o in ("rec", "rec-"):
+                keys[self._key(sp, "rec:" + op[2])] = None
             else:
                 keys[self._key(sp, _OP_KEYS[o])] = None
         return list(keys)
