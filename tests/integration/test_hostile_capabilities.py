@@ -20,6 +20,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from hubbub.protocol.capabilities import BASELINE
 from hubbub.server.config import ParticipantConfig, SpaceConfig, hash_token
 from tests.conftest import RunningGateway, WsClient, start_gateway, stop_gateway
 
@@ -71,7 +72,7 @@ async def test_a_cubic_glob_in_an_open_mode_join_does_not_stall_the_gateway(
 ) -> None:
     glob = [{"kind": "chat", "payload": {"text": "*a*a*b"}}, {"kind": "channel/join"}]
     attacker = await gateway.mew("mallory", capabilities=glob)
-    assert attacker.welcome["payload"]["you"]["capabilities"] == glob
+    assert attacker.welcome["payload"]["you"]["capabilities"] == [*glob, *BASELINE]
     listener = await gateway.mew("listener")
     for size in (4 * 1024, 60 * 1024):  # 4 KB: 6.9 s with the old matcher; 60 KB: hours
         err = await refused(attacker, {"kind": "chat", "payload": {"text": "a" * size}})
@@ -241,7 +242,8 @@ async def test_presence_carries_a_capability_list_once_then_its_digest(
     listener = await gateway.mew("listener")
     p = await gateway.mew("mallory", capabilities=many)
     first, first_size = await _next_presence(listener, "mallory", "join")
-    assert first["capabilities"] == many and first_size > 10_000
+    held = [*many, *BASELINE]  # everyone may answer (MEW's mcp/response baseline)
+    assert first["capabilities"] == held and first_size > 10_000
     digest = first["capabilities_digest"]
     for _ in range(5):  # reconnects: each presence is small and names the same list
         await p.close()
@@ -256,22 +258,25 @@ async def test_presence_carries_a_capability_list_once_then_its_digest(
     late = await gateway.mew("late")
     p = await gateway.mew("mallory", capabilities=many)
     seen, _ = await _next_presence(late, "mallory", "join")
-    assert seen["capabilities"] == many and seen["capabilities_digest"] == digest
+    assert seen["capabilities"] == held and seen["capabilities_digest"] == digest
     # a changed list is announced in full
     boss = await gateway.mew("boss")
     grant = {"recipient": "mallory", "capabilities": [{"kind": "chat"}]}
     await boss.send({"kind": "capability/grant", "payload": grant})
     updated, _ = await _next_presence(listener, "mallory", "update")
-    assert updated["capabilities"] == [*many, {"kind": "chat"}]
+    assert updated["capabilities"] == [*held, {"kind": "chat"}]
     assert updated["capabilities_digest"] != digest
 
 
 async def test_grants_cannot_grow_a_list_past_the_limit(team: RunningGateway) -> None:
     boss = await team.mew("boss", space="team", token="b")
-    many = [{"kind": f"tool/{i:03}"} for i in range(127)]  # finder holds 2 already
+    many = [{"kind": f"tool/{i:03}"} for i in range(127)]  # finder holds 2 + the baseline
     grant = {"recipient": "finder", "capabilities": many}
     err = await refused(boss, {"kind": "capability/grant", "payload": grant})
     assert err["error"] == "invalid_envelope"
-    assert "129 entries" in err["message"] and "MAX_CAPABILITIES" in err["message"]
+    assert "130 entries" in err["message"] and "MAX_CAPABILITIES" in err["message"]
     finder = await team.mew("finder", space="team", token="f")
-    assert finder.welcome["payload"]["you"]["capabilities"] == SEARCH_ONLY  # nothing changed
+    assert finder.welcome["payload"]["you"]["capabilities"] == [
+        *SEARCH_ONLY,
+        *BASELINE,
+    ]  # as before
