@@ -62,7 +62,7 @@ def loop_factory() -> LoopFactory | None:
     )
 
 
-STOP_GRACE_S = 20.0
+STOP_GRACE_S = 30.0
 """How long a stop may take after SIGINT/SIGTERM before the process exits regardless (a
 worker whose parent died and whose Redis is gone would otherwise wait on it for ever)."""
 
