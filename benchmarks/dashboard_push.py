@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,24 +29,9 @@ from pathlib import Path
 import aiohttp
 import websockets
 
+from _fanout.servers import free_port, wait_listening  # the script's directory is on sys.path
+
 SRC = Path(__file__).resolve().parent.parent / "src"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-async def _wait_up(port: int) -> None:
-    for _ in range(300):
-        try:
-            _, w = await asyncio.open_connection("127.0.0.1", port)
-            w.close()
-            return
-        except OSError:
-            await asyncio.sleep(0.05)
-    raise RuntimeError("the gateway did not start")
 
 
 class _Events:
@@ -141,7 +125,7 @@ def main() -> None:
     ap.add_argument("--pushes", type=int, default=20)
     ap.add_argument("--src", type=Path, default=SRC)
     args = ap.parse_args()
-    port = _free_port()
+    port = free_port()
     env = dict(
         os.environ,
         PYTHONPATH=f"{args.src}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
@@ -153,7 +137,7 @@ def main() -> None:
         cmd += ["--data-dir", tmp, "--rate-limit", "0"]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            asyncio.run(_wait_up(port))
+            asyncio.run(wait_listening(port))
             asyncio.run(run(port, args.proposals, args.size, args.pushes))
         finally:
             proc.terminate()

@@ -30,13 +30,9 @@ from pathlib import Path
 import psutil
 import websockets
 
+from _fanout.servers import free_port, wait_listening  # the script's directory is on sys.path
+
 SRC = Path(__file__).resolve().parent.parent / "src"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _serve(port: int, data: Path) -> subprocess.Popen[bytes]:
@@ -44,17 +40,6 @@ def _serve(port: int, data: Path) -> subprocess.Popen[bytes]:
     cmd = [sys.executable, "-m", "hubbub", "serve", "--port", str(port)]
     cmd += ["--data-dir", str(data), "--rate-limit", "0"]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-async def _wait_up(port: int) -> None:
-    for _ in range(300):
-        try:
-            _, w = await asyncio.open_connection("127.0.0.1", port)
-            w.close()
-            return
-        except OSError:
-            await asyncio.sleep(0.05)
-    raise RuntimeError("the gateway did not start")
 
 
 async def _fill(port: int, n: int, size: int) -> None:
@@ -114,10 +99,10 @@ def main() -> None:
     ap.add_argument("--watch", type=float, default=10.0)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        port = _free_port()
+        port = free_port()
         proc = _serve(port, Path(tmp))
         try:
-            asyncio.run(_wait_up(port))
+            asyncio.run(wait_listening(port))
             started = time.perf_counter()
             asyncio.run(_fill(port, args.messages, args.size))
             print(
@@ -128,7 +113,7 @@ def main() -> None:
             proc.wait()
         proc = _serve(port, Path(tmp))
         try:
-            asyncio.run(_wait_up(port))
+            asyncio.run(wait_listening(port))
             time.sleep(1.0)
             rss = psutil.Process(proc.pid)
             idle = rss.memory_info().rss

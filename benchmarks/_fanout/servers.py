@@ -41,6 +41,18 @@ def free_port() -> int:
         return port
 
 
+async def wait_listening(port: int) -> None:
+    """Return once something accepts connections on ``port`` (15 s at most)."""
+    for _ in range(300):
+        try:
+            _, w = await asyncio.open_connection(HOST, port)
+            w.close()
+            return
+        except OSError:
+            await asyncio.sleep(0.05)
+    raise RuntimeError("the gateway did not start")
+
+
 def hubbub_env() -> dict[str, str]:
     """The environment for ``python -m hubbub``: the repo's ``src`` first on the path."""
     env = dict(os.environ)
