@@ -160,21 +160,6 @@ MakePeer = Callable[..., Awaitable[MewPeer]]
 
 
 @pytest.fixture
-async def mew(gateway: RunningGateway) -> AsyncIterator[MakePeer]:
-    """``await mew("id", capabilities=[...])``: a joined :class:`MewPeer`."""
-    peers: list[MewPeer] = []
-
-    async def make(pid: str, **options: Any) -> MewPeer:
-        peer = await MewPeer.join(gateway, pid, **options)
-        peers.append(peer)
-        return peer
-
-    yield make
-    for peer in peers:
-        await peer.ws.close()
-
-
-@pytest.fixture
 async def calc(gateway: RunningGateway) -> AsyncIterator[Participant]:
     """A hubbub Participant offering ``add``."""
     p = Participant(gateway=gateway.url, participant_id="calc", kind="service")

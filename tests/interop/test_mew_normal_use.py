@@ -52,21 +52,6 @@ def _mew_space() -> SpaceConfig:
 
 
 @pytest.fixture
-async def mew(gateway: RunningGateway) -> AsyncIterator[MakePeer]:
-    """``await mew("id")``: a :class:`MewPeer` joined to the open space."""
-    peers: list[MewPeer] = []
-
-    async def make(pid: str, **options: Any) -> MewPeer:
-        peer = await MewPeer.join(gateway, pid, **options)
-        peers.append(peer)
-        return peer
-
-    yield make
-    for peer in peers:
-        await peer.ws.close()
-
-
-@pytest.fixture
 async def space(tmp_path: Path) -> AsyncIterator[RunningGateway]:
     gw = await start_gateway(tmp_path, spaces=[_mew_space()])
     yield gw
