@@ -52,6 +52,10 @@ class MewPeer:
         self.welcome: Frame = {}
         self.dropped: list[Frame] = []
         """Frames ``MEWClient.handleMessage`` ignores: envelopes without ``protocol``."""
+        self.stream_frames: list[str] = []
+        """Stream data frames read while looking for an envelope, oldest first."""
+        self.held: list[str] = []
+        """Envelopes read while looking for a stream frame, read again first."""
 
     @classmethod
     async def join(
@@ -126,14 +130,20 @@ class MewPeer:
         while True:
             left = deadline - loop.time()
             try:
-                if left <= 0:
+                if self.held:
+                    raw = self.held.pop(0)
+                elif left <= 0:
                     raise TimeoutError
-                raw = await asyncio.wait_for(self.ws.recv(), left)
+                else:
+                    raw = await asyncio.wait_for(self.ws.recv(), left)
             except TimeoutError:
                 raise AssertionError(
                     f"{self.id}: no matching envelope within {timeout}s; frames MEWClient "
                     f"dropped for lacking 'protocol': {self.dropped[-3:]}"
                 ) from None
+            if raw.startswith("#"):  # a stream's data frame (MEW §3.10.3)
+                self.stream_frames.append(raw)
+                continue
             frame = json.loads(raw)
             if frame.get("kind") != "system/welcome" and not (
                 frame.get("protocol") and frame.get("kind")
@@ -142,6 +152,25 @@ class MewPeer:
                 continue
             if pred(frame):
                 return frame
+
+    async def stream_frame(self, timeout: float = 5.0) -> str:
+        """The next raw stream data frame ``#<stream_id>#<data>``; envelopes that arrive
+        before it are kept for :meth:`next_where`."""
+        if self.stream_frames:
+            return self.stream_frames.pop(0)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            left = deadline - loop.time()
+            try:
+                if left <= 0:
+                    raise TimeoutError
+                raw = await asyncio.wait_for(self.ws.recv(), left)
+            except TimeoutError:
+                raise AssertionError(f"{self.id}: no stream frame within {timeout}s") from None
+            if raw.startswith("#"):
+                return str(raw)
+            self.held.append(raw)
 
     async def expect(self, kind: str, where: Callable[[Frame], bool] | None = None) -> Frame:
         """The next envelope of ``kind`` (and ``where``)."""

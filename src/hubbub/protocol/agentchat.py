@@ -289,6 +289,7 @@ class AgentchatDialect:
     server_id = SERVER_NAME
     channel_presence = True
     frames_are_envelopes = False
+    stream_frames = False
 
     def parse_hello(self, frame: dict[str, Any]) -> Hello:
         """Read ``{"type":"IDENTIFY","name":...,"token"?:...}``."""

@@ -6,6 +6,7 @@ from typing import Any, Protocol
 
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.hello import Hello
+from hubbub.protocol.streams import StreamFrame
 
 
 class Reply:
@@ -27,13 +28,15 @@ class Dialect(Protocol):
     frames_are_envelopes: bool
     """Every frame is the envelope's own JSON (``encode(env) == [envelope JSON]`` for all but
     the kinds it rewrites): a channel message's stored bytes are sent as they are."""
+    stream_frames: bool
+    """It carries MEW's raw stream data frames (``#<stream_id>#<data>``) both ways."""
 
     def parse_hello(self, frame: dict[str, Any]) -> Hello:
         """Turn the first frame into a Hello, or raise ProtocolError."""
         ...
 
-    def decode(self, data: bytes | str) -> Envelope | Reply:
-        """Turn one incoming frame into an envelope (or a local reply)."""
+    def decode(self, data: bytes | str) -> Envelope | Reply | StreamFrame:
+        """Turn one incoming frame into an envelope (or a local reply, or a stream's data)."""
         ...
 
     def encode(self, env: Envelope) -> list[bytes]:

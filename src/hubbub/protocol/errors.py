@@ -39,6 +39,13 @@ class ErrorCode(StrEnum):
     UNSUPPORTED = "unsupported"
     SESSION_DISPLACED = "session_displaced"
     UNAVAILABLE = "unavailable"
+    STREAM_NOT_FOUND = "stream_not_found"
+    STREAM_LIMIT = "stream_limit"
+    UNAUTHORIZED = "unauthorized"
+    UNAUTHORIZED_STREAM_WRITE = "unauthorized_stream_write"
+    PARTICIPANT_NOT_FOUND = "participant_not_found"
+    TARGET_NOT_FOUND = "target_not_found"
+    INVALID_OPERATION = "invalid_operation"
     INTERNAL = "internal_error"
 
 

@@ -20,6 +20,10 @@ DEFAULT_CHANNEL = "#general"
 """The space's own channel: every participant of the space is in it (MEW has no channels)."""
 """The server's own identity on the MEW dialect (``@server`` on the agentchat dialect)."""
 
+GATEWAY_ADDRESSES = frozenset({SERVER_ID, "gateway"})
+"""What a ``to`` may name to address the gateway itself (MEW's ``stream/request`` and
+``stream/grant-write`` examples write ``to: ["gateway"]``)."""
+
 RESERVED_NAMES = ("server", "system", "gateway")
 """Names that read as the gateway itself: no participant id may look like one of them
 (:func:`reserved_id_error`)."""

@@ -66,6 +66,13 @@ _TABLE: Final = (
     _client("capability/grant", stored=True, request=True),
     _client("capability/revoke", stored=True, request=True),
     _client("system/heartbeat", request=True),
+    # MEW's streams: the gateway opens, changes and ends them (server/core/streams.py); a
+    # request and a close are also stored and relayed like a message
+    _client("stream/request", stored=True, request=True),
+    _client("stream/close", stored=True, request=True),
+    _client("stream/grant-write", request=True),
+    _client("stream/revoke-write", request=True),
+    _client("stream/transfer-ownership", request=True),
     # hubbub's control kinds: answered by the gateway
     _client("channel/join", request=True, standard=False),
     _client("channel/leave", request=True, standard=False),

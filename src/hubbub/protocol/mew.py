@@ -11,6 +11,7 @@ from hubbub.protocol.envelope import Envelope, decode_envelope, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.hello import Hello
 from hubbub.protocol.ids import SERVER_ID
+from hubbub.protocol.streams import StreamFrame, is_stream_frame, parse_stream_frame
 
 
 class _JoinFrame(msgspec.Struct, kw_only=True, rename={"participant_id": "participantId"}):
@@ -42,6 +43,7 @@ class MewDialect:
     server_id = SERVER_ID
     channel_presence = False
     frames_are_envelopes = True
+    stream_frames = True
 
     def parse_hello(self, frame: dict[str, Any]) -> Hello:
         """Read ``{"type":"join",...}`` or ``{"kind":"system/join","payload":{...}}`` (the
@@ -76,8 +78,10 @@ class MewDialect:
             presence_lists=join.presence_lists,
         )
 
-    def decode(self, data: bytes | str) -> Envelope | Reply:
-        """Parse one envelope."""
+    def decode(self, data: bytes | str) -> Envelope | Reply | StreamFrame:
+        """Parse one envelope, or a stream data frame (``#<stream_id>#<data>``)."""
+        if is_stream_frame(data):
+            return parse_stream_frame(data)
         return decode_envelope(data)
 
     def encode(self, env: Envelope) -> list[bytes]:

@@ -35,6 +35,7 @@ from hubbub.server.core.moderation import Moderation
 from hubbub.server.core.requests import Requests
 from hubbub.server.core.sequencer import Sequencer
 from hubbub.server.core.sessions import Sessions
+from hubbub.server.core.streams import Streams
 from hubbub.server.core.tasks import Tasks
 from hubbub.server.router import Router
 from hubbub.server.state.activity import Activity
@@ -98,6 +99,9 @@ class Gateway:
             self, engine_settings or EngineSettings(), engine_clock, wall_clock
         )
         self.delivery.sleepers = self.coordination
+        self.streams = Streams(
+            self.store, self.admission, self.sequencer, self.delivery, self.clock
+        )
         self.sessions = Sessions(
             self.spaces,
             self.auth,
@@ -111,6 +115,7 @@ class Gateway:
             self.sequencer,
             self.delivery,
             self.coordination,
+            self.streams,
             server_name,
             lambda: self.shutting_down,
         )
@@ -128,12 +133,14 @@ class Gateway:
             self.invitations,
             self.moderation,
             self.auth,
+            self.streams,
         )
         self.router = Router(
             self.admission,
             self.sequencer,
             requests,
             self.sessions,
+            self.streams,
             self.delivery,
             self.coordination,
             self.events,

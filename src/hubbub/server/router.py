@@ -1,6 +1,7 @@
 """The router: one frame's way through the pipeline, synchronously.
 
-    frame ─▶ Admission.check_frame ─▶ dialect.decode ─▶ Admission.admit ─▶ Destination
+    frame ─▶ Admission.check_frame ─▶ dialect.decode ─┬▶ Streams.frame (a stream's raw data)
+                                                      └▶ Admission.admit ─▶ Destination
           ─▶ Coordination.before_send (markers, wake)        ─ the engines' first hook
           ─▶ Requests.handle                                 ─ a kind the gateway answers
            | Sequencer.accept ─(group commit)─▶ Delivery      ─ a message: numbered, stored,
@@ -23,6 +24,7 @@ from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import Clock, UlidGenerator
 from hubbub.protocol.kinds import KINDS, application_kind
 from hubbub.protocol.markers import SleepMarker
+from hubbub.protocol.streams import StreamFrame
 from hubbub.server.admission.admit import PRESENCE, REQUEST, Admission, Destination
 from hubbub.server.admission.sender import HttpSender, Sender
 from hubbub.server.core.coordination import Coordination
@@ -31,6 +33,7 @@ from hubbub.server.core.events import Events
 from hubbub.server.core.requests import Requests
 from hubbub.server.core.sequencer import After, Sequencer
 from hubbub.server.core.sessions import Sessions
+from hubbub.server.core.streams import Streams
 from hubbub.server.state.connection import ws_text_frame
 from hubbub.server.state.metrics import Metrics
 from hubbub.server.state.space import Session
@@ -51,6 +54,7 @@ class Router:
         sequencer: Sequencer,
         requests: Requests,
         sessions: Sessions,
+        streams: Streams,
         delivery: Delivery,
         coordination: Coordination,
         events: Events,
@@ -63,6 +67,7 @@ class Router:
         self.sequencer = sequencer
         self.requests = requests
         self.sessions = sessions
+        self.streams = streams
         self.delivery = delivery
         self.coordination = coordination
         self.floor = coordination.floor
@@ -84,6 +89,9 @@ class Router:
             env = s.conn.dialect.decode(data)
             if isinstance(env, Reply):
                 s.conn.send(ws_text_frame(env.data))
+                return
+            if isinstance(env, StreamFrame):
+                self.streams.frame(s, env)
                 return
             self.route(s, env, frame_len=size)
         except ProtocolError as exc:

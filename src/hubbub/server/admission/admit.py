@@ -16,7 +16,7 @@ from typing import Any, Final, NamedTuple
 
 from hubbub.protocol.envelope import Envelope, content_digest, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.protocol.ids import DM_STREAM, SERVER_ID, is_participant_id
+from hubbub.protocol.ids import DM_STREAM, GATEWAY_ADDRESSES, is_participant_id
 from hubbub.protocol.kinds import HANDSHAKE_KINDS, MAX_KIND_LEN, kind_spec
 from hubbub.server.admission.authorization import channel_access, check_send
 from hubbub.server.admission.bans import BanList
@@ -270,11 +270,13 @@ class Admission:
 
     def _check_recipients(self, space: SpaceState, to: list[str]) -> None:
         for pid in to:
+            if pid in GATEWAY_ADDRESSES:
+                continue  # the gateway itself (MEW: to: ["gateway"])
             if not is_participant_id(pid):
                 raise ProtocolError(
                     ErrorCode.INVALID_ID, f"recipient {pid!r} is not a legal participant id"
                 )
-            if pid not in space.known and pid != SERVER_ID:
+            if pid not in space.known:
                 raise ProtocolError(
                     ErrorCode.UNKNOWN_PARTICIPANT,
                     f"no participant {pid!r} in space {space.id!r}; "

@@ -228,6 +228,30 @@ class Delivery:
                 n += _send_to_listeners(ch, dname, buf)
         self.metrics.messages_out += n * len(envs)
 
+    # ------------------------------------------------------------------ the whole space
+
+    def space(self, space: SpaceState, env: Envelope) -> None:
+        """Write a server envelope to everyone connected to ``space`` (a stream's opening,
+        closing, writers), encoded once per dialect; not stored."""
+        frames: dict[str, bytes] = {}
+        for s in list(space.online.values()):
+            self.send_shared(s, env, frames)
+
+    def stream_frame(self, space: SpaceState, data: bytes, to: Sequence[str] | None) -> None:
+        """Relay a stream data frame as it arrived to ``to`` (None: everyone connected to
+        ``space``), on the dialects that carry stream frames; sleeping members skip it."""
+        if to is None:
+            recipients: Iterable[Session] = list(space.online.values())
+        else:
+            recipients = [space.online[p] for p in to if p in space.online]
+        buf = ws_text_frame(data)
+        n = 0
+        for s in recipients:
+            if s.conn.dialect.stream_frames and not s.asleep:
+                s.conn.send(buf)
+                n += 1
+        self.metrics.messages_out += n
+
     # ------------------------------------------------------------------ presence
 
     def queue_presence(

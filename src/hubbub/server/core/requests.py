@@ -33,6 +33,7 @@ from hubbub.server.core.delivery import Delivery
 from hubbub.server.core.moderation import Moderation
 from hubbub.server.core.sequencer import HISTORY_CACHE, Sequencer, clamp_seq
 from hubbub.server.core.sessions import Sessions
+from hubbub.server.core.streams import Streams
 from hubbub.server.core.tasks import Tasks
 from hubbub.server.core.verifications import VERIFY_TIMEOUT_MS, Verifications
 from hubbub.server.state.space import Channel, Session
@@ -65,6 +66,7 @@ class Requests:
         invitations: Invitations,
         moderation: Moderation,
         auth: Authenticator,
+        streams: Streams,
     ) -> None:
         self.limits = limits
         self.store = store
@@ -97,7 +99,7 @@ class Requests:
             "system/heartbeat": self._heartbeat,
             "capability/grant": self._capability,
             "capability/revoke": self._capability,
-        }
+        } | streams.handlers
         assert self.handlers.keys() == REQUEST_KINDS, "one handler per request kind"
 
     def handle(self, sender: Sender, env: Envelope, now: int) -> None:

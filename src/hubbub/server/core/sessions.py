@@ -24,6 +24,7 @@ from hubbub.server.config import AUTO_JOIN_MAX, Limits
 from hubbub.server.core.coordination import Coordination
 from hubbub.server.core.delivery import Delivery
 from hubbub.server.core.sequencer import Sequencer, clamp_seq
+from hubbub.server.core.streams import Streams
 from hubbub.server.state.connection import CLOSE_REPLACED, Connection
 from hubbub.server.state.metrics import Metrics
 from hubbub.server.state.space import RateBuckets, Session, SpaceState
@@ -51,6 +52,7 @@ class Sessions:
         sequencer: Sequencer,
         delivery: Delivery,
         coordination: Coordination,
+        streams: Streams,
         server_name: str,
         shutting_down: Callable[[], bool],
     ) -> None:
@@ -66,6 +68,7 @@ class Sessions:
         self.sequencer = sequencer
         self.delivery = delivery
         self.coordination = coordination
+        self.streams = streams
         self.server_name = server_name
         self.shutting_down = shutting_down
 
@@ -152,9 +155,9 @@ class Sessions:
             "system/session-displaced", {"reason": reason, "new_ip": new_ip}, to=[old.id]
         )
         self.delivery.send(old, displaced)
-        if not (old.conn.dialect.frames_are_envelopes and not old.resends):
+        if not old.plain_mew:
             old.conn.close(CLOSE_REPLACED, reason)
-        self.detach(old)
+        self.detach(old, replaced=True)
 
     def _auto_join_channels(self, s: Session) -> list[str]:
         """The channels joined on connect when the hello asks for auto-join: the space's
@@ -198,15 +201,17 @@ class Sessions:
                 "server": self.server_name,
                 "dm_seq": space.dm_seq,
                 "epoch": self.sequencer.epoch,
+                "active_streams": space.streams.active(),
             },
             to=[s.id],
         )
 
     # ------------------------------------------------------------------ disconnect
 
-    def detach(self, s: Session, *, stranded: bool = False) -> None:
+    def detach(self, s: Session, *, stranded: bool = False, replaced: bool = False) -> None:
         """Forget a session: leave its channels, announce it offline (``stranded``: cut off
-        by the gateway's side, not by the participant — see Coordination.disconnected)."""
+        by the gateway's side, not by the participant — see Coordination.disconnected), end
+        its streams unless a newer connection of its id ``replaced`` it."""
         space = s.space
         if space.online.get(s.id) is not s:
             return
@@ -220,6 +225,8 @@ class Sessions:
                 ch.remove(s)
         if not self.shutting_down():
             self.coordination.disconnected(s, stranded=stranded)
+            if not replaced:
+                self.streams.left(space, s.id)
         s.presence = "offline"
         self.delivery.queue_presence(space, "leave", s.summary() | {"channels": channels})
 

@@ -17,6 +17,7 @@ from hubbub.server.state.connection import Connection, FanoutGroup
 from hubbub.server.state.message_ids import MessageIds
 from hubbub.server.state.presence_caps import AnnouncedCapabilities
 from hubbub.server.state.proposals import ProposalLedger
+from hubbub.server.state.streams import SpaceStreams
 
 _ISO = Clock()
 
@@ -216,6 +217,12 @@ class Session:
             if ch is not None:
                 ch.set_asleep(self, not listening)
 
+    @property
+    def plain_mew(self) -> bool:
+        """A client of MEW's own (``MEWClient``, the ``mew`` CLI): its frames are envelopes
+        and its join did not ``resume`` (the hubbub SDK's and the web chat's do)."""
+        return self.conn.dialect.frames_are_envelopes and not self.resends
+
     def summary(self) -> dict[str, Any]:
         """Short public description, as in welcome and presence frames (do not mutate it).
 
@@ -391,6 +398,8 @@ class SpaceState:
         """Which capability lists presence has announced (it then carries their digests)."""
         self.presence_scheduled = False
         self.proposals = ProposalLedger()
+        self.streams = SpaceStreams()
+        """MEW's streams open in the space (``server/core/streams.py``)."""
 
     def met(self, pid: str, kind: str) -> None:
         """``pid`` connected or posted as ``kind``: it is known, and keeps its kind offline."""
