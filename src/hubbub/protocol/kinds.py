@@ -73,6 +73,7 @@ _TABLE: Final = (
     _client("stream/grant-write", request=True),
     _client("stream/revoke-write", request=True),
     _client("stream/transfer-ownership", request=True),
+    _client("space/invite", request=True),  # answered to the inviter alone: it holds a token
     # hubbub's control kinds: answered by the gateway
     _client("channel/join", request=True, standard=False),
     _client("channel/leave", request=True, standard=False),

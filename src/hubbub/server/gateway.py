@@ -26,6 +26,7 @@ from hubbub.server.admission.grants import Grants
 from hubbub.server.admission.invitations import Invitations
 from hubbub.server.admission.keys import KeyBindings
 from hubbub.server.admission.sender import Sender
+from hubbub.server.admission.space_invites import SpaceInvites
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig
 from hubbub.server.core.coordination import Coordination
 from hubbub.server.core.delivery import Delivery
@@ -92,6 +93,7 @@ class Gateway:
         )
         self.tasks = Tasks(self.delivery)
         self.admission = Admission(limits, self.store, self.bans, self.rates)
+        self.space_invites = SpaceInvites(self.store, self.auth, self.admission.names)
         self.sequencer = Sequencer(
             self.store, limits, self.metrics, self.delivery, marks, self.tasks, self.clock
         )
@@ -134,6 +136,7 @@ class Gateway:
             self.moderation,
             self.auth,
             self.streams,
+            self.space_invites,
         )
         self.router = Router(
             self.admission,
@@ -171,6 +174,7 @@ class Gateway:
             await self.grants.load(space)
             await self.sequencer.load(space)
             await self.invitations.load(space)
+            await self.space_invites.load(space)
         await self.coordination.start()
 
     def close_all(self) -> None:

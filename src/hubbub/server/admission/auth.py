@@ -62,6 +62,11 @@ class Authenticator:
                 if p.token_hash:
                     self._by_hash[p.token_hash] = (sid, pid)
 
+    def register(self, space: str, pid: str, token_hash: str) -> None:
+        """A participant added to ``space`` at runtime (an invite) authenticates with the
+        token of ``token_hash`` from now on."""
+        self._by_hash[token_hash] = (space, pid)
+
     def addressed_space(self, wanted: str | None) -> str:
         """The space a request addresses: the one it names, else the only one, else
         ``default``."""

@@ -24,6 +24,9 @@ class HttpSender:
         self.resends = resends
         """The request carried an ``Idempotency-Key``: a repeat of it is answered with the
         original."""
+        self.answer: dict[str, object] = {}
+        """What the gateway answered a request kind (a stream's id, an invite's token): the
+        HTTP response carries it, as the answer envelope does on a WebSocket."""
         self.refusals: list[ProtocolError] = []
         """Parts of the message refused while the rest went on (a rejected callback): the
         HTTP response reports them, as ``system/error`` does on a WebSocket."""

@@ -230,12 +230,13 @@ class Delivery:
 
     # ------------------------------------------------------------------ the whole space
 
-    def space(self, space: SpaceState, env: Envelope) -> None:
+    def space(self, space: SpaceState, env: Envelope, but: str | None = None) -> None:
         """Write a server envelope to everyone connected to ``space`` (a stream's opening,
-        closing, writers), encoded once per dialect; not stored."""
+        closing, writers; an invitation), ``but`` one, encoded once per dialect; not stored."""
         frames: dict[str, bytes] = {}
         for s in list(space.online.values()):
-            self.send_shared(s, env, frames)
+            if s.id != but:
+                self.send_shared(s, env, frames)
 
     def stream_frame(self, space: SpaceState, data: bytes, to: Sequence[str] | None) -> None:
         """Relay a stream data frame as it arrived to ``to`` (None: everyone connected to

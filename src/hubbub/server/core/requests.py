@@ -26,6 +26,7 @@ from hubbub.server.admission.authorization import changed_capabilities, check_gr
 from hubbub.server.admission.grants import Grants
 from hubbub.server.admission.invitations import Invitations
 from hubbub.server.admission.sender import Sender
+from hubbub.server.admission.space_invites import SpaceInvites
 from hubbub.server.config import Limits
 from hubbub.server.core import pages
 from hubbub.server.core.coordination import Coordination
@@ -67,6 +68,7 @@ class Requests:
         moderation: Moderation,
         auth: Authenticator,
         streams: Streams,
+        space_invites: SpaceInvites,
     ) -> None:
         self.limits = limits
         self.store = store
@@ -80,6 +82,7 @@ class Requests:
         self.invitations = invitations
         self.moderation = moderation
         self.auth = auth
+        self.space_invites = space_invites
         self.verifications = Verifications()
         self.handlers: dict[str, Handler] = {
             "floor/responding-to": self._claim,
@@ -99,6 +102,7 @@ class Requests:
             "system/heartbeat": self._heartbeat,
             "capability/grant": self._capability,
             "capability/revoke": self._capability,
+            "space/invite": self._space_invite,
         } | streams.handlers
         assert self.handlers.keys() == REQUEST_KINDS, "one handler per request kind"
 
@@ -107,12 +111,15 @@ class Requests:
         self.handlers[env.kind](sender, env, now)
 
     def reply(self, sender: Sender, req: Envelope, kind: str, payload: dict[str, Any]) -> None:
-        """Answer ``req`` once what ``sender`` sent before it is delivered."""
+        """Answer ``req`` once what ``sender`` sent before it is delivered (over HTTP: in
+        the response)."""
         if isinstance(sender, Session):
             answer = self.delivery.server_env(
                 kind, payload, to=[sender.id], correlation_id=[req.id]
             )
             self.store.after_commit(lambda: self.delivery.send(sender, answer))
+        else:
+            sender.answer = payload
 
     # ------------------------------------------------------------------ channels
 
@@ -445,3 +452,33 @@ class Requests:
         target = space.online.get(recipient)
         if target is not None:
             self.sessions.leave_channels_not_allowed(target)
+            if env.kind == "capability/grant" and target.plain_mew:
+                # MEW §3.6.1: the grantee gets a welcome with its capabilities now
+                self.store.after_commit(lambda: self.sessions.welcome_again(target))
+
+    def _space_invite(self, sender: Sender, env: Envelope, now: int) -> None:
+        """``space/invite {participant_id, initial_capabilities?}`` (MEW §3.6.5): a new
+        participant with a new token; ``space/invite-ack`` with the token to the inviter
+        alone, a ``system/presence`` ``invited`` (without it) to everyone else."""
+        space = sender.space
+        invited = self.space_invites.invite(space, sender.id, env.payload)
+        ack: dict[str, Any] = {"status": invited.status, "participant_id": invited.participant_id}
+        if invited.token is None:
+            ack["error"] = (
+                f"Participant {invited.participant_id} already exists in this space: "
+                "invite another id"
+            )
+        else:
+            ack["token"] = invited.token
+        self.reply(sender, env, "space/invite-ack", ack)
+        if invited.token is None:
+            return
+        note = {
+            "event": "invited",
+            "participant": {"id": invited.participant_id, "capabilities": invited.capabilities},
+            "invited_by": sender.id,
+        }
+        if isinstance(env.payload.get("reason"), str):
+            note["reason"] = env.payload["reason"]
+        told = self.delivery.server_env("system/presence", note)
+        self.store.after_commit(lambda: self.delivery.space(space, told, but=sender.id))

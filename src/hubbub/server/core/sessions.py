@@ -174,6 +174,12 @@ class Sessions:
         ]
         return allowed[:AUTO_JOIN_MAX]
 
+    def welcome_again(self, s: Session) -> None:
+        """Send a connected ``s`` its welcome again, with its capabilities now (MEW §3.6.1:
+        after a grant)."""
+        if s.space.online.get(s.id) is s:
+            self.delivery.send(s, self._welcome(s, sorted(s.channels)))
+
     def _welcome(self, s: Session, first: Sequence[str]) -> Envelope:
         """The welcome: at most ``limits.welcome_channels`` channels, those in ``first`` (the
         ones the participant asked to join) first, and ``channels_total``."""

@@ -21,7 +21,7 @@ from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import Clock
 from hubbub.protocol.streams import StreamFrame
 from hubbub.server.admission.admit import Admission
-from hubbub.server.admission.sender import Sender
+from hubbub.server.admission.sender import HttpSender, Sender
 from hubbub.server.core.delivery import Delivery
 from hubbub.server.core.sequencer import Sequencer
 from hubbub.server.state.space import Session, SpaceState
@@ -105,6 +105,8 @@ class Streams:
             "stream/open", payload, to=[sender.id], correlation_id=[env.id]
         )
         stream.open_id = opened.id
+        if isinstance(sender, HttpSender):  # its 202 names the stream (as MEW's gateway does)
+            sender.answer = {"stream_id": stream.stream_id}
         self.sequencer.accept(sender, dest, env, now, after=lambda: self._tell(space, opened))
 
     def close(self, sender: Sender, env: Envelope, now: int) -> None:

@@ -139,6 +139,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
             "timestamp": sent.ts,
             "seq": sent.seq,
         }
+        answer |= sender.answer  # a request kind's answer (MEW: a stream's id, an invite's token)
         if sender.refusals:  # e.g. a callback over a limit: the rest of the message went on
             answer["errors"] = [exc.payload() for exc in sender.refusals]
         return json_body(answer, status=202)

@@ -1,0 +1,107 @@
+"""Participants invited at runtime (MEW v0.4 §3.6.5 ``space/invite``), kept in the store.
+
+An invite registers a new participant of the space with a fresh token and the capabilities
+the invite names, as if ``space.yaml`` listed it; the token is stored only as its hash (the
+inviter alone is told the token). The ``space/invite`` capability is the authority, as in
+MEW: whoever holds it may give an invitee any capabilities, so grant it as you would the
+admin role.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, NamedTuple
+
+from hubbub.protocol.capabilities import CapabilityError, validate_capabilities
+from hubbub.protocol.errors import ErrorCode, ProtocolError
+from hubbub.protocol.ids import is_participant_id, reserved_id_error
+from hubbub.server.admission.auth import Authenticator
+from hubbub.server.admission.names import NameGuard
+from hubbub.server.config import ParticipantConfig, hash_token, new_token
+from hubbub.server.state.space import SpaceState
+from hubbub.store.base import Store
+
+TABLE: Final = "space_invites"
+"""The store's record table: participant id → ``{token_hash, capabilities, kind, invited_by}``."""
+KINDS: Final = ("agent", "human", "service")
+
+
+class Invited(NamedTuple):
+    """What an invite did: ``created`` (with the new ``token``) or ``already_exists``."""
+
+    status: str
+    participant_id: str
+    token: str | None = None
+    capabilities: list[dict[str, Any]] | None = None
+
+
+class SpaceInvites:
+    """Registers invited participants, durably."""
+
+    def __init__(self, store: Store, auth: Authenticator, names: NameGuard) -> None:
+        self.store = store
+        self.auth = auth
+        self.names = names
+
+    async def load(self, space: SpaceState) -> None:
+        """Register the participants invited to ``space`` by an earlier run."""
+        for pid, record in (await self.store.records(space.id, TABLE)).items():
+            if isinstance(record, dict) and pid not in space.config.participants:
+                self._register(space, pid, record)
+
+    def invite(self, space: SpaceState, by: str, payload: dict[str, Any]) -> Invited:
+        """``by`` invites ``payload.participant_id`` with ``payload.initial_capabilities``."""
+        pid = payload.get("participant_id")
+        if not isinstance(pid, str) or not pid:
+            raise ProtocolError(
+                ErrorCode.INVALID_ENVELOPE,
+                "space/invite requires participant_id in payload (the new participant's id)",
+            )
+        if not is_participant_id(pid):
+            raise ProtocolError(
+                ErrorCode.INVALID_ID,
+                f"participant_id {pid[:40]!r} contains invalid characters: an id is 1-32 of "
+                "[A-Za-z0-9_.-]",
+            )
+        reserved = reserved_id_error(pid)
+        if reserved is not None:
+            raise ProtocolError(ErrorCode.INVALID_ID, reserved)
+        if pid in space.known or pid in space.config.participants:
+            return Invited("already_exists", pid)
+        self.names.check_id(space.id, space.known, pid)
+        initial = payload.get("initial_capabilities")
+        caps: list[dict[str, Any]] | None = None
+        if initial is not None:
+            try:
+                caps = [dict(c) for c in validate_capabilities(initial)]
+            except CapabilityError as exc:
+                raise ProtocolError(
+                    ErrorCode.INVALID_ENVELOPE, f"space/invite initial_capabilities: {exc}"
+                ) from None
+        kind = payload.get("kind", "agent")
+        if kind not in KINDS:
+            raise ProtocolError(
+                ErrorCode.INVALID_ENVELOPE, f"space/invite kind must be one of {', '.join(KINDS)}"
+            )
+        token = new_token()
+        record = {
+            "token_hash": hash_token(token),
+            "capabilities": caps,
+            "kind": kind,
+            "invited_by": by,
+        }
+        self._register(space, pid, record)
+        self.store.put_record(space.id, TABLE, pid, record)
+        effective = space.config.participants[pid].effective_capabilities()
+        return Invited("created", pid, token, effective)
+
+    def _register(self, space: SpaceState, pid: str, record: dict[str, Any]) -> None:
+        """Make ``pid`` a participant of ``space`` as ``record`` says."""
+        caps = record.get("capabilities")
+        p = ParticipantConfig(
+            kind=record.get("kind", "agent"),
+            token_hash=str(record["token_hash"]),
+            capabilities=list(caps) if isinstance(caps, list) else None,
+        )
+        space.config.participants[pid] = p
+        space.known.add(pid)
+        self.auth.register(space.id, pid, p.token_hash or "")
