@@ -8,11 +8,15 @@ stream, over real sockets to a real gateway: ``stream/request`` → the gateway'
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import re
 
 import aiohttp
+import pytest
 
+from hubbub.sdk import Client
 from tests.conftest import RunningGateway
 from tests.interop.test_mew_client import MakePeer, MewPeer
 
@@ -323,3 +327,24 @@ async def test_a_stream_requested_over_http(mew: MakePeer, gateway: RunningGatew
     late = await mew("late")
     [listed] = late.welcome["payload"]["active_streams"]
     assert listed["description"] == "Test stream" and listed["owner"] == "client-a"
+
+
+async def test_a_hubbub_client_beside_a_stream_reads_on(
+    mew: MakePeer, gateway: RunningGateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The hubbub SDK does not read stream data: frames reach it (MEW dialect) and are
+    passed over quietly, and the messages after them arrive as ever."""
+    client = Client(gateway=gateway.url, participant_id="sdk-reader")
+    chats: asyncio.Queue[str] = asyncio.Queue()
+    client.on("chat", lambda env: chats.put_nowait(env.payload["text"]))
+    await client.connect()
+    try:
+        owner = await mew("owner")
+        sid = (await _open(owner))["stream_id"]
+        with caplog.at_level(logging.WARNING, logger="hubbub"):
+            await owner.ws.send(f"#{sid}#token by token")
+            await owner.send({"kind": "chat", "payload": {"text": "after the frame"}})
+            assert await asyncio.wait_for(chats.get(), 5) == "after the frame"
+        assert not [r for r in caplog.records if "undecodable" in r.getMessage()]
+    finally:
+        await client.disconnect()

@@ -37,6 +37,7 @@ from hubbub.protocol.envelope import (
     decode_envelope,
     encode,
 )
+from hubbub.protocol.streams import is_stream_frame
 from hubbub.sdk.events import (
     ClientEvents,
     Disconnected,
@@ -609,6 +610,8 @@ class Client:
     # ------------------------------------------------------------------ receiving
 
     def _receive(self, raw: str | bytes) -> None:
+        if is_stream_frame(raw):  # a MEW stream's data (docs/protocol.md#streams): not read
+            return
         try:
             env = decode_envelope(raw)
         except Exception as exc:
