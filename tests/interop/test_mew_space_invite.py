@@ -13,7 +13,7 @@ import websockets
 
 from hubbub.server.config import ParticipantConfig, SpaceConfig, hash_token
 from tests.conftest import RunningGateway, start_gateway, stop_gateway
-from tests.interop.test_mew_client import MewPeer
+from tests.interop.test_mew_client import MakePeer, MewPeer
 
 SPACE = "invite-space"
 INITIAL = [{"kind": "chat"}, {"kind": "mcp/proposal"}, {"kind": "mcp/response"}]
@@ -193,3 +193,17 @@ async def test_a_resuming_client_is_not_welcomed_again(space: RunningGateway) ->
     )
     await observer.expect("capability/grant")
     await observer.silent(lambda f: f["kind"] == "system/welcome")
+
+
+async def test_in_an_open_space_a_participant_without_a_token_may_not_invite(
+    mew: MakePeer,
+) -> None:
+    """Anyone may join an open space under any id: letting anyone invite would let anyone
+    claim ids (an invited id then needs its token)."""
+    squatter = await mew("squatter")  # the open space's defaults allow every kind
+    await squatter.send({"kind": "space/invite", "payload": {"participant_id": "bob"}})
+    err = await squatter.expect("system/error")
+    assert err["payload"]["error"] == "capability_violation"
+    assert "only a participant with a token" in err["payload"]["message"]
+    bob = await mew("bob")  # still anyone's to take
+    assert bob.welcome["payload"]["you"]["id"] == "bob"

@@ -46,6 +46,7 @@ class ErrorCode(StrEnum):
     PARTICIPANT_NOT_FOUND = "participant_not_found"
     TARGET_NOT_FOUND = "target_not_found"
     INVALID_OPERATION = "invalid_operation"
+    INVITE_LIMIT = "invite_limit"
     INTERNAL = "internal_error"
 
 

@@ -23,6 +23,8 @@ from hubbub.store.base import Store
 TABLE: Final = "space_invites"
 """The store's record table: participant id → ``{token_hash, capabilities, kind, invited_by}``."""
 KINDS: Final = ("agent", "human", "service")
+MAX_INVITED_PER_SPACE: Final = 1000
+"""Participants that invites may add to one space (each is kept in memory and the store)."""
 
 
 class Invited(NamedTuple):
@@ -41,6 +43,8 @@ class SpaceInvites:
         self.store = store
         self.auth = auth
         self.names = names
+        self._invited: dict[str, int] = {}
+        """Space id → how many participants invites added to it."""
 
     async def load(self, space: SpaceState) -> None:
         """Register the participants invited to ``space`` by an earlier run."""
@@ -67,6 +71,20 @@ class SpaceInvites:
             raise ProtocolError(ErrorCode.INVALID_ID, reserved)
         if pid in space.known or pid in space.config.participants:
             return Invited("already_exists", pid)
+        if space.config.open and by not in space.config.participants:
+            raise ProtocolError(
+                ErrorCode.CAPABILITY_VIOLATION,
+                f"space {space.id!r} is open: only a participant with a token (of space.yaml, "
+                "or invited) may invite, as anyone else could claim ids for itself; connect "
+                "with a token",
+                extra={"attempted_kind": "space/invite"},
+            )
+        if self._invited.get(space.id, 0) >= MAX_INVITED_PER_SPACE:
+            raise ProtocolError(
+                ErrorCode.INVITE_LIMIT,
+                f"space {space.id!r} already has {MAX_INVITED_PER_SPACE} invited participants, "
+                "the most invites may add: list participants in space.yaml instead",
+            )
         self.names.check_id(space.id, space.known, pid)
         initial = payload.get("initial_capabilities")
         caps: list[dict[str, Any]] | None = None
@@ -104,4 +122,5 @@ class SpaceInvites:
         )
         space.config.participants[pid] = p
         space.known.add(pid)
+        self._invited[space.id] = self._invited.get(space.id, 0) + 1
         self.auth.register(space.id, pid, p.token_hash or "")
