@@ -348,3 +348,21 @@ async def test_a_hubbub_client_beside_a_stream_reads_on(
         assert not [r for r in caplog.records if "undecodable" in r.getMessage()]
     finally:
         await client.disconnect()
+
+
+async def test_stream_errors_over_http_have_mews_statuses(gateway: RunningGateway) -> None:
+    """MEW's gateway answers its stream errors over HTTP with 404 and 403."""
+    url = f"{gateway.http}/participants/client-a/messages"
+    async with aiohttp.ClientSession() as http:
+        body = {"kind": "stream/request", "payload": {"direction": "upload"}}
+        async with http.post(url, data=json.dumps(body)) as resp:
+            sid = (await resp.json())["stream_id"]
+        grant = {"stream_id": "stream-nope", "participant_id": "x"}
+        async with http.post(
+            url, data=json.dumps({"kind": "stream/grant-write", "payload": grant})
+        ) as resp:
+            assert resp.status == 404 and (await resp.json())["error"] == "stream_not_found"
+        close = {"kind": "stream/close", "payload": {"stream_id": sid}}
+        other = f"{gateway.http}/participants/client-b/messages"
+        async with http.post(other, data=json.dumps(close)) as resp:
+            assert resp.status == 403 and (await resp.json())["error"] == "unauthorized"

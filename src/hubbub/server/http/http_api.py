@@ -35,6 +35,11 @@ _STATUS = {
     ErrorCode.BANNED: 403,
     ErrorCode.CHANNEL_LIMIT: 403,
     ErrorCode.UNAVAILABLE: 503,
+    ErrorCode.UNAUTHORIZED: 403,  # MEW's stream errors, with MEW's statuses
+    ErrorCode.STREAM_NOT_FOUND: 404,
+    ErrorCode.PARTICIPANT_NOT_FOUND: 404,
+    ErrorCode.STREAM_LIMIT: 403,
+    ErrorCode.INVITE_LIMIT: 403,
 }
 
 
