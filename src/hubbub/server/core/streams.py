@@ -20,10 +20,10 @@ from hubbub.protocol.envelope import Envelope, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import Clock
 from hubbub.protocol.streams import StreamFrame
-from hubbub.server.admission.admit import Admission
+from hubbub.server.admission.admit import Admission, Destination
 from hubbub.server.admission.sender import HttpSender, Sender
 from hubbub.server.core.delivery import Delivery
-from hubbub.server.core.sequencer import Sequencer
+from hubbub.server.core.sequencer import After, Sequencer
 from hubbub.server.state.space import Session, SpaceState
 from hubbub.server.state.streams import Stream
 from hubbub.store.base import Store
@@ -107,7 +107,7 @@ class Streams:
         stream.open_id = opened.id
         if isinstance(sender, HttpSender):  # its 202 names the stream (as MEW's gateway does)
             sender.answer = {"stream_id": stream.stream_id}
-        self.sequencer.accept(sender, dest, env, now, after=lambda: self._tell(space, opened))
+        self._accept(sender, dest, env, now, after=lambda: self._tell(space, opened))
 
     def close(self, sender: Sender, env: Envelope, now: int) -> None:
         """``stream/close``: stored and relayed like a message; when it names an open stream
@@ -125,7 +125,7 @@ class Streams:
         dest = self.admission.destination(sender, env)
         if stream is not None:
             space.streams.close(stream)
-        self.sequencer.accept(sender, dest, env, now)
+        self._accept(sender, dest, env, now)
 
     def grant_write(self, sender: Sender, env: Envelope, now: int) -> None:
         """``stream/grant-write {stream_id, participant_id}`` of the owner."""
@@ -196,6 +196,15 @@ class Streams:
             self.delivery.space(space, self.delivery.server_env("stream/write-revoked", payload))
 
     # ------------------------------------------------------------------ helpers
+
+    def _accept(
+        self, sender: Sender, dest: Destination, env: Envelope, now: int, after: After = None
+    ) -> None:
+        """Sequence a request that is also a message (as the router sequences messages)."""
+        if sender.space.pending_presence:
+            # nobody may hear from a participant before hearing that it joined
+            self.delivery.flush_presence(sender.space)
+        self.sequencer.accept(sender, dest, env, now, after=after)
 
     @staticmethod
     def _target(space: SpaceState, target: object) -> list[str] | None:
