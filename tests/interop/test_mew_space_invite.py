@@ -121,8 +121,10 @@ async def test_refused_invites(space: RunningGateway) -> None:
 
 async def test_an_invite_over_http_and_after_a_restart(tmp_path: Path) -> None:
     """Scenario 17 posts its invite: the response carries the token (``"status":"created"``),
-    the invited participant posts with it, and it still works after the gateway restarts."""
+    the inviter's connection gets the ack too, the invited participant posts with the token,
+    and it still works after the gateway restarts."""
     gw = await start_gateway(tmp_path, spaces=[_space()])
+    connected = await _join(gw, "admin", "admin-token")  # the inviter's MEW connection
     body = {
         "id": "invite-1",
         "kind": "space/invite",
@@ -136,6 +138,8 @@ async def test_an_invite_over_http_and_after_a_restart(tmp_path: Path) -> None:
                 got = await resp.json()
             assert got["status"] == "created" and got["participant_id"] == "new-agent"
             token = got["token"]
+            ack = await connected.expect("space/invite-ack")  # as MEW's gateway sends it
+            assert ack["payload"]["token"] == token and ack["correlation_id"] == ["invite-1"]
             async with http.post(
                 url, data=json.dumps(body | {"id": "invite-2"}), headers=admin
             ) as resp:

@@ -471,6 +471,9 @@ class Requests:
         else:
             ack["token"] = invited.token
         self.reply(sender, env, "space/invite-ack", ack)
+        online = space.online.get(sender.id)
+        if online is not None and not isinstance(sender, Session):
+            self.reply(online, env, "space/invite-ack", ack)  # an HTTP inviter's connection too
         if invited.token is None:
             return
         note = {
