@@ -16,9 +16,9 @@ DM_STREAM = "@dm"
 """The key under which direct messages are numbered and resumed (a space-wide DM ``seq``)."""
 
 SERVER_ID = "system:gateway"
+"""The server's own identity on the MEW dialect (``@server`` on the agentchat dialect)."""
 DEFAULT_CHANNEL = "#general"
 """The space's own channel: every participant of the space is in it (MEW has no channels)."""
-"""The server's own identity on the MEW dialect (``@server`` on the agentchat dialect)."""
 
 GATEWAY_ADDRESSES = frozenset({SERVER_ID, "gateway"})
 """What a ``to`` may name to address the gateway itself (MEW's ``stream/request`` and
