@@ -37,3 +37,11 @@ def test_past_the_bound_the_oldest_spent_buckets_go() -> None:
     assert len(rates) == 7  # 3/4 of the bound kept, then the new one
     assert not rates.get("s", "p7").take()  # the newest spent ones are kept
     assert rates.get("s", "p0").take()  # the oldest was dropped: a new, full bucket
+
+
+def test_a_bucket_spends_a_cost_or_nothing() -> None:
+    """A byte allowance: a frame costs its size; one that does not fit spends nothing."""
+    bucket = RateBuckets(SLOW, 4096).get("s", "writer")
+    assert bucket.take(4000)
+    assert not bucket.take(200)  # 96 left: refused, nothing spent
+    assert bucket.take(96) and not bucket.take(1)

@@ -92,6 +92,17 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Messages/s from one source address, all its ids, connections and HTTP posts together
     (0: off)."""
     rate_per_address_burst: int = 400
+    stream_rate_per_s: float = 500.0
+    """MEW stream data frames (``#<stream_id>#<data>``)/s per participant id, an allowance
+    apart from ``rate_per_s``: stream frames neither spend nor are refused by the message
+    rate (0: off). ``MEWAgent`` sends two frames per model token (progress, then the token)."""
+    stream_rate_burst: int = 1000
+    stream_bytes_per_s: float = 128 * 1024
+    """Bytes/s of stream data frames per participant id: what bounds a writer's share of
+    the space whatever its frames' size (0: off)."""
+    stream_bytes_burst: int = 512 * 1024
+    """Burst of ``stream_bytes_per_s``; never less than ``max_frame_bytes`` (a frame of the
+    largest size passes a full allowance)."""
     send_buffer_bytes: int = 1024 * 1024
     history_on_join: int = 50
     history_page_max: int = 1000
@@ -147,6 +158,19 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             raise ConfigError(
                 "limits.rate_per_address_s and limits.rate_per_address_burst must be >= 0 "
                 "(0 disables)"
+            )
+        if (
+            min(
+                self.stream_rate_per_s,
+                self.stream_rate_burst,
+                self.stream_bytes_per_s,
+                self.stream_bytes_burst,
+            )
+            < 0
+        ):
+            raise ConfigError(
+                "limits.stream_rate_per_s, stream_rate_burst, stream_bytes_per_s and "
+                "stream_bytes_burst must be >= 0 (a rate of 0 turns that stream limit off)"
             )
         if self.history_on_join < 0 or self.history_page_max < 1:
             raise ConfigError("limits.history_on_join must be >= 0, history_page_max >= 1")

@@ -1,13 +1,15 @@
 """Admission: the first stage of the pipeline, where a frame is accepted or refused.
 
 One pass over one envelope decides everything a participant can get wrong — the frame's size
-and the sender's rate (:meth:`Admission.check_frame`), then the kind (from the kind table),
-the payload's size, the sender's capabilities, the message id, the proposal rules, a resend
-(the same message under the same id from a sender that opted in to resends),
-whether the store can take it, and where it goes (channel access and bans, or the recipients
-of a direct message) — and resolves the destination once (:meth:`Admission.admit`). What it
-returns is all the later stages need: nothing after admission refuses a message for what its
-sender wrote. The same checks serve the WebSocket and HTTP (``check_rate``, ``channel_for``).
+and the sender's rate (:meth:`Admission.check_frame`; a MEW stream data frame spends the
+sender's stream allowance instead, frames/s and bytes/s, apart from its message rate), then
+the kind (from the kind table), the payload's size, the sender's capabilities, the message
+id, the proposal rules, a resend (the same message under the same id from a sender that
+opted in to resends), whether the store can take it, and where it goes (channel access and
+bans, or the recipients of a direct message) — and resolves the destination once
+(:meth:`Admission.admit`). What it returns is all the later stages need: nothing after
+admission refuses a message for what its sender wrote. The same checks serve the WebSocket
+and HTTP (``check_rate``, ``channel_for``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from hubbub.protocol.envelope import Envelope, content_digest, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import DM_STREAM, GATEWAY_ADDRESSES, is_participant_id
 from hubbub.protocol.kinds import HANDSHAKE_KINDS, MAX_KIND_LEN, kind_spec
+from hubbub.protocol.streams import is_stream_frame
 from hubbub.server.admission.authorization import channel_access, check_send
 from hubbub.server.admission.bans import BanList
 from hubbub.server.admission.names import NameGuard
@@ -73,14 +76,25 @@ class Admission:
             limits.rate_per_address_s if on else 0, limits.rate_per_address_burst
         )
         """Each source address's rate: all its ids, connections and posts together."""
+        self.stream_bytes_burst = max(limits.stream_bytes_burst, limits.max_frame_bytes)
+        """The byte allowance's burst: a frame of the largest size passes a full one."""
+        self.stream_frames = RateBuckets(
+            limits.stream_rate_per_s if on else 0, limits.stream_rate_burst
+        )
+        """Each participant's stream data frames/s (kept across reconnects, as its rate)."""
+        self.stream_bytes = RateBuckets(
+            limits.stream_bytes_per_s if on else 0, self.stream_bytes_burst
+        )
+        """Each participant's stream data bytes/s."""
         self.names = NameGuard(limits.allow_lookalike_names)
         """New ids and channel names that look like existing ones (admission/names.py)."""
 
     # ------------------------------------------------------------------ the frame
 
     def check_frame(self, s: Session, data: str | bytes) -> int:
-        """The frame's size in bytes, once its size and its sender's rate are allowed (and
-        its connection was not replaced by a newer one of the same id)."""
+        """The frame's size in bytes, once its size and its sender's rate (for a stream data
+        frame: its stream allowance) are allowed (and its connection was not replaced by a
+        newer one of the same id)."""
         if s.space.online.get(s.id) is not s:
             raise ProtocolError(
                 ErrorCode.SESSION_DISPLACED,
@@ -97,10 +111,35 @@ class Admission:
                 f"frame of {size} bytes exceeds the limit of {limit} bytes "
                 "(limits.max_frame_bytes); split the content or raise the limit",
             )
+        if s.conn.dialect.stream_frames and is_stream_frame(data):
+            self._check_stream_allowance(s, data)
+            return size
         if not s.rate.take():
             raise self.rate_error()
         self._check_address(s.conn.peer)
         return size
+
+    def _check_stream_allowance(self, s: Session, data: str | bytes) -> None:
+        """Spend one frame and the frame's bytes of the sender's stream allowance."""
+        lim = self.limits
+        if not self.stream_frames.get(s.space.id, s.id).take():
+            raise ProtocolError(
+                ErrorCode.RATE_LIMITED,
+                f"stream frame rate exceeded: at most {lim.stream_rate_per_s:g} stream data "
+                f"frames/s (burst {lim.stream_rate_burst}) per participant, apart from its "
+                "message rate (limits.stream_rate_per_s, limits.stream_rate_burst); this "
+                "frame was refused and relayed to nobody: send more data per frame, or resend "
+                "it later",
+            )
+        size = len(data) if isinstance(data, bytes) or data.isascii() else len(data.encode())
+        if not self.stream_bytes.get(s.space.id, s.id).take(size):
+            raise ProtocolError(
+                ErrorCode.RATE_LIMITED,
+                f"stream data rate exceeded: at most {lim.stream_bytes_per_s:g} bytes/s of "
+                f"stream frames (burst {self.stream_bytes_burst}) per participant "
+                "(limits.stream_bytes_per_s, limits.stream_bytes_burst); this frame of "
+                f"{size} bytes was refused and relayed to nobody: resend it later",
+            )
 
     def rate_error(self) -> ProtocolError:
         """The refusal of a message over its sender's rate."""

@@ -23,7 +23,8 @@ _ISO = Clock()
 
 
 class TokenBucket:
-    """Messages per second with a burst allowance; ``rate == 0`` disables the limit."""
+    """Messages (or bytes) per second with a burst allowance; ``rate == 0`` disables the
+    limit."""
 
     __slots__ = ("burst", "last", "rate", "tokens")
 
@@ -33,15 +34,15 @@ class TokenBucket:
         self.tokens = self.burst
         self.last = time.monotonic()
 
-    def take(self) -> bool:
-        """Spend one token; False when the participant is over its rate."""
+    def take(self, cost: float = 1.0) -> bool:
+        """Spend ``cost`` tokens; False (nothing spent) when the participant is over its rate."""
         if self.rate <= 0:
             return True
         now = time.monotonic()
         self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
         self.last = now
-        if self.tokens >= 1.0:
-            self.tokens -= 1.0
+        if self.tokens >= cost:
+            self.tokens -= cost
             return True
         return False
 
