@@ -18,7 +18,7 @@ from typing import Any, Final, NamedTuple
 
 from hubbub.protocol.envelope import Envelope, content_digest, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.protocol.ids import DM_STREAM, GATEWAY_ADDRESSES, is_participant_id
+from hubbub.protocol.ids import DEFAULT_CHANNEL, DM_STREAM, GATEWAY_ADDRESSES, is_participant_id
 from hubbub.protocol.kinds import HANDSHAKE_KINDS, MAX_KIND_LEN, kind_spec
 from hubbub.protocol.streams import is_stream_frame
 from hubbub.server.admission.authorization import channel_access, check_send
@@ -146,7 +146,8 @@ class Admission:
         return ProtocolError(
             ErrorCode.RATE_LIMITED,
             f"rate limit exceeded: at most {self.limits.rate_per_s:g} messages/s "
-            f"(burst {self.limits.rate_burst}); this message was refused, resend it later",
+            f"(burst {self.limits.rate_burst}; limits.rate_per_s, limits.rate_burst); this "
+            "message was refused, resend it later",
         )
 
     def check_rate(
@@ -271,7 +272,7 @@ class Admission:
         by default) with its ``to`` checked."""
         if env.private:
             return Destination(DM_STREAM, None, self.dm_recipients(sender, env.to))
-        name = "#general" if env.channel is None else env.channel
+        name = DEFAULT_CHANNEL if env.channel is None else env.channel
         ch = channel_access(self.bans, sender.space, sender.id, sender.caps, name)
         if env.to is not None:
             if not env.to:
