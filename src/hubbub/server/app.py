@@ -43,6 +43,9 @@ from hubbub.store.sqlite import SqliteStore
 log = logging.getLogger("hubbub.server")
 
 ROUTER_KEY = web.AppKey("router", Gateway)
+HEALTHY = "healthy"
+"""``/health``'s ``status`` when all is well (agentchat's word; else ``degraded``)."""
+_ISO = Clock()
 _MEW = MEW  # the registry's codecs (protocol/dialects.py)
 _AGENTCHAT = AGENTCHAT
 
@@ -362,12 +365,12 @@ async def run_session(accepted: Accepted, router: Gateway) -> None:
 
 
 async def health(request: web.Request) -> web.Response:
-    """``GET /health``: liveness, a few counts, and ``degraded`` with the reason while
-    nothing can be stored."""
+    """``GET /health``: liveness (``healthy``, as agentchat's server says it), a few
+    counts, and ``degraded`` with the reason while nothing can be stored."""
     router = request.app[ROUTER_KEY]
     store = router.store
     body: dict[str, object] = {
-        "status": "ok" if store.available else "degraded",
+        "status": HEALTHY if store.available else "degraded",
         "version": __version__,
         "spaces": sorted(router.spaces),
         "connections": sum(len(s.online) for s in router.spaces.values()),
@@ -393,20 +396,20 @@ def public_channels(router: Gateway) -> list[dict[str, object]]:
 
 
 def agentchat_health(router: Gateway) -> dict[str, object]:
-    """The fields of agentchat's ``/health`` (``status`` stays hubbub's)."""
+    """The other fields of agentchat's ``/health``, its times as ISO-8601 text."""
     now = Clock.now_ms()
     sessions = [s for space in router.spaces.values() for s in space.online.values()]
     channels = [c for space in router.spaces.values() for c in space.channels.values()]
     return {
         "server": router.server_name,
         "uptime_seconds": (now - router.started_at_ms) // 1000,
-        "started_at": router.started_at_ms,
+        "started_at": _ISO.iso(router.started_at_ms),
         "agents": {
             "connected": len(sessions),
             "with_identity": sum(1 for s in sessions if s.verified is not None),
         },
         "channels": {"total": len(channels), "public": sum(1 for c in channels if not c.private)},
-        "timestamp": now,
+        "timestamp": _ISO.iso(now),
     }
 
 

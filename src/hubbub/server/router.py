@@ -24,7 +24,7 @@ from hubbub.protocol.ids import Clock, UlidGenerator
 from hubbub.protocol.kinds import KINDS, application_kind
 from hubbub.protocol.markers import SleepMarker
 from hubbub.server.admission.admit import PRESENCE, REQUEST, Admission, Destination
-from hubbub.server.admission.sender import HttpSender, Sender
+from hubbub.server.admission.sender import HttpSender, Sender, stamp_sender
 from hubbub.server.core.coordination import Coordination
 from hubbub.server.core.delivery import Delivery
 from hubbub.server.core.events import Events
@@ -150,6 +150,8 @@ class Router:
         env.id = client_id or self.ids.new(now)
         env.ts = self.clock.iso(now)
         env.seq = None
+        if env.kind == "chat":
+            stamp_sender(env.payload, sender)
         return now
 
     def _sequence(

@@ -61,6 +61,18 @@ class KeyBindings:
         saved = await self.store.records(space, TABLE)
         self._tofu[space] = {k: v for k, v in saved.items() if isinstance(v, str)}
 
+    def bound(self, space: str) -> dict[str, str]:
+        """The names bound on first use in ``space``: name → its key (SPKI PEM)."""
+        return dict(sorted(self._tofu.get(space, {}).items()))
+
+    def forget(self, space: str, name: str) -> str | None:
+        """Unbind ``name`` from the key that took it on first use (an admin's cure for a lost
+        key): the next client asking for it gets it. The key it had, or None if none."""
+        pem = self._tofu.get(space, {}).pop(name, None)
+        if pem is not None:
+            self.store.put_record(space, TABLE, name, None)
+        return pem
+
     def keyed(self, cfg: SpaceConfig, hello: Hello) -> Identity:
         """The identity of a client whose ``hello`` carries a proven public key."""
         if not hello.key_proven or hello.pubkey is None:

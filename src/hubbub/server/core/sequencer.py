@@ -271,6 +271,9 @@ class Sequencer:
             "history": [msgspec.Raw(d) for _, d in collected],
             "seq": ch.seq,
         }
+        identities = {m.id: who for m in ch.members.values() if (who := m.identity())}
+        if identities:  # names and keys' ``verified`` of the members that have them
+            payload["identities"] = identities
         if has_more:
             payload["has_more"] = True
         if reset is not None:

@@ -121,6 +121,9 @@ class Sessions:
                         ch = self.admission.channel_for(s, name, member=False)
                     else:
                         ch = space.channels[name]
+                    if hello.auto_join and name not in hello.resume:
+                        ch.add(s)  # silent, as agentchat's: history comes with a JOIN
+                        continue
                     after = None if reset else hello.resume.get(name)
                     await self.sequencer.join(
                         s, ch, after, announce=False, reset="epoch" if reset else None
