@@ -23,7 +23,7 @@ async def test_error_codes_agentchat_clients_act_on(gateway: RunningGateway) -> 
     assert (await bob.expect_type("ERROR"))["code"] == "INVALID_MSG"
     await bob.send({"type": "IDENTIFY", "name": "bob"})
     err = await bob.expect_type("ERROR")
-    assert err["code"] == "INVALID_MSG" and err["message"].startswith("Already identified")
+    assert (err["code"], err["message"]) == ("INVALID_MSG", "Already identified")  # exactly
     await bob.send(
         {"type": "VERIFY_IDENTITY", "challenge_id": "c", "signature": "s", "timestamp": 1}
     )

@@ -117,6 +117,29 @@ async def test_a_signature_by_another_key_is_refused(gateway: RunningGateway) ->
     assert await refused_code(c) == "VERIFICATION_FAILED"
 
 
+async def test_another_challenge_id_is_verification_expired(gateway: RunningGateway) -> None:
+    """agentchat's test/challenge-auth.test.js: an unknown challenge_id → VERIFICATION_EXPIRED."""
+    key = Keypair()
+    c = await gateway.connect()
+    await c.send({"type": "IDENTIFY", "name": "own-x", "pubkey": key.pem})
+    challenge = await c.expect_type("CHALLENGE")
+    await c.send(key.answer(challenge) | {"challenge_id": "chal_nonexistent_12345678"})
+    assert await refused_code(c) == "VERIFICATION_EXPIRED"
+
+
+async def test_a_second_identify_while_the_challenge_is_pending(gateway: RunningGateway) -> None:
+    """agentchat's test/challenge-auth.test.js compares the text: "Challenge already pending"."""
+    key = Keypair()
+    c = await gateway.connect()
+    await c.send({"type": "IDENTIFY", "name": "own-x", "pubkey": key.pem})
+    challenge = await c.expect_type("CHALLENGE")
+    await c.send({"type": "IDENTIFY", "name": "own-y", "pubkey": key.pem})
+    err = await c.expect_type("ERROR")
+    assert (err["code"], err["message"]) == ("INVALID_MSG", "Challenge already pending")
+    await c.send(key.answer(challenge))  # the first challenge still stands
+    assert (await c.expect_type("WELCOME"))["name"] == "own-x"
+
+
 async def test_an_invalid_public_key_is_invalid_msg(gateway: RunningGateway) -> None:
     c = await gateway.connect()
     await c.send({"type": "IDENTIFY", "name": "own-x", "pubkey": "not a key"})
@@ -133,7 +156,7 @@ def test_a_late_answer_is_refused() -> None:
     ch.check(ch.challenge_id, answer["signature"], 5, 1_000 + CHALLENGE_TTL_MS)  # in time
     with pytest.raises(ProtocolError) as late:
         ch.check(ch.challenge_id, answer["signature"], 5, 1_001 + CHALLENGE_TTL_MS)
-    assert late.value.code is ErrorCode.VERIFICATION_FAILED
+    assert late.value.code is ErrorCode.VERIFICATION_EXPIRED  # agentchat's code for it
     with pytest.raises(ProtocolError):  # the timestamp is part of what is signed
         ch.check(ch.challenge_id, answer["signature"], 6, 1_000)
 
@@ -439,4 +462,4 @@ def test_an_unanswered_verification_expires_after_30_s() -> None:
     assert ledger.expire(pending.request_id, 1_001 + VERIFY_TIMEOUT_MS) == pending
     with pytest.raises(ProtocolError) as late:
         ledger.answer("target", pending.request_id, "n", "c2ln", 1_002 + VERIFY_TIMEOUT_MS)
-    assert late.value.code is ErrorCode.VERIFICATION_FAILED
+    assert late.value.code is ErrorCode.VERIFICATION_EXPIRED

@@ -17,6 +17,9 @@ from hubbub.protocol.hello import KEY_PROVEN, Hello
 from hubbub.protocol.ids import SERVER_ID, Clock, iso_to_ms
 
 SERVER_NAME = "@server"
+ALREADY_IDENTIFIED = "Already identified"
+"""The answer to a second IDENTIFY (or VERIFY_IDENTITY) on a connection: agentchat's words,
+exactly, since its clients and tests compare the text; one IDENTIFY per connection."""
 CLIENT_TYPES = (
     "IDENTIFY",
     "JOIN",
@@ -405,9 +408,7 @@ class AgentchatDialect:
             return Envelope(kind="chat/typing", channel=frame.channel)
         if isinstance(frame, _Ping):
             return Reply(encode({"type": "PONG", "ts": Clock.now_ms()}))
-        raise ProtocolError(
-            ErrorCode.INVALID_ENVELOPE, "Already identified: IDENTIFY is sent once per connection"
-        )
+        raise ProtocolError(ErrorCode.INVALID_ENVELOPE, ALREADY_IDENTIFIED)
 
     def _chat(self, frame: _Msg, raw: dict[str, Any]) -> Envelope:
         """``MSG`` → ``chat``; of the fields a client adds only ``sig`` rides along (as

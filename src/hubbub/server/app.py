@@ -71,6 +71,9 @@ async def _refuse(
     await ws.close(code=CLOSE_POLICY, message=exc.message[:120].encode())
 
 
+PENDING = "Challenge already pending"
+"""The answer to a second IDENTIFY before the CHALLENGE is answered (agentchat's, exactly:
+its clients and tests compare the text)."""
 MAX_FRAMES_BEFORE_IDENTIFY = 10
 """agentchat frames answered ``AUTH_REQUIRED`` before the connection is refused (as agentchat's
 own server, which allows 10 frames before IDENTIFY)."""
@@ -314,7 +317,10 @@ async def prove_key(
         try:
             msg = await ws.receive(timeout=max(deadline - loop.time(), 0.001))
         except TimeoutError:
-            expired = ProtocolError(ErrorCode.VERIFICATION_FAILED, "Challenge expired")
+            expired = ProtocolError(
+                ErrorCode.VERIFICATION_EXPIRED,
+                f"Challenge expired: answer it within {CHALLENGE_TTL_MS // 1000} s",
+            )
             await _refuse(ws, transport, _AGENTCHAT, expired)
             return False
         if msg.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
@@ -333,8 +339,12 @@ async def prove_key(
                 return False
             return True
         others += 1
-        early = ProtocolError(
-            ErrorCode.AUTH_REQUIRED, "answer the CHALLENGE with VERIFY_IDENTITY first"
+        early = (
+            ProtocolError(ErrorCode.INVALID_ENVELOPE, PENDING)  # agentchat's words, exactly
+            if isinstance(answer, dict) and answer.get("type") == "IDENTIFY"
+            else ProtocolError(
+                ErrorCode.AUTH_REQUIRED, "answer the CHALLENGE with VERIFY_IDENTITY first"
+            )
         )
         if others > MAX_FRAMES_BEFORE_IDENTIFY:
             await _refuse(ws, transport, _AGENTCHAT, early)

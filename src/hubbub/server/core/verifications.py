@@ -72,7 +72,7 @@ class Verifications:
             if pending is not None:
                 del self._pending[pending.request_id]
             raise ProtocolError(
-                ErrorCode.VERIFICATION_FAILED, "Verification request not found or expired"
+                ErrorCode.VERIFICATION_EXPIRED, "Verification request not found or expired"
             )
         if pending.target != responder:
             raise ProtocolError(
