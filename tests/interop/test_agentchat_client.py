@@ -327,6 +327,7 @@ async def test_a_second_connection_displaces_the_first_with_session_displaced(
     assert new.welcome["agent_id"] == "@bot"
     displaced = await old.expect_type("SESSION_DISPLACED")
     assert "new connection" in displaced["reason"]
+    assert "Another connection" in displaced["reason"]  # what agentchat's tests look for
     await old.ws.wait_closed()
     assert old.ws.close_code == 4000
 

@@ -115,6 +115,8 @@ def hard_frame_cap(limits: Limits) -> int:
 
 PublicChannels = Callable[[], list[dict[str, object]]]
 """The channels an unidentified agentchat client may list (``LIST_CHANNELS`` before IDENTIFY)."""
+KeyScreen = Callable[[dict[str, object]], ProtocolError | None]
+"""Why an IDENTIFY's public key is refused before its challenge, or None."""
 
 
 def _answer_before_identify(
@@ -239,7 +241,7 @@ async def serve_websocket(
 ) -> web.StreamResponse:
     """Serve one client WebSocket on ``router`` (a plain GET of ``/``: ``not_websocket``)."""
     accepted = await accept_websocket(
-        request, limits, not_websocket, lambda: public_channels(router)
+        request, limits, not_websocket, lambda: public_channels(router), router.screen_key
     )
     if not isinstance(accepted, Accepted):
         return accepted
@@ -266,8 +268,10 @@ async def accept_websocket(
     limits: Limits,
     not_websocket: Callable[[web.Request], Awaitable[web.StreamResponse]],
     channels: PublicChannels | None = None,
+    screen_key: KeyScreen | None = None,
 ) -> Accepted | web.StreamResponse:
-    """Upgrade ``request`` and read its hello; the response to return when that fails."""
+    """Upgrade ``request`` and read its hello; the response to return when that fails
+    (``screen_key``: refuses a public key before its challenge, where it knows the policy)."""
     ws = prepare_websocket(request, limits)
     if not ws.can_prepare(request).ok:
         return (
@@ -286,6 +290,10 @@ async def accept_websocket(
     dialect, frame = hello
     frame.pop(KEY_PROVEN, None)  # only the handshake says a key is proven
     if dialect is _AGENTCHAT and frame.get("pubkey") is not None:
+        refusal = screen_key(frame) if screen_key is not None else None
+        if refusal is not None:  # as agentchat's server: NOT_ALLOWED instead of a CHALLENGE
+            await _refuse(ws, transport, _AGENTCHAT, refusal)
+            return ws
         if not await prove_key(ws, transport, frame):
             return ws
         frame[KEY_PROVEN] = True

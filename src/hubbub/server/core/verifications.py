@@ -49,8 +49,9 @@ class Verifications:
         """A new request of ``requester`` for ``target`` (whose proven key is ``pubkey``)."""
         if pubkey is None:
             raise ProtocolError(
-                ErrorCode.INVALID_ENVELOPE,
-                f"@{target} has no persistent identity (it connected without a public key)",
+                ErrorCode.NO_PUBKEY,
+                f"@{target} has no persistent identity (it connected without a public key): "
+                "only an agent with a key can be verified",
             )
         if not isinstance(nonce, str) or not nonce:
             raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "VERIFY_REQUEST needs a 'nonce' string")
