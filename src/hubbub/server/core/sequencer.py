@@ -276,6 +276,8 @@ class Sequencer:
             payload["identities"] = identities
         if has_more:
             payload["has_more"] = True
+        if ch.private:
+            payload["private"] = True  # invite-only: members may invite (the web chat offers it)
         if reset is not None:
             payload["history_reset"] = {"reason": reset, "epoch": self.epoch}
         self.delivery.send(
