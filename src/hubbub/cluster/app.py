@@ -13,15 +13,9 @@ from hubbub.cluster.node import Node
 from hubbub.cluster.proxy import forward, unavailable
 from hubbub.protocol.dialect import Dialect
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.server.app import (
-    HEALTHY,
-    Accepted,
-    accept_websocket,
-    error_frames,
-    pump,
-    run_session,
-)
+from hubbub.server.app import Accepted, accept_websocket, error_frames, pump, run_session
 from hubbub.server.config import Limits
+from hubbub.server.http.health import HEALTHY
 from hubbub.server.listener import GuardedSite
 from hubbub.server.state.connection import Connection
 from hubbub.server.web_guard import browser_guard

@@ -12,7 +12,6 @@ from typing import NamedTuple
 import msgspec
 from aiohttp import WSMsgType, web
 
-from hubbub import __version__
 from hubbub.protocol.agentchat import is_agentchat_frame, is_agentchat_hello
 from hubbub.protocol.dialect import Dialect
 from hubbub.protocol.dialects import AGENTCHAT, MEW, dialect_of_hello
@@ -26,10 +25,10 @@ from hubbub.server.gateway import Gateway
 from hubbub.server.http.admin import add_admin_routes
 from hubbub.server.http.chat_http import add_chat_routes
 from hubbub.server.http.dashboard_http import add_dashboard_routes
+from hubbub.server.http.health import health_handler
 from hubbub.server.http.http_api import add_http_routes
 from hubbub.server.http.mcp_http import add_mcp_routes
 from hubbub.server.http.observe import ActivityWatcher
-from hubbub.server.json_body import json_body
 from hubbub.server.listener import GuardedSite
 from hubbub.server.state.connection import CLOSE_POLICY, CLOSE_TOO_BIG, Connection, ws_text_frame
 from hubbub.server.state.metrics import Metrics
@@ -43,9 +42,7 @@ from hubbub.store.sqlite import SqliteStore
 log = logging.getLogger("hubbub.server")
 
 ROUTER_KEY = web.AppKey("router", Gateway)
-HEALTHY = "healthy"
-"""``/health``'s ``status`` when all is well (agentchat's word; else ``degraded``)."""
-_ISO = Clock()
+_health = health_handler(ROUTER_KEY)
 _MEW = MEW  # the registry's codecs (protocol/dialects.py)
 _AGENTCHAT = AGENTCHAT
 
@@ -230,7 +227,7 @@ async def pump(
 async def websocket_endpoint(request: web.Request) -> web.StreamResponse:
     """``/ws`` (and ``/``): the first frame selects the dialect, then frames are routed."""
     router = request.app[ROUTER_KEY]
-    return await serve_websocket(request, router.limits, router, health)
+    return await serve_websocket(request, router.limits, router, _health)
 
 
 async def serve_websocket(
@@ -382,26 +379,6 @@ async def run_session(accepted: Accepted, router: Gateway) -> None:
         router.detach(session)
 
 
-async def health(request: web.Request) -> web.Response:
-    """``GET /health``: liveness (``healthy``, as agentchat's server says it), a few
-    counts, and ``degraded`` with the reason while nothing can be stored."""
-    router = request.app[ROUTER_KEY]
-    store = router.store
-    body: dict[str, object] = {
-        "status": HEALTHY if store.available else "degraded",
-        "version": __version__,
-        "spaces": sorted(router.spaces),
-        "connections": sum(len(s.online) for s in router.spaces.values()),
-        "store": {"available": store.available},
-    } | agentchat_health(router)
-    if not store.available:
-        body["store"] = {
-            "available": False,
-            "error": store.problem or "the store cannot commit; see the gateway's log",
-        }
-    return json_body(body)
-
-
 def public_channels(router: Gateway) -> list[dict[str, object]]:
     """The public channels of the space an IDENTIFY without ``space`` joins, as agentchat's
     ``CHANNELS`` lists them."""
@@ -411,24 +388,6 @@ def public_channels(router: Gateway) -> list[dict[str, object]]:
     return [
         {"name": c.name, "agents": len(c.members)} for c in space.channels.values() if not c.private
     ]
-
-
-def agentchat_health(router: Gateway) -> dict[str, object]:
-    """The other fields of agentchat's ``/health``, its times as ISO-8601 text."""
-    now = Clock.now_ms()
-    sessions = [s for space in router.spaces.values() for s in space.online.values()]
-    channels = [c for space in router.spaces.values() for c in space.channels.values()]
-    return {
-        "server": router.server_name,
-        "uptime_seconds": (now - router.started_at_ms) // 1000,
-        "started_at": _ISO.iso(router.started_at_ms),
-        "agents": {
-            "connected": len(sessions),
-            "with_identity": sum(1 for s in sessions if s.verified is not None),
-        },
-        "channels": {"total": len(channels), "public": sum(1 for c in channels if not c.private)},
-        "timestamp": _ISO.iso(now),
-    }
 
 
 def build_app(router: Gateway) -> web.Application:
@@ -441,7 +400,7 @@ def build_app(router: Gateway) -> web.Application:
     router.events.subscribe(ActivityWatcher(router))  # the dashboard's feed
     app.router.add_get("/ws", websocket_endpoint)
     app.router.add_get("/", websocket_endpoint)
-    app.router.add_get("/health", health)
+    app.router.add_get("/health", _health)
     add_http_routes(app, ROUTER_KEY)
     add_dashboard_routes(app, ROUTER_KEY)
     add_admin_routes(app, ROUTER_KEY)
