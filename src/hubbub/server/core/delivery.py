@@ -271,9 +271,11 @@ class Delivery:
             scoped = membership or event == "update"
             frames: dict[str, bytes] = {}
             each: dict[str, bytes] = {}
+            per_channel = False  # someone online hears of it per channel (below)
             for s in list(recipients):
                 dialect = s.conn.dialect
                 if scoped and dialect.channel_presence:
+                    per_channel = True
                     continue  # told per channel, below
                 if len(entries) > 1 and not s.presence_lists:
                     self._send_each(s, event, channel, entries, each)
@@ -281,7 +283,7 @@ class Delivery:
                     self.send_shared(s, env, frames)
             if membership:
                 self._membership_by_channel(space, event, channel, entries)
-            elif event == "update":
+            elif event == "update" and per_channel:
                 self._update_to_co_members(space, entries)
 
     def _send_each(
