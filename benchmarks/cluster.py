@@ -123,7 +123,7 @@ async def wait_cluster(port: int, nodes: int, timeout: float = 30.0) -> str:
         with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
             last = await health(port)
             cluster = last["cluster"]
-            if last["status"] == "ok" and len(cluster["nodes"]) >= nodes:
+            if last["status"] == "healthy" and len(cluster["nodes"]) >= nodes:
                 return str(cluster["leader"])
         await asyncio.sleep(0.1)
     raise RuntimeError(f"the cluster on port {port} did not form within {timeout:.0f} s: {last}")

@@ -78,7 +78,8 @@ class Door:
         return c
 
     async def agentchat(self, name: str, *, join: bool = True, **extra: Any) -> WsClient:
-        """Connect with IDENTIFY; return once WELCOME and the auto-join of #general arrived.
+        """Connect with IDENTIFY; return once WELCOME arrived (the auto-join of #general is
+        silent and done by then, as agentchat's).
 
         ``join=False`` asks for no channel at all (``channels: []``, a hubbub extension).
         """
@@ -88,11 +89,6 @@ class Door:
             hello.setdefault("channels", [])
         await c.send(hello)
         c.welcome = await c.expect_type("WELCOME", self.join_timeout)
-        if join:
-            await c.next_where(
-                lambda f: f.get("type") == "JOINED" and f["channel"] == "#general",
-                self.join_timeout,
-            )
         return c
 
 

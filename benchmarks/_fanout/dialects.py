@@ -103,12 +103,10 @@ async def join(
                         % (participant.encode(), space.encode())
                     )
                     await _reply(client, joined)
-                elif dialect == "agentchat":  # IDENTIFY joins #general (auto-join)
+                elif dialect == "agentchat":  # IDENTIFY joins #general (silent auto-join)
                     welcome = expect.expect(b'"WELCOME"')
-                    joined = expect.expect(b'"JOINED"')
                     client.send_text(b'{"type":"IDENTIFY","name":"%s"}' % participant.encode())
                     await _reply(client, welcome)
-                    await _reply(client, joined)
                 else:
                     raise ValueError(f"unknown dialect {dialect!r}")
         except TimeoutError:

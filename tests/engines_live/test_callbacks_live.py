@@ -214,6 +214,7 @@ async def test_agentchat_channel_callback_frame(egw: EngineGateway) -> None:
         "cb_id": fire["cb_id"],
         "cb_origin": "@bot",
         "late_ms": fire["late_ms"],
+        "verified": False,
     }
     assert fire["cb_id"] and isinstance(fire["seq"], int)
     assert 1_000 <= fire["late_ms"] < 2_000  # the clock jumped 1 s past the due time

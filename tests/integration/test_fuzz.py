@@ -545,7 +545,7 @@ def _fuzz(runner: asyncio.Runner, gw: RunningGateway) -> None:
     async def verify() -> None:
         async with aiohttp.ClientSession() as http, http.get(f"{gw.http}/health") as resp:
             assert resp.status == 200
-            assert (await resp.json())["status"] == "ok"
+            assert (await resp.json())["status"] == "healthy"
         await _exchange(gw)
         for name, reader in readers.items():
             assert reader.alive, f"{name} was disconnected"

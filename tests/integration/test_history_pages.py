@@ -97,7 +97,8 @@ async def test_a_fresh_join_on_either_dialect_gets_the_newest_that_fit(tmp_path:
 
         dave = await gw.connect()
         await dave.send({"type": "IDENTIFY", "name": "dave"})
-        dave.welcome = await dave.expect_type("WELCOME")
+        dave.welcome = await dave.expect_type("WELCOME")  # joined #general silently
+        await dave.send({"type": "JOIN", "channel": "#general"})  # the history comes now
         await dave.expect_type("JOINED")
         replayed = [await dave.expect_type("MSG") for _ in range(len(history))]
         assert all(m.get("replay") for m in replayed)

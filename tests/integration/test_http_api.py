@@ -20,7 +20,7 @@ async def test_health_and_metrics(gateway: RunningGateway) -> None:
         async with http.get(f"{gateway.http}/health") as resp:
             assert resp.status == 200
             body = await resp.json()
-            assert body["status"] == "ok" and body["connections"] == 1
+            assert body["status"] == "healthy" and body["connections"] == 1
         async with http.get(f"{gateway.http}/metrics") as resp:
             text = await resp.text()
     assert 'hubbub_connections{dialect="mew"} 1.0' in text

@@ -139,7 +139,7 @@ async def _full_disk(tmp_path: Path) -> AsyncIterator[FullDisk]:
             deadline = asyncio.get_running_loop().time() + WAIT_S
             while True:
                 try:
-                    assert (await _health(http, base))["status"] == "ok"
+                    assert (await _health(http, base))["status"] == "healthy"
                     break
                 except aiohttp.ClientConnectionError:
                     assert proc.poll() is None, log_path.read_text()
@@ -176,7 +176,7 @@ async def test_a_full_disk_is_reported_by_health_and_the_log_names_the_real_erro
 
         unlimited = (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
         resource.prlimit(full.proc.pid, resource.RLIMIT_FSIZE, unlimited)  # space freed
-        health = await _until_health(http, base, "ok")
+        health = await _until_health(http, base, "healthy")
         assert health["store"] == {"available": True}
         resp = await asyncio.wait_for(full.waiting, WAIT_S)  # the waiting message is stored
         assert resp.status == 202

@@ -9,6 +9,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
@@ -101,10 +102,10 @@ async def test_challenge_then_welcome_with_agentchats_key_id(gateway: RunningGat
     welcome = await c.expect_type("WELCOME")
     assert welcome["agent_id"] == key.agent_id
     assert welcome["name"] == "own-x" and welcome["verified"] is False  # signed, not approved
-    await c.expect_type("JOINED")
     await c.send({"type": "MSG", "to": "#general", "content": "signed in"})
     echo = await c.expect_type("MSG")
-    assert echo["from"] == key.agent_id and echo["from_name"] == key.agent_id[1:]
+    assert echo["from"] == key.agent_id and echo["from_name"] == "own-x"
+    assert echo["verified"] is False
 
 
 async def test_a_signature_by_another_key_is_refused(gateway: RunningGateway) -> None:
@@ -114,6 +115,29 @@ async def test_a_signature_by_another_key_is_refused(gateway: RunningGateway) ->
     challenge = await c.expect_type("CHALLENGE")
     await c.send(thief.answer(challenge))
     assert await refused_code(c) == "VERIFICATION_FAILED"
+
+
+async def test_another_challenge_id_is_verification_expired(gateway: RunningGateway) -> None:
+    """agentchat's test/challenge-auth.test.js: an unknown challenge_id → VERIFICATION_EXPIRED."""
+    key = Keypair()
+    c = await gateway.connect()
+    await c.send({"type": "IDENTIFY", "name": "own-x", "pubkey": key.pem})
+    challenge = await c.expect_type("CHALLENGE")
+    await c.send(key.answer(challenge) | {"challenge_id": "chal_nonexistent_12345678"})
+    assert await refused_code(c) == "VERIFICATION_EXPIRED"
+
+
+async def test_a_second_identify_while_the_challenge_is_pending(gateway: RunningGateway) -> None:
+    """agentchat's test/challenge-auth.test.js compares the text: "Challenge already pending"."""
+    key = Keypair()
+    c = await gateway.connect()
+    await c.send({"type": "IDENTIFY", "name": "own-x", "pubkey": key.pem})
+    challenge = await c.expect_type("CHALLENGE")
+    await c.send({"type": "IDENTIFY", "name": "own-y", "pubkey": key.pem})
+    err = await c.expect_type("ERROR")
+    assert (err["code"], err["message"]) == ("INVALID_MSG", "Challenge already pending")
+    await c.send(key.answer(challenge))  # the first challenge still stands
+    assert (await c.expect_type("WELCOME"))["name"] == "own-x"
 
 
 async def test_an_invalid_public_key_is_invalid_msg(gateway: RunningGateway) -> None:
@@ -132,7 +156,7 @@ def test_a_late_answer_is_refused() -> None:
     ch.check(ch.challenge_id, answer["signature"], 5, 1_000 + CHALLENGE_TTL_MS)  # in time
     with pytest.raises(ProtocolError) as late:
         ch.check(ch.challenge_id, answer["signature"], 5, 1_001 + CHALLENGE_TTL_MS)
-    assert late.value.code is ErrorCode.VERIFICATION_FAILED
+    assert late.value.code is ErrorCode.VERIFICATION_EXPIRED  # agentchat's code for it
     with pytest.raises(ProtocolError):  # the timestamp is part of what is signed
         ch.check(ch.challenge_id, answer["signature"], 6, 1_000)
 
@@ -234,8 +258,9 @@ async def test_allowlist_strict_and_ephemeral_policies(tmp_path: Path) -> None:
         assert await refused_code(keyless) == "NOT_ALLOWED"
         unlisted, key = await gw.connect(), Keypair()
         await unlisted.send({"type": "IDENTIFY", "name": "x", "pubkey": key.pem})
-        await unlisted.send(key.answer(await unlisted.expect_type("CHALLENGE")))
-        assert await refused_code(unlisted) == "NOT_ALLOWED"
+        first = await unlisted.recv()  # refused at once, no CHALLENGE (agentchat's allowlist test)
+        assert (first["type"], first["code"]) == ("ERROR", "NOT_ALLOWED")
+        await unlisted.ws.wait_closed()
         assert (await keyed(gw, "o", owner)).welcome["verified"] is True
     finally:
         await stop_gateway(gw)
@@ -270,6 +295,122 @@ def test_a_configured_pubkey_must_be_ed25519_pem() -> None:
     cfg = SpaceConfig(participants={"x": ParticipantConfig(pubkeys=["nope"])})
     with pytest.raises(ConfigError, match=r"participants.x.pubkeys\[0\]"):
         cfg.validate()
+
+
+# ---------------------------------------------------------------------------------------------
+# who sent it, who is there: MSG {from_name, verified}, JOINED {agents: [{id, name, verified}]}
+# ---------------------------------------------------------------------------------------------
+
+
+async def test_msg_and_joined_name_and_verify_each_agent(tmp_path: Path) -> None:
+    owner, stranger = Keypair(), Keypair()
+    gw = await start_gateway(tmp_path, spaces=[keyed_space(owner)])
+    try:
+        boss = await keyed(gw, "the-boss", owner)  # configured key: @owner, verified
+        signed = await keyed(gw, "signer", stranger)  # signed, not approved
+        plain = await gw.agentchat("plain")
+        mew = await gw.mew("mew-reader")
+        await boss.send({"type": "MSG", "to": "#general", "content": "from the boss"})
+        got = await plain.next_where(of_type("MSG", content="from the boss"))
+        assert (got["from"], got["from_name"], got["verified"]) == ("@owner", "the-boss", True)
+        await signed.send({"type": "MSG", "to": "#general", "content": "signed"})
+        got = await plain.next_where(of_type("MSG", content="signed"))
+        assert (got["from"], got["from_name"]) == (stranger.agent_id, "signer")
+        assert got["verified"] is False
+        await plain.send({"type": "MSG", "to": "#general", "content": "plain"})
+        got = await boss.next_where(of_type("MSG", content="plain"))
+        assert (got["from_name"], got["verified"]) == ("plain", False)
+        seen = await mew.next_where(
+            lambda f: f.get("kind") == "chat" and f["payload"]["text"] == "from the boss"
+        )
+        assert seen["from"] == "owner" and seen["payload"]["from_name"] == "the-boss"
+
+        await plain.send({"type": "JOIN", "channel": "#general"})
+        joined = await plain.expect_type("JOINED")
+        agents = {a["id"]: a for a in joined["agents"]}
+        assert agents["@owner"] == {"id": "@owner", "name": "the-boss", "verified": True}
+        assert agents[stranger.agent_id] == {
+            "id": stranger.agent_id,
+            "name": "signer",
+            "verified": False,
+        }
+        assert agents["@plain"] == {"id": "@plain", "name": "plain", "verified": False}
+        assert agents["@mew-reader"]["verified"] is False
+        # the history a JOIN replays says who sent each message as the live MSG did
+        replay = next(
+            m
+            for m in [await plain.expect_type("MSG") for _ in range(3)]
+            if m["content"] == "from the boss"
+        )
+        assert replay["replay"] is True and replay["from_name"] == "the-boss"
+        assert replay["verified"] is True
+    finally:
+        await stop_gateway(gw)
+
+
+async def test_no_client_can_claim_a_name_or_verified_in_its_message(tmp_path: Path) -> None:
+    owner = Keypair()
+    gw = await start_gateway(tmp_path, spaces=[keyed_space(owner)])
+    try:
+        reader = await keyed(gw, "reader", owner)
+        forger = await gw.agentchat("forger")
+        await forger.send(
+            {"type": "MSG", "to": "#general", "content": "a", "from_name": "the-boss"}
+            | {"verified": True}
+        )
+        got = await reader.next_where(of_type("MSG", content="a"))
+        assert (got["from_name"], got["verified"]) == ("forger", False)
+        mew = await gw.mew("mew-forger")
+        payload = {"text": "b", "from_name": "the-boss", "verified": True, "extra": 1}
+        await mew.send({"kind": "chat", "payload": payload})
+        got = await reader.next_where(of_type("MSG", content="b"))
+        assert (got["from"], got["from_name"], got["verified"]) == (
+            "@mew-forger",
+            "mew-forger",
+            False,
+        )
+        assert "extra" not in got  # only a client's sig is relayed
+    finally:
+        await stop_gateway(gw)
+
+
+# ---------------------------------------------------------------------------------------------
+# a lost key: an admin forgets the name it took on first use
+# ---------------------------------------------------------------------------------------------
+
+
+async def test_an_admin_forgets_a_name_bound_on_first_use(tmp_path: Path) -> None:
+    lost, new = Keypair(), Keypair()
+    gw = await start_gateway(tmp_path)
+    admin = {"X-Hubbub-Request": "1"}  # open mode: loopback is admin
+    try:
+        await (await keyed(gw, "alice", lost)).close()
+        assert (await keyed(gw, "alice", new)).welcome["name"] != "alice"  # taken
+        async with aiohttp.ClientSession(headers=admin) as http:
+            async with http.get(f"{gw.http}/admin/keys") as resp:
+                assert (await resp.json())["bound"] == [
+                    {"name": "alice", "pubkey": lost.pem.strip()}
+                ]
+            async with http.post(f"{gw.http}/admin/keys/alice/forget") as resp:
+                assert resp.status == 200
+                body = await resp.json()
+            assert body["forgotten"] is True and body["pubkey"] == lost.pem.strip()
+            async with http.post(f"{gw.http}/admin/keys/alice/forget") as resp:
+                assert resp.status == 404 and (await resp.json())["error"] == "not_bound"
+        async with (  # a request that a web page could forge
+            aiohttp.ClientSession() as http,
+            http.post(f"{gw.http}/admin/keys/alice/forget") as resp,
+        ):
+            assert resp.status == 403
+    finally:
+        await stop_gateway(gw)
+    gw = await start_gateway(tmp_path)  # forgotten for good: the new key takes the name
+    try:
+        again = await keyed(gw, "alice", new)
+        assert again.welcome["name"] == "alice"
+        assert (await keyed(gw, "alice", lost)).welcome["name"] != "alice"
+    finally:
+        await stop_gateway(gw)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -311,7 +452,7 @@ async def test_a_wrong_signature_fails_and_keyless_targets_cannot_be_verified(
     failed = await asker.expect_type("VERIFY_FAILED")
     assert failed["target"] == key.agent_id and failed["reason"]
     await asker.send({"type": "VERIFY_REQUEST", "target": "@asker", "nonce": "n"})
-    assert (await asker.expect_type("ERROR"))["code"] == "INVALID_MSG"
+    assert (await asker.expect_type("ERROR"))["code"] == "NO_PUBKEY"  # agentchat's code
 
 
 def test_an_unanswered_verification_expires_after_30_s() -> None:
@@ -322,4 +463,4 @@ def test_an_unanswered_verification_expires_after_30_s() -> None:
     assert ledger.expire(pending.request_id, 1_001 + VERIFY_TIMEOUT_MS) == pending
     with pytest.raises(ProtocolError) as late:
         ledger.answer("target", pending.request_id, "n", "c2ln", 1_002 + VERIFY_TIMEOUT_MS)
-    assert late.value.code is ErrorCode.VERIFICATION_FAILED
+    assert late.value.code is ErrorCode.VERIFICATION_EXPIRED

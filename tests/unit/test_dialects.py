@@ -49,6 +49,7 @@ def test_agentchat_outgoing_msg_has_at_ids_and_ms_timestamps() -> None:
             "content": "hello",
             "msg_id": "01X",
             "ts": TS_MS,
+            "verified": False,
             "seq": 4,
         }
     ]
@@ -75,7 +76,21 @@ def test_extra_msg_fields_ride_in_the_payload_and_back_out() -> None:
     env.id, env.ts, env.from_ = "01B", TS, "bob"
     (frame,) = frames(env)
     assert frame["sig"] == "s1" and frame["in_reply_to"] == "01A"
-    assert (frame["from"], frame["ts"]) == ("@bob", TS_MS) and "verified" not in frame
+    assert (frame["from"], frame["ts"]) == ("@bob", TS_MS) and frame["verified"] is False
+
+
+def test_msg_says_the_senders_name_and_key_from_the_server_stamp_only() -> None:
+    """``from_name`` and ``verified`` come from the payload fields the router stamps
+    (``stamp_sender``); any other payload field, a MEW client's own, is not relayed."""
+    env = Envelope(kind="chat", id="01C", ts=TS, from_="a1b2c3d4e5f6a7b8", channel="#general")
+    env.payload = {"text": "hi", "from_name": "alice", "verified": True, "format": "md"}
+    (frame,) = frames(env)
+    assert (frame["from"], frame["from_name"], frame["verified"]) == (
+        "@a1b2c3d4e5f6a7b8",
+        "alice",
+        True,
+    )
+    assert "format" not in frame and "text" not in frame
 
 
 def test_extra_msg_fields_may_not_nest_deeper_than_envelopes() -> None:

@@ -15,6 +15,7 @@ from hubbub.protocol.dialect import Dialect
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.server.app import Accepted, accept_websocket, error_frames, pump, run_session
 from hubbub.server.config import Limits
+from hubbub.server.http.health import HEALTHY
 from hubbub.server.listener import GuardedSite
 from hubbub.server.state.connection import Connection
 from hubbub.server.web_guard import browser_guard
@@ -33,7 +34,7 @@ async def _health(request: web.Request) -> web.Response:
     settled = all(cluster["leaders"].values())
     return web.json_response(
         {
-            "status": "ok" if cluster["redis"]["reachable"] and settled else "degraded",
+            "status": HEALTHY if cluster["redis"]["reachable"] and settled else "degraded",
             "version": __version__,
             "spaces": sorted(node.seats),
             "connections": node.local_connections,

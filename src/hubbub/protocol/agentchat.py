@@ -17,6 +17,9 @@ from hubbub.protocol.hello import KEY_PROVEN, Hello
 from hubbub.protocol.ids import SERVER_ID, Clock, iso_to_ms
 
 SERVER_NAME = "@server"
+ALREADY_IDENTIFIED = "Already identified"
+"""The answer to a second IDENTIFY (or VERIFY_IDENTITY) on a connection: agentchat's words,
+exactly, since its clients and tests compare the text; one IDENTIFY per connection."""
 CLIENT_TYPES = (
     "IDENTIFY",
     "JOIN",
@@ -102,15 +105,11 @@ _CODE_ON_WIRE = {
 }
 """hubbub's error codes under the names agentchat's clients act on (its daemon skips a
 channel for good on ``CHANNEL_NOT_FOUND`` and retries anything else); others upper-cased."""
-_SILENT_ERRORS = frozenset({"invalid_claim"})
-"""Refusals agentchat's server answers with silence (a bad ``RESPONDING_TO`` is ignored):
-an ``ERROR`` there would be a crash in a client without an error listener."""
+_SILENT_ERRORS = frozenset({("invalid_claim", None), ("unknown_channel", "channel/leave")})
+"""Refusals agentchat's server answers with silence (a bad ``RESPONDING_TO`` is ignored, a
+``LEAVE`` of a channel that does not exist too), as (error code, ``attempted_kind`` or None
+for any): an ``ERROR`` there would be a crash in a client without an error listener."""
 _KIND_IN_TEXT = re.compile(r"kind '([a-z/-]+)'|\b([a-z]+/[a-z-]+)\b")
-_MSG_FIELDS = frozenset(
-    {"type", "to", "content", "ts", "from", "from_name", "msg_id", "seq", "replay", "verified"}
-    | {"text", "cb_id", "cb_origin", "buffered", "in_reply_to"}
-)
-"""MSG fields the server writes (or maps) itself: never relayed from a client's frame."""
 
 
 class _Frame(msgspec.Struct, tag_field="type", kw_only=True):
@@ -262,6 +261,15 @@ def _name(pid: str) -> str:
     return "server" if pid == SERVER_ID else pid
 
 
+def _agent(pid: str, identity: dict[str, Any]) -> dict[str, Any]:
+    """A member as ``JOINED`` lists it: ``{id, name, verified}``."""
+    return {
+        "id": at(pid),
+        "name": identity.get("name") or _name(pid),
+        "verified": identity.get("verified") is True,
+    }
+
+
 def _ms(env: Envelope) -> int:
     return iso_to_ms(env.ts) if env.ts else Clock.now_ms()
 
@@ -401,9 +409,7 @@ class AgentchatDialect:
             return Envelope(kind="chat/typing", channel=frame.channel)
         if isinstance(frame, _Ping):
             return Reply(encode({"type": "PONG", "ts": Clock.now_ms()}))
-        raise ProtocolError(
-            ErrorCode.INVALID_ENVELOPE, "Already identified: IDENTIFY is sent once per connection"
-        )
+        raise ProtocolError(ErrorCode.INVALID_ENVELOPE, ALREADY_IDENTIFIED)
 
     def _chat(self, frame: _Msg, raw: dict[str, Any]) -> Envelope:
         """``MSG`` → ``chat``; of the fields a client adds only ``sig`` rides along (as
@@ -454,10 +460,11 @@ class AgentchatDialect:
         if kind == "system/presence":
             return [encode(f) for f in self._presence(env)]
         if kind == "channel/joined":
+            identities = p.get("identities") or {}
             joined: dict[str, Any] = {
                 "type": "JOINED",
                 "channel": p.get("channel"),
-                "agents": [at(m) for m in p.get("members", [])],
+                "agents": [_agent(m, identities.get(m) or {}) for m in p.get("members", [])],
                 "ts": _ms(env),
             }
             if "history_reset" in p:  # the resume point meant nothing here: a fresh history
@@ -573,7 +580,8 @@ class AgentchatDialect:
                 )
             ]
         if kind == "system/error":
-            if p.get("error") in _SILENT_ERRORS:
+            code = p.get("error")
+            if (code, None) in _SILENT_ERRORS or (code, p.get("attempted_kind")) in _SILENT_ERRORS:
                 return []
             frame = {
                 "type": "ERROR",
@@ -643,18 +651,18 @@ class AgentchatDialect:
     def _msg(self, env: Envelope) -> dict[str, Any]:
         to = env.channel if env.channel else at(env.to[0]) if env.to else ""
         p = env.payload
-        frame: dict[str, Any] = (
-            {k: v for k, v in p.items() if k not in _MSG_FIELDS} if len(p) > 1 else {}
-        )
-        frame |= {
+        frame: dict[str, Any] = {
             "type": "MSG",
             "from": at(env.from_),
-            "from_name": _name(env.from_),
+            "from_name": p.get("from_name") or _name(env.from_),
             "to": to,
             "content": p.get("text", ""),
             "msg_id": env.id,
             "ts": _ms(env),
+            "verified": p.get("verified") is True,
         }
+        if "sig" in p:  # of what a client adds to a message only its signature is relayed
+            frame["sig"] = p["sig"]
         if env.seq is not None:
             frame["seq"] = env.seq
         reply_to = env.correlation_ids()

@@ -24,7 +24,9 @@ class Dialect(Protocol):
     name: str
     channel_presence: bool
     """Membership events go per channel to that channel's other members (agentchat's
-    ``AGENT_JOINED``/``AGENT_LEFT``) instead of to the whole space (MEW's ``system/presence``)."""
+    ``AGENT_JOINED``/``AGENT_LEFT``), and presence updates to those sharing a channel with the
+    participant, never to itself (``PRESENCE_CHANGED``), instead of to the whole space (MEW's
+    ``system/presence``)."""
     frames_are_envelopes: bool
     """Every frame is the envelope's own JSON (``encode(env) == [envelope JSON]`` for all but
     the kinds it rewrites): a channel message's stored bytes are sent as they are."""

@@ -23,6 +23,8 @@ class ErrorCode(StrEnum):
     NOT_INVITED = "not_invited"
     NOT_ALLOWED = "not_allowed"
     VERIFICATION_FAILED = "verification_failed"
+    VERIFICATION_EXPIRED = "verification_expired"
+    NO_PUBKEY = "no_pubkey"
     UNKNOWN_PARTICIPANT = "unknown_participant"
     CAPABILITY_VIOLATION = "capability_violation"
     NOTHING_REVOKED = "nothing_revoked"

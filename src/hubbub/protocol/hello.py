@@ -20,7 +20,9 @@ class Hello(msgspec.Struct, kw_only=True):
     epoch: str | None = None
     """The history epoch the ``resume`` points belong to (from an earlier welcome)."""
     auto_join: bool = False
-    """Join the space's auto-join channels (``agentchat_auto_join``) instead of ``channels``."""
+    """Join the space's auto-join channels (``agentchat_auto_join``) instead of ``channels``,
+    silently as agentchat does: no ``channel/joined`` or history unless ``resume`` names the
+    channel (a later ``channel/join`` answers with both)."""
     resends: bool = False
     """The client resends what it is not sure landed, under the same ids, and wants each
     answered with its original (the hubbub SDK's join, which carries ``resume``)."""

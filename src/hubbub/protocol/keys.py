@@ -76,11 +76,15 @@ class Challenge:
     def check(
         self, challenge_id: object, signature: object, timestamp: object, now_ms: int
     ) -> None:
-        """Accept the answer or raise ``verification_failed`` saying why."""
+        """Accept the answer or raise ``verification_failed`` (a bad signature) or
+        ``verification_expired`` (another or a late challenge, as agentchat) saying why."""
         if challenge_id != self.challenge_id:
-            raise _failed("VERIFY_IDENTITY names another challenge_id than the CHALLENGE sent")
+            raise _expired(
+                "Challenge not found or expired: VERIFY_IDENTITY names another challenge_id "
+                "than the CHALLENGE sent"
+            )
         if now_ms > self.expires_at:
-            raise _failed("the challenge expired: answer within 60 s of the CHALLENGE")
+            raise _expired("Challenge expired: answer within 60 s of the CHALLENGE")
         if not isinstance(signature, str) or isinstance(timestamp, bool):
             raise _failed("signature must be a base64 string")
         try:
@@ -97,3 +101,7 @@ class Challenge:
 
 def _failed(why: str) -> ProtocolError:
     return ProtocolError(ErrorCode.VERIFICATION_FAILED, why)
+
+
+def _expired(why: str) -> ProtocolError:
+    return ProtocolError(ErrorCode.VERIFICATION_EXPIRED, why)

@@ -12,7 +12,6 @@ from typing import NamedTuple
 import msgspec
 from aiohttp import WSMsgType, web
 
-from hubbub import __version__
 from hubbub.protocol.agentchat import is_agentchat_frame, is_agentchat_hello
 from hubbub.protocol.dialect import Dialect
 from hubbub.protocol.dialects import AGENTCHAT, MEW, dialect_of_hello
@@ -26,10 +25,10 @@ from hubbub.server.gateway import Gateway
 from hubbub.server.http.admin import add_admin_routes
 from hubbub.server.http.chat_http import add_chat_routes
 from hubbub.server.http.dashboard_http import add_dashboard_routes
+from hubbub.server.http.health import health_handler
 from hubbub.server.http.http_api import add_http_routes
 from hubbub.server.http.mcp_http import add_mcp_routes
 from hubbub.server.http.observe import ActivityWatcher
-from hubbub.server.json_body import json_body
 from hubbub.server.listener import GuardedSite
 from hubbub.server.state.connection import CLOSE_POLICY, CLOSE_TOO_BIG, Connection, ws_text_frame
 from hubbub.server.state.metrics import Metrics
@@ -43,6 +42,7 @@ from hubbub.store.sqlite import SqliteStore
 log = logging.getLogger("hubbub.server")
 
 ROUTER_KEY = web.AppKey("router", Gateway)
+_health = health_handler(ROUTER_KEY)
 _MEW = MEW  # the registry's codecs (protocol/dialects.py)
 _AGENTCHAT = AGENTCHAT
 
@@ -68,6 +68,9 @@ async def _refuse(
     await ws.close(code=CLOSE_POLICY, message=exc.message[:120].encode())
 
 
+PENDING = "Challenge already pending"
+"""The answer to a second IDENTIFY before the CHALLENGE is answered (agentchat's, exactly:
+its clients and tests compare the text)."""
 MAX_FRAMES_BEFORE_IDENTIFY = 10
 """agentchat frames answered ``AUTH_REQUIRED`` before the connection is refused (as agentchat's
 own server, which allows 10 frames before IDENTIFY)."""
@@ -109,6 +112,8 @@ def hard_frame_cap(limits: Limits) -> int:
 
 PublicChannels = Callable[[], list[dict[str, object]]]
 """The channels an unidentified agentchat client may list (``LIST_CHANNELS`` before IDENTIFY)."""
+KeyScreen = Callable[[dict[str, object]], ProtocolError | None]
+"""Why an IDENTIFY's public key is refused before its challenge, or None."""
 
 
 def _answer_before_identify(
@@ -222,7 +227,7 @@ async def pump(
 async def websocket_endpoint(request: web.Request) -> web.StreamResponse:
     """``/ws`` (and ``/``): the first frame selects the dialect, then frames are routed."""
     router = request.app[ROUTER_KEY]
-    return await serve_websocket(request, router.limits, router, health)
+    return await serve_websocket(request, router.limits, router, _health)
 
 
 async def serve_websocket(
@@ -233,7 +238,7 @@ async def serve_websocket(
 ) -> web.StreamResponse:
     """Serve one client WebSocket on ``router`` (a plain GET of ``/``: ``not_websocket``)."""
     accepted = await accept_websocket(
-        request, limits, not_websocket, lambda: public_channels(router)
+        request, limits, not_websocket, lambda: public_channels(router), router.screen_key
     )
     if not isinstance(accepted, Accepted):
         return accepted
@@ -260,8 +265,10 @@ async def accept_websocket(
     limits: Limits,
     not_websocket: Callable[[web.Request], Awaitable[web.StreamResponse]],
     channels: PublicChannels | None = None,
+    screen_key: KeyScreen | None = None,
 ) -> Accepted | web.StreamResponse:
-    """Upgrade ``request`` and read its hello; the response to return when that fails."""
+    """Upgrade ``request`` and read its hello; the response to return when that fails
+    (``screen_key``: refuses a public key before its challenge, where it knows the policy)."""
     ws = prepare_websocket(request, limits)
     if not ws.can_prepare(request).ok:
         return (
@@ -280,6 +287,10 @@ async def accept_websocket(
     dialect, frame = hello
     frame.pop(KEY_PROVEN, None)  # only the handshake says a key is proven
     if dialect is _AGENTCHAT and frame.get("pubkey") is not None:
+        refusal = screen_key(frame) if screen_key is not None else None
+        if refusal is not None:  # as agentchat's server: NOT_ALLOWED instead of a CHALLENGE
+            await _refuse(ws, transport, _AGENTCHAT, refusal)
+            return ws
         if not await prove_key(ws, transport, frame):
             return ws
         frame[KEY_PROVEN] = True
@@ -311,7 +322,10 @@ async def prove_key(
         try:
             msg = await ws.receive(timeout=max(deadline - loop.time(), 0.001))
         except TimeoutError:
-            expired = ProtocolError(ErrorCode.VERIFICATION_FAILED, "Challenge expired")
+            expired = ProtocolError(
+                ErrorCode.VERIFICATION_EXPIRED,
+                f"Challenge expired: answer it within {CHALLENGE_TTL_MS // 1000} s",
+            )
             await _refuse(ws, transport, _AGENTCHAT, expired)
             return False
         if msg.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
@@ -330,8 +344,12 @@ async def prove_key(
                 return False
             return True
         others += 1
-        early = ProtocolError(
-            ErrorCode.AUTH_REQUIRED, "answer the CHALLENGE with VERIFY_IDENTITY first"
+        early = (
+            ProtocolError(ErrorCode.INVALID_ENVELOPE, PENDING)  # agentchat's words, exactly
+            if isinstance(answer, dict) and answer.get("type") == "IDENTIFY"
+            else ProtocolError(
+                ErrorCode.AUTH_REQUIRED, "answer the CHALLENGE with VERIFY_IDENTITY first"
+            )
         )
         if others > MAX_FRAMES_BEFORE_IDENTIFY:
             await _refuse(ws, transport, _AGENTCHAT, early)
@@ -361,26 +379,6 @@ async def run_session(accepted: Accepted, router: Gateway) -> None:
         router.detach(session)
 
 
-async def health(request: web.Request) -> web.Response:
-    """``GET /health``: liveness, a few counts, and ``degraded`` with the reason while
-    nothing can be stored."""
-    router = request.app[ROUTER_KEY]
-    store = router.store
-    body: dict[str, object] = {
-        "status": "ok" if store.available else "degraded",
-        "version": __version__,
-        "spaces": sorted(router.spaces),
-        "connections": sum(len(s.online) for s in router.spaces.values()),
-        "store": {"available": store.available},
-    } | agentchat_health(router)
-    if not store.available:
-        body["store"] = {
-            "available": False,
-            "error": store.problem or "the store cannot commit; see the gateway's log",
-        }
-    return json_body(body)
-
-
 def public_channels(router: Gateway) -> list[dict[str, object]]:
     """The public channels of the space an IDENTIFY without ``space`` joins, as agentchat's
     ``CHANNELS`` lists them."""
@@ -390,24 +388,6 @@ def public_channels(router: Gateway) -> list[dict[str, object]]:
     return [
         {"name": c.name, "agents": len(c.members)} for c in space.channels.values() if not c.private
     ]
-
-
-def agentchat_health(router: Gateway) -> dict[str, object]:
-    """The fields of agentchat's ``/health`` (``status`` stays hubbub's)."""
-    now = Clock.now_ms()
-    sessions = [s for space in router.spaces.values() for s in space.online.values()]
-    channels = [c for space in router.spaces.values() for c in space.channels.values()]
-    return {
-        "server": router.server_name,
-        "uptime_seconds": (now - router.started_at_ms) // 1000,
-        "started_at": router.started_at_ms,
-        "agents": {
-            "connected": len(sessions),
-            "with_identity": sum(1 for s in sessions if s.verified is not None),
-        },
-        "channels": {"total": len(channels), "public": sum(1 for c in channels if not c.private)},
-        "timestamp": now,
-    }
 
 
 def build_app(router: Gateway) -> web.Application:
@@ -420,7 +400,7 @@ def build_app(router: Gateway) -> web.Application:
     router.events.subscribe(ActivityWatcher(router))  # the dashboard's feed
     app.router.add_get("/ws", websocket_endpoint)
     app.router.add_get("/", websocket_endpoint)
-    app.router.add_get("/health", health)
+    app.router.add_get("/health", _health)
     add_http_routes(app, ROUTER_KEY)
     add_dashboard_routes(app, ROUTER_KEY)
     add_admin_routes(app, ROUTER_KEY)

@@ -211,6 +211,16 @@ class Gateway:
 
     # ------------------------------------------------------------------ the public calls
 
+    def screen_key(self, frame: dict[str, object]) -> ProtocolError | None:
+        """Why an IDENTIFY's public key is refused before its challenge (a strict allowlist
+        without it), or None; an IDENTIFY with a token authenticates by the token."""
+        pubkey, space = frame.get("pubkey"), frame.get("space")
+        if not isinstance(pubkey, str) or frame.get("token"):
+            return None
+        return self.keys.screen(
+            self.auth.addressed_space(space if isinstance(space, str) else None), pubkey
+        )
+
     def authenticate(self, hello: Hello) -> Identity:
         """Check the hello's token and id; raises ProtocolError on refusal."""
         return self.sessions.authenticate(hello)

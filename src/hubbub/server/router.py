@@ -26,7 +26,7 @@ from hubbub.protocol.kinds import KINDS, application_kind
 from hubbub.protocol.markers import SleepMarker
 from hubbub.protocol.streams import StreamFrame
 from hubbub.server.admission.admit import PRESENCE, REQUEST, Admission, Destination
-from hubbub.server.admission.sender import HttpSender, Sender
+from hubbub.server.admission.sender import HttpSender, Sender, stamp_sender
 from hubbub.server.core.coordination import Coordination
 from hubbub.server.core.delivery import Delivery
 from hubbub.server.core.events import Events
@@ -158,6 +158,8 @@ class Router:
         env.id = client_id or self.ids.new(now)
         env.ts = self.clock.iso(now)
         env.seq = None
+        if env.kind == "chat":
+            stamp_sender(env.payload, sender)
         return now
 
     def _sequence(

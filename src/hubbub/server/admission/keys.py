@@ -61,6 +61,18 @@ class KeyBindings:
         saved = await self.store.records(space, TABLE)
         self._tofu[space] = {k: v for k, v in saved.items() if isinstance(v, str)}
 
+    def bound(self, space: str) -> dict[str, str]:
+        """The names bound on first use in ``space``: name → its key (SPKI PEM)."""
+        return dict(sorted(self._tofu.get(space, {}).items()))
+
+    def forget(self, space: str, name: str) -> str | None:
+        """Unbind ``name`` from the key that took it on first use (an admin's cure for a lost
+        key): the next client asking for it gets it. The key it had, or None if none."""
+        pem = self._tofu.get(space, {}).pop(name, None)
+        if pem is not None:
+            self.store.put_record(space, TABLE, name, None)
+        return pem
+
     def keyed(self, cfg: SpaceConfig, hello: Hello) -> Identity:
         """The identity of a client whose ``hello`` carries a proven public key."""
         if not hello.key_proven or hello.pubkey is None:
@@ -71,7 +83,7 @@ class KeyBindings:
         pem = hello.pubkey.strip()
         policy = cfg.agentchat_keys
         name = hello.name or hello.participant_id
-        pid = self._configured.get((cfg.space, pem)) if policy.bind != "off" else None
+        pid = self._configured_for(cfg, pem)
         if pid is not None:
             p = cfg.participants[pid]
             caps = tuple(p.effective_capabilities())
@@ -86,12 +98,9 @@ class KeyBindings:
                 verified=True,
                 pubkey=hello.pubkey,
             )
-        if policy.allowlist == "strict":
-            raise ProtocolError(
-                ErrorCode.NOT_ALLOWED,
-                f"this public key is not on the allowlist of space {cfg.space!r}: an admin "
-                "adds it to participants.<id>.pubkeys in space.yaml",
-            )
+        refusal = self.screen(cfg.space, pem)
+        if refusal is not None:
+            raise refusal
         if not cfg.open:
             raise ProtocolError(
                 ErrorCode.AUTH_FAILED,
@@ -121,6 +130,26 @@ class KeyBindings:
             verified=False,
             pubkey=hello.pubkey,
         )
+
+    def screen(self, space: str, pubkey: str) -> ProtocolError | None:
+        """Why ``pubkey`` may not connect to ``space`` whoever holds it (not on a strict
+        allowlist), or None: asked before the challenge too, as agentchat's server does."""
+        cfg = self.configs.get(space)
+        if cfg is None or cfg.agentchat_keys.allowlist != "strict":
+            return None
+        if self._configured_for(cfg, pubkey.strip()) is not None:
+            return None
+        return ProtocolError(
+            ErrorCode.NOT_ALLOWED,
+            f"this public key is not on the allowlist of space {cfg.space!r}: an admin "
+            "adds it to participants.<id>.pubkeys in space.yaml",
+        )
+
+    def _configured_for(self, cfg: SpaceConfig, pem: str) -> str | None:
+        """The participant a configured key authenticates as (none under ``bind: off``)."""
+        if cfg.agentchat_keys.bind == "off":
+            return None
+        return self._configured.get((cfg.space, pem))
 
     def keyless(self, cfg: SpaceConfig, hello: Hello, ident: Identity) -> Identity:
         """An open-mode identity without a key, as the policy allows (raise otherwise)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.errors import ProtocolError
 from hubbub.server.admission.auth import Identity
@@ -33,3 +35,19 @@ class HttpSender:
 
 
 Sender = Session | HttpSender
+
+SENDER_FIELDS = ("from_name", "verified")
+"""The chat payload fields that only the server writes: who sent it, as its session says."""
+
+
+def stamp_sender(payload: dict[str, Any], sender: Sender) -> None:
+    """Write ``sender``'s display name and key's ``verified`` into a chat payload (when it
+    has them), replacing whatever the client wrote under those names."""
+    for field in SENDER_FIELDS:
+        payload.pop(field, None)
+    if isinstance(sender, Session):
+        who = sender.identity()
+        if "name" in who:
+            payload["from_name"] = who["name"]
+        if "verified" in who:
+            payload["verified"] = who["verified"]

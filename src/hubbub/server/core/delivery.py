@@ -293,11 +293,14 @@ class Delivery:
                 recipients = space.online.values()
             env = self.server_env("system/presence", payload)
             membership = event in ("join", "leave")
+            scoped = membership or event == "update"
             frames: dict[str, bytes] = {}
             each: dict[str, bytes] = {}
+            per_channel = False  # someone online hears of it per channel (below)
             for s in list(recipients):
                 dialect = s.conn.dialect
-                if membership and dialect.channel_presence:
+                if scoped and dialect.channel_presence:
+                    per_channel = True
                     continue  # told per channel, below
                 if len(entries) > 1 and not s.presence_lists:
                     self._send_each(s, event, channel, entries, each)
@@ -305,6 +308,8 @@ class Delivery:
                     self.send_shared(s, env, frames)
             if membership:
                 self._membership_by_channel(space, event, channel, entries)
+            elif event == "update" and per_channel:
+                self._update_to_co_members(space, entries)
 
     def _send_each(
         self,
@@ -362,6 +367,26 @@ class Delivery:
                 if buf:
                     s.conn.send(buf)
                     self.metrics.messages_out += 1
+
+    def _update_to_co_members(self, space: SpaceState, entries: list[dict[str, Any]]) -> None:
+        """Send presence updates to the channel-scoped dialects: to those who share a channel
+        with the participant, never to the participant itself (agentchat's
+        ``PRESENCE_CHANGED``)."""
+        for entry in entries:
+            pid = entry.get("id")
+            subject = space.online.get(pid) if isinstance(pid, str) else None
+            if subject is None:
+                continue  # gone meanwhile: its leave tells the rest
+            env = self.server_env("system/presence", {"event": "update", "participant": entry})
+            frames: dict[str, bytes] = {}
+            told = {subject.id}
+            for name in sorted(subject.channels):
+                ch = space.channels.get(name)
+                for s in list(ch.members.values()) if ch is not None else ():
+                    if s.id in told or not s.conn.dialect.channel_presence:
+                        continue
+                    told.add(s.id)
+                    self.send_shared(s, env, frames)
 
     def _membership_frames(
         self, dialect: Dialect, event: str, entry: dict[str, Any], channel: str

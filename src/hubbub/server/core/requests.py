@@ -146,7 +146,11 @@ class Requests:
     def _leave(self, sender: Sender, env: Envelope, now: int) -> None:
         s = _session(sender, "channel/leave")
         name = env.payload.get("channel")
-        ch = self.admission.channel_for(s, name, member=False)
+        try:
+            ch = self.admission.channel_for(s, name, member=False)
+        except ProtocolError as exc:
+            exc.extra.setdefault("attempted_kind", "channel/leave")  # agentchat: no answer
+            raise
         was_member = ch.remove(s)
         self.reply(s, env, "channel/left", {"channel": name})  # also when not a member
         if was_member:

@@ -271,8 +271,13 @@ class Sequencer:
             "history": [msgspec.Raw(d) for _, d in collected],
             "seq": ch.seq,
         }
+        identities = {m.id: who for m in ch.members.values() if (who := m.identity())}
+        if identities:  # names and keys' ``verified`` of the members that have them
+            payload["identities"] = identities
         if has_more:
             payload["has_more"] = True
+        if ch.private:
+            payload["private"] = True  # invite-only: members may invite (the web chat offers it)
         if reset is not None:
             payload["history_reset"] = {"reason": reset, "epoch": self.epoch}
         self.delivery.send(

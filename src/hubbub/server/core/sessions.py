@@ -124,6 +124,9 @@ class Sessions:
                         ch = self.admission.channel_for(s, name, member=False)
                     else:
                         ch = space.channels[name]
+                    if hello.auto_join and name not in hello.resume:
+                        ch.add(s)  # silent, as agentchat's: history comes with a JOIN
+                        continue
                     after = None if reset else hello.resume.get(name)
                     await self.sequencer.join(
                         s, ch, after, announce=False, reset="epoch" if reset else None
@@ -150,7 +153,10 @@ class Sessions:
         it; a MEW client's is left open instead, detached (admission refuses its frames):
         ``MEWClient`` reconnects after any close, and two processes with one id would
         displace each other forever. MEW's own gateway leaves the older socket open too."""
-        reason = "replaced by a new connection with the same id"
+        # agentchat's clients look for "Another connection" (its test/session-conflict.test.js)
+        reason = (
+            "Another connection took this identity: replaced by a new connection with the same id"
+        )
         displaced = self.delivery.server_env(
             "system/session-displaced", {"reason": reason, "new_ip": new_ip}, to=[old.id]
         )

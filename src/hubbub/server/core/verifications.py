@@ -49,8 +49,9 @@ class Verifications:
         """A new request of ``requester`` for ``target`` (whose proven key is ``pubkey``)."""
         if pubkey is None:
             raise ProtocolError(
-                ErrorCode.INVALID_ENVELOPE,
-                f"@{target} has no persistent identity (it connected without a public key)",
+                ErrorCode.NO_PUBKEY,
+                f"@{target} has no persistent identity (it connected without a public key): "
+                "only an agent with a key can be verified",
             )
         if not isinstance(nonce, str) or not nonce:
             raise ProtocolError(ErrorCode.INVALID_ENVELOPE, "VERIFY_REQUEST needs a 'nonce' string")
@@ -72,7 +73,7 @@ class Verifications:
             if pending is not None:
                 del self._pending[pending.request_id]
             raise ProtocolError(
-                ErrorCode.VERIFICATION_FAILED, "Verification request not found or expired"
+                ErrorCode.VERIFICATION_EXPIRED, "Verification request not found or expired"
             )
         if pending.target != responder:
             raise ProtocolError(

@@ -13,6 +13,7 @@ from typing import Any, Protocol, TypeVar
 from aiohttp import web
 
 from hubbub.protocol.ids import is_participant_id
+from hubbub.server.admission.keys import KeyBindings
 from hubbub.server.core.moderation import Moderation
 from hubbub.server.http.access import AccessDenied, Directory, resolve_viewer
 from hubbub.server.json_body import json_body
@@ -20,6 +21,11 @@ from hubbub.server.json_body import json_body
 
 class AdminGateway(Directory, Protocol):
     """The gateway as the kill switch uses it (the gateway implements it)."""
+
+    @property
+    def keys(self) -> KeyBindings:
+        """agentchat keys and the names they took on first use."""
+        ...
 
     @property
     def moderation(self) -> Moderation:
@@ -35,7 +41,8 @@ GatewayT = TypeVar("GatewayT", bound=AdminGateway)
 
 
 def add_admin_routes(app: web.Application, key: web.AppKey[GatewayT]) -> None:
-    """Register ``POST /admin/participants/{id}/disconnect|ban|unban`` and ``GET /admin/bans``."""
+    """Register ``POST /admin/participants/{id}/disconnect|ban|unban``, ``GET /admin/bans``,
+    ``GET /admin/keys`` and ``POST /admin/keys/{name}/forget``."""
 
     def handler(action: str) -> Any:
         async def run(request: web.Request) -> web.Response:
@@ -80,6 +87,40 @@ def add_admin_routes(app: web.Application, key: web.AppKey[GatewayT]) -> None:
         sid = viewer.space.id
         return json_body({"space": sid, "banned": router.bans.banned(sid)})
 
+    async def keys(request: web.Request) -> web.Response:
+        router = request.app[key]
+        try:
+            viewer = resolve_viewer(router, request, "admin")
+        except AccessDenied as exc:
+            return exc.response()
+        sid = viewer.space.id
+        bound = [{"name": n, "pubkey": pem} for n, pem in router.keys.bound(sid).items()]
+        return json_body({"space": sid, "bound": bound})
+
+    async def forget(request: web.Request) -> web.Response:
+        router = request.app[key]
+        name = request.match_info["name"]
+        try:
+            viewer = resolve_viewer(router, request, "admin")
+        except AccessDenied as exc:
+            return exc.response()
+        sid = viewer.space.id
+        pem = router.keys.forget(sid, name)
+        if pem is None:
+            return json_body(
+                {
+                    "error": "not_bound",
+                    "message": f"no key took the name {name!r} on first use in space {sid!r}; "
+                    "GET /admin/keys lists the names bound (keys in space.yaml are changed "
+                    "there)",
+                },
+                status=404,
+            )
+        await router.durable()  # the answer promises the binding is gone for good
+        return json_body({"space": sid, "name": name, "forgotten": True, "pubkey": pem})
+
     for action in ("disconnect", "ban", "unban"):
         app.router.add_post(f"/admin/participants/{{pid}}/{action}", handler(action))
     app.router.add_get("/admin/bans", bans)
+    app.router.add_get("/admin/keys", keys)
+    app.router.add_post("/admin/keys/{name}/forget", forget)

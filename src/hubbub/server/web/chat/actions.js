@@ -120,10 +120,19 @@ export function joinChannel(name) {
   if (id) chat.wantOpen = channel;
 }
 
-export function createChannel(name) {
+/** Create channel `name`; `invited` (private): only its creator and those invited may join. */
+export function createChannel(name, invited = false) {
   const channel = channelName(name);
-  const id = request("channel/create", { channel }, `create ${channel}`);
+  const payload = invited ? { channel, private: true } : { channel };
+  const id = request("channel/create", payload, `create ${invited ? "private channel " : ""}${channel}`);
   if (id) chat.wantOpen = channel;
+}
+
+/** Let `who` (an id, "@" optional) into private channel `channel`: the gateway answers
+ * channel/invited (model.js), or why not. */
+export function inviteTo(channel, who) {
+  const participant = who.startsWith("@") ? who.slice(1) : who;
+  request("channel/invite", { channel, participant }, `invite ${participant} to ${channel}`);
 }
 
 export function leaveChannel(name) {

@@ -13,6 +13,7 @@ export function conversation(key) {
       key,
       kind: key.startsWith("#") ? "channel" : "dm",
       joined: false,
+      private: false, // invite-only (its channel/joined says so): members may invite
       members: new Set(),
       items: new Set(),
       order: [], // items sorted: era, then seq, then local order (pending ones have no seq)

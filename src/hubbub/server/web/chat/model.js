@@ -31,6 +31,9 @@ export function onEnvelope(env) {
       for (const c of (env.payload || {}).channels || []) if (c && c.name) chat.channelsKnown.set(c.name, c);
       bus.emit("conv-list");
       return;
+    case "channel/invited":
+      onInvited(env.payload || {});
+      return;
     default:
       ingest(env, { live: true });
   }
@@ -57,9 +60,21 @@ export function onWelcome(env) {
   bus.emit("conv-list");
 }
 
+/** An invitation into a private channel: to me (the channel is one I may join now), or the
+ * gateway's answer to mine ("invited" event for the views). */
+function onInvited(p) {
+  if (typeof p.channel !== "string") return;
+  if (p.participant === chat.me && p.by !== chat.me) {
+    chat.channelsKnown.set(p.channel, { name: p.channel, private: true, ...chat.channelsKnown.get(p.channel) });
+    bus.emit("conv-list");
+  }
+  bus.emit("invited", p);
+}
+
 export function onJoined(channel, info) {
   const conv = conversation(channel);
   conv.joined = true;
+  conv.private = !!(info.env && info.env.payload && info.env.payload.private);
   conv.members = new Set(info.members || []);
   if (info.reset) resetConversation(conv, info.reset);
   for (const m of info.history) ingest(m, { live: false });

@@ -64,7 +64,9 @@ function otherChannel(name) {
         "you may not join",
         el("span", { class: "sr-only" }, `: ${denied("channel/join", "for " + name)}`),
       );
-  return el("li", {}, el("span", { class: "label" }, name), " ", action);
+  const known = chat.channelsKnown.get(name);
+  const label = known && known.private ? `${name} (private)` : name;
+  return el("li", {}, el("span", { class: "label" }, label), " ", action);
 }
 
 /** The create form, as the capabilities allow: not shown without channel/create; the Create
@@ -187,8 +189,9 @@ export function initSidebar() {
     e.preventDefault();
     const name = $("create-input").value.trim();
     if (!name || $("create-btn").disabled) return;
-    createChannel(name);
+    createChannel(name, $("create-private").checked);
     $("create-input").value = "";
+    $("create-private").checked = false;
     renderCreate();
   });
 }

@@ -22,6 +22,7 @@ export const chat = {
   convs: new Map(), // key ("#general", "@bob", "@bob,carol") -> conversation
   current: null,
   wantOpen: null, // a channel to open once joined (the person asked to join or create it)
+  invitedShown: null, // the private channel whose header says whom I just invited
   people: new Map(), // id -> {id, kind, presence, wakeAt, online}
   channelsKnown: new Map(), // name -> {members} from the welcome and channel/list
   byId: new Map(), // message id -> item (for acks, retries, floor lines)

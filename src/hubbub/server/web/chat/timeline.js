@@ -5,7 +5,7 @@
 import { $, el } from "../common/dom.js";
 import { plural } from "../common/format.js";
 import { SERVER } from "../common/wire.js";
-import { leaveChannel, loadOlder } from "./actions.js";
+import { inviteTo, leaveChannel, loadOlder, toast } from "./actions.js";
 import { denied, may, maySome } from "./allowed.js";
 import { renderItem } from "./message.js";
 import { loadingOlder, olderAvailable } from "./model.js";
@@ -37,14 +37,21 @@ function renderHeader(conv) {
   const info =
     conv.kind === "channel"
       ? conv.joined
-        ? plural(conv.members.size, "member")
+        ? (conv.private ? "private · " : "") + plural(conv.members.size, "member")
         : "you left this channel"
       : "only you and they see this";
   $("conv-info").textContent = info;
   const joined = conv.kind === "channel" && conv.joined;
   const mayLeave = may("channel/leave", { channel: conv.key });
   $("leave-btn").hidden = !(joined && mayLeave);
-  explain($("conv-denied"), joined && !mayLeave ? `You cannot leave ${conv.key}: ${denied("channel/leave", "for " + conv.key)}.` : "");
+  // a private channel's members let others in, as their capabilities allow
+  const mayInvite = may("channel/invite", { channel: conv.key });
+  $("invite-form").hidden = !(joined && conv.private && mayInvite);
+  if (chat.invitedShown !== conv.key) explain($("invite-note"), "");
+  const notes = [];
+  if (joined && !mayLeave) notes.push(`You cannot leave ${conv.key}: ${denied("channel/leave", "for " + conv.key)}.`);
+  if (joined && conv.private && !mayInvite) notes.push(`You cannot invite to ${conv.key}: ${denied("channel/invite", "for " + conv.key)}.`);
+  explain($("conv-denied"), notes.join(" "));
   $("older-btn").hidden = !olderAvailable(conv);
   $("older-btn").textContent = loadingOlder(conv) ? "Loading older messages…" : "Load older messages";
   const readOnly = conv.kind === "channel" ? !conv.joined : conv.key === dmKey([SERVER]);
@@ -230,6 +237,23 @@ export function initTimeline() {
   $("leave-btn").addEventListener("click", () => {
     const conv = current();
     if (conv && conv.kind === "channel") leaveChannel(conv.key);
+  });
+  $("invite-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const conv = current();
+    const who = $("invite-input").value.trim();
+    if (!conv || conv.kind !== "channel" || !who) return;
+    inviteTo(conv.key, who);
+    $("invite-input").value = "";
+  });
+  bus.on("invited", (p) => {
+    if (p.participant === chat.me && p.by !== chat.me) {
+      toast(`${p.by} invited you to ${p.channel}: join it under "Join or create a channel".`);
+    } else if (p.by === chat.me) {
+      chat.invitedShown = p.channel;
+      const conv = current();
+      if (conv && conv.key === p.channel) explain($("invite-note"), `Invited ${p.participant}.`);
+    }
   });
   document.addEventListener("visibilitychange", () => {
     const conv = current();
