@@ -14,6 +14,10 @@ Who the participant is:
 - in open mode, ``X-Hubbub-Participant: <id>`` (or ``?as=<id>``) names it, with
   ``X-Hubbub-Kind`` (default ``agent``); ``X-Hubbub-Space`` / ``?space=`` picks the space.
 
+Where each participant's ``listen`` stopped is kept in the gateway's store
+(:class:`ListenCursors`), so the participant's next session — after a gateway restart, or
+any later one — resumes there: nothing missed, nothing returned twice.
+
 Every request of a session must carry the credentials that opened it (otherwise 404, as the
 SDK answers for a session it does not know). The browser rules of
 :mod:`hubbub.server.web_guard` apply (a foreign ``Origin`` is refused with 403). The ``mcp``
@@ -40,11 +44,13 @@ from hubbub.server.http.access import request_token
 from hubbub.server.web_guard import MCP_PATH
 
 if TYPE_CHECKING:
+    from hubbub.mcp.cursor import ListenCursor
     from hubbub.mcp.desk import Desk
     from hubbub.protocol.dialect import Dialect
     from hubbub.server.gateway import Gateway
     from hubbub.server.state.connection import Connection
     from hubbub.server.state.space import Session
+    from hubbub.store.base import Store
 
 OpenSession = Callable[
     ["Gateway", "Dialect", dict[str, object], "Connection"],
@@ -59,6 +65,9 @@ KIND_HEADER = "X-Hubbub-Kind"
 SPACE_HEADER = "X-Hubbub-Space"
 SESSION_HEADER = "mcp-session-id"
 _MEW = MewDialect()
+CURSOR_TABLE = "mcp_listen"
+"""The store's record table of listen cursors: participant id → :class:`ListenCursor`."""
+SAVE_TIMEOUT_S = 10.0
 SWEEP_EVERY_S = 30.0
 DISCONNECT_POLL_S = 2.0
 _STATUS = {
@@ -66,6 +75,7 @@ _STATUS = {
     ErrorCode.WRONG_SPACE: 403,
     ErrorCode.UNKNOWN_SPACE: 404,
     ErrorCode.INVALID_ID: 400,
+    ErrorCode.UNAVAILABLE: 503,
 }
 
 
@@ -256,6 +266,50 @@ def _refusal(exc: ProtocolError) -> web.Response:
     )
 
 
+# ---------------------------------------------------------------------- where listen stopped
+
+
+class ListenCursors:
+    """Each participant's listen cursor, kept in the store (one record per participant and
+    space, read once per space and then served from memory)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._spaces: dict[str, dict[str, Any]] = {}
+
+    async def get(self, space: str, participant: str) -> ListenCursor | None:
+        """Where ``participant``'s listen stopped in ``space`` (None: it never listened)."""
+        from hubbub.mcp.cursor import ListenCursor
+
+        saved = self._spaces.get(space)
+        if saved is None:
+            saved = self._spaces[space] = await self.store.records(space, CURSOR_TABLE)
+        return ListenCursor.from_json(saved.get(participant))
+
+    async def save(self, space: str, participant: str, cursor: ListenCursor) -> None:
+        """Store ``cursor``; returns once it is durable."""
+        from hubbub.mcp.desk import DeskError
+
+        record = cursor.to_json()
+        self._spaces.setdefault(space, {})[participant] = record
+        self.store.put_record(space, CURSOR_TABLE, participant, record)
+        durable: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def stored() -> None:
+            if not durable.done():
+                durable.set_result(None)
+
+        self.store.after_commit(stored)
+        try:
+            async with asyncio.timeout(SAVE_TIMEOUT_S):
+                await durable
+        except TimeoutError:
+            raise DeskError(
+                "the gateway could not store where this listen stopped (its store is "
+                "unavailable); the messages stay queued: call listen again in a moment"
+            ) from None
+
+
 # ---------------------------------------------------------------------- the door
 
 
@@ -274,6 +328,7 @@ class McpDoor:
     open_session: OpenSession
     manager: Any = None
     sessions: dict[str, _Open] = field(default_factory=dict)
+    cursors: ListenCursors | None = None
     _runner: asyncio.Task[None] | None = None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -329,8 +384,26 @@ class McpDoor:
         from hubbub.server.state.connection import Connection
 
         hello = caller.hello(self.router)
+        if self.cursors is None:
+            self.cursors = ListenCursors(self.router.store)
+        cursors = self.cursors
+        cursor = await cursors.get(str(hello["space"]), str(hello["participantId"]))
+        if cursor is not None:
+            hello |= cursor.hello_fields()
         seat = SessionSeat(self.router)
-        desk = Desk(seat, str(hello["participantId"]), ListenSettings.from_env())
+
+        async def listened(at: ListenCursor) -> None:
+            s = seat.session
+            if s is not None and s.space.online.get(s.id) is s:  # not a replaced session
+                await cursors.save(s.space.id, s.id, at)
+
+        desk = Desk(
+            seat,
+            str(hello["participantId"]),
+            ListenSettings.from_env(),
+            resume=cursor,
+            on_listened=listened,
+        )
         transport = QueueTransport(desk.receive, desk.closed_by)
         conn = Connection(
             transport,
@@ -344,6 +417,22 @@ class McpDoor:
             assert refusal is not None
             raise refusal
         seat.session = session
+        from hubbub.mcp.desk import DeskError
+
+        try:
+            await desk.catch_up()  # what the last listen left is in the inbox before any tool
+            if cursor is None:  # a first session starts the cursor where it joined
+                await listened(desk.cursor())
+        except DeskError as exc:
+            await seat.close()
+            raise ProtocolError(
+                ErrorCode.UNAVAILABLE,
+                f"could not resume where this participant's listen stopped ({exc}); "
+                "open the session again in a moment",
+            ) from None
+        except BaseException:
+            await seat.close()
+            raise
         return _Open(caller, desk, seat)
 
 
