@@ -13,6 +13,7 @@ import pytest
 
 from hubbub.sdk import Client
 from hubbub.server.config import ParticipantConfig, SpaceConfig, hash_token
+from hubbub.server.http.mcp_http import IDLE_TIMEOUT_S, MCP_DOORS
 from tests.conftest import RunningGateway, start_gateway, stop_gateway
 from tests.mcp.conftest import (
     SHORT,
@@ -23,6 +24,7 @@ from tests.mcp.conftest import (
     opener,
     stdio_session,
 )
+from tests.timing import until
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -231,3 +233,34 @@ async def test_closing_the_session_is_a_disconnect(gateway: RunningGateway) -> N
             p["id"] for p in left["payload"].get("participants") or [left["payload"]["participant"]]
         ]
         assert ids == ["claude"]
+
+
+async def test_an_idle_session_ends_and_its_participant_goes_offline(
+    gateway: RunningGateway,
+) -> None:
+    """No request in flight and no event stream for 30 minutes (the door's clock): the SDK's
+    session is deleted (its id answers 404) and the participant is disconnected."""
+    async with httpx2.AsyncClient() as http:
+        url = gateway.http + "/mcp"
+        headers = {**ACCEPT, "X-Hubbub-Participant": "idler"}
+        opened = await http.post(url, json=INIT, headers=headers)
+        assert opened.status_code == 200
+        sid = opened.headers["mcp-session-id"]
+        headers |= {"mcp-session-id": sid, "mcp-protocol-version": "2025-06-18"}
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await http.post(url, json=note, headers=headers)).status_code == 202
+        (door,) = gateway.runner.app[MCP_DOORS]
+        await until(lambda: not door.sessions[sid].in_flight, what="the notification's end")
+        now = door.clock()
+        door.clock = lambda: now + 29 * 60
+        await door.sweep()
+        assert "idler" in gateway.router.spaces["default"].online  # not idle long enough
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        assert (await http.post(url, json=ping, headers=headers)).status_code == 200
+        # the ping's handler ends just after its answer
+        await until(lambda: not door.sessions[sid].in_flight, what="the ping's end")
+        door.clock = lambda: now + 29 * 60 + IDLE_TIMEOUT_S
+        await door.sweep()
+        assert "idler" not in gateway.router.spaces["default"].online
+        gone = await http.post(url, json=ping, headers=headers)
+        assert gone.status_code == 404

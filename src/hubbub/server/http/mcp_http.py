@@ -31,6 +31,7 @@ import contextlib
 import itertools
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -69,6 +70,9 @@ CURSOR_TABLE = "mcp_listen"
 """The store's record table of listen cursors: participant id → :class:`ListenCursor`."""
 SAVE_TIMEOUT_S = 10.0
 SWEEP_EVERY_S = 30.0
+IDLE_TIMEOUT_S = 30 * 60.0
+"""A session with no request in flight (an open event stream counts) for this long ends, as
+the SDK's own ``session_idle_timeout`` would (its default, 30 minutes)."""
 DISCONNECT_POLL_S = 2.0
 _STATUS = {
     ErrorCode.AUTH_FAILED: 401,
@@ -318,6 +322,10 @@ class _Open:
     caller: Caller
     desk: Desk
     seat: SessionSeat
+    in_flight: int = 0
+    """Requests of this session being served (its open event stream is one)."""
+    last_active: float = 0.0
+    """When its last request ended (the door's clock)."""
 
 
 @dataclass
@@ -329,6 +337,7 @@ class McpDoor:
     manager: Any = None
     sessions: dict[str, _Open] = field(default_factory=dict)
     cursors: ListenCursors | None = None
+    clock: Callable[[], float] = time.monotonic
     _runner: asyncio.Task[None] | None = None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -336,12 +345,19 @@ class McpDoor:
         """Build the MCP server and run the session manager (on the first request)."""
         if self.manager is not None:
             return
-        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+        from mcp.server.transport_security import TransportSecuritySettings
 
         from hubbub.mcp.tools import build_server
 
         server = build_server()
-        self.manager = StreamableHTTPSessionManager(server._lowlevel_server)
+        # the SDK's session manager, made by its public app builder (the Starlette app it
+        # returns is not used: aiohttp serves /mcp). Origin and Host rules are the
+        # gateway's (web_guard), idle sessions are ended by sweep()
+        server.streamable_http_app(
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            session_idle_timeout=None,
+        )
+        self.manager = server.session_manager
         started = asyncio.Event()
 
         async def run() -> None:
@@ -357,15 +373,41 @@ class McpDoor:
         await started.wait()
 
     async def sweep(self) -> None:
-        """Disconnect the participants of sessions the SDK ended on its own (its idle
-        timeout, 30 minutes without a request or an open stream). The manager offers no
-        hook for that, so this reads its table of live sessions."""
-        live = getattr(self.manager, "_server_instances", None)
-        if live is None:
-            return
+        """End the sessions idle for :data:`IDLE_TIMEOUT_S` (no request in flight, no open
+        event stream): the SDK's session with a ``DELETE`` of its own, then the participant's
+        connection."""
+        now = self.clock()
         for sid, opened in list(self.sessions.items()):
-            if sid not in live:
+            if opened.in_flight == 0 and now - opened.last_active >= IDLE_TIMEOUT_S:
+                self.sessions.pop(sid, None)
+                await self._delete(sid)
                 await opened.seat.close()
+
+    async def _delete(self, sid: str) -> None:
+        """``DELETE /mcp`` for session ``sid``, as its client would send it."""
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": "1.1",
+            "method": "DELETE",
+            "scheme": "http",
+            "path": MCP_PATH,
+            "raw_path": MCP_PATH.encode(),
+            "root_path": "",
+            "query_string": b"",
+            "headers": [(SESSION_HEADER.encode(), sid.encode())],
+            "client": None,
+            "server": None,
+        }
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            pass
+
+        with contextlib.suppress(Exception):
+            await self.manager.handle_request(scope, receive, send)
 
     async def stop(self) -> None:
         """End every session and the manager."""
@@ -521,12 +563,17 @@ async def serve_asgi(
 # ---------------------------------------------------------------------- the route
 
 
+MCP_DOORS = web.AppKey("mcp_doors", list[McpDoor])
+"""The app's MCP door (a list: empty until the first request to ``/mcp``)."""
+
+
 def add_mcp_routes(
     app: web.Application, key: web.AppKey[Gateway], open_session: OpenSession
 ) -> None:
     """Serve ``/mcp`` on ``app`` (the MCP server starts with the first request); sessions
     attach with ``open_session``, as WebSocket connections do."""
     doors: list[McpDoor] = []  # the one door, made by the first request
+    app[MCP_DOORS] = doors
 
     async def endpoint(request: web.Request) -> web.StreamResponse:
         router = request.app[key]
@@ -573,11 +620,16 @@ def add_mcp_routes(
             # the SDK runs each message's handler in the context of the request that
             # carried it: that is where the tools find their desk
             token = CURRENT_DESK.set(opened.desk) if opened is not None else None
+            if opened is not None:
+                opened.in_flight += 1
             try:
                 response = await serve_asgi(request, door.manager.handle_request)
             finally:
                 if token is not None:
                     CURRENT_DESK.reset(token)
+                if opened is not None:
+                    opened.in_flight -= 1
+                    opened.last_active = door.clock()
             if request.method == "DELETE" and opened is not None and response.status < 300:
                 door.sessions.pop(sid, None)
                 await opened.seat.close()
@@ -608,6 +660,7 @@ def add_mcp_routes(
             CURRENT_DESK.reset(desk_token)
         if started:
             sid = started[0]
+            opened.last_active = door.clock()
             door.sessions[sid] = opened
 
             def forget() -> None:
