@@ -43,6 +43,15 @@ async def frame_where(ws: Any, pred: Any, timeout: float = 15.0) -> dict[str, An
                 return frame
 
 
+def folders(root: Path) -> tuple[Path, Path]:
+    """A home and a working directory under ``root`` (agentchat refuses to run from a
+    shallow directory)."""
+    home, cwd = root / "home", root / "project" / "work"
+    home.mkdir()
+    cwd.mkdir(parents=True)
+    return home, cwd
+
+
 def text_of(result: Any) -> str:
     return "\n".join(c.text for c in result.content if c.type == "text")
 
@@ -55,9 +64,7 @@ async def main(agentchat: Path) -> None:
         [HUBBUB, "serve", "--port", str(port), "--store", "memory"], stderr=subprocess.DEVNULL
     )
     work = tempfile.TemporaryDirectory(prefix="agentchat-mcp-")
-    home, cwd = Path(work.name, "home"), Path(work.name, "project", "work")
-    home.mkdir()
-    cwd.mkdir(parents=True)  # agentchat refuses to run from a shallow directory
+    home, cwd = folders(Path(work.name))
     try:
         for _ in range(200):
             try:
@@ -115,8 +122,10 @@ async def main(agentchat: Path) -> None:
             got = await s.call_tool("agentchat_claim", {"msg_id": msg_id, "channel": "#general"})
             claimed = await frame_where(
                 bob,
-                lambda f: str(f.get("kind", "")).startswith("floor/")
-                and f.get("payload", {}).get("msg_id") == msg_id,
+                lambda f: (
+                    str(f.get("kind", "")).startswith("floor/")
+                    and f.get("payload", {}).get("msg_id") == msg_id
+                ),
             )
             step(
                 "agentchat_claim",
