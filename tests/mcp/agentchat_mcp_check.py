@@ -38,7 +38,7 @@ def step(name: str, ok: bool, detail: Any) -> None:
 async def frame_where(ws: Any, pred: Any, timeout: float = 15.0) -> dict[str, Any]:
     async with asyncio.timeout(timeout):
         while True:
-            frame = json.loads(await ws.recv())
+            frame: dict[str, Any] = json.loads(await ws.recv())
             if pred(frame):
                 return frame
 
@@ -68,8 +68,8 @@ async def main(agentchat: Path) -> None:
     try:
         for _ in range(200):
             try:
-                _, w = await asyncio.open_connection("127.0.0.1", port)
-                w.close()
+                _, probe = await asyncio.open_connection("127.0.0.1", port)
+                probe.close()
                 break
             except OSError:
                 await asyncio.sleep(0.05)
