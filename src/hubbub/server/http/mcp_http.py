@@ -630,7 +630,10 @@ def add_mcp_routes(
                 if opened is not None:
                     opened.in_flight -= 1
                     opened.last_active = door.clock()
-            if request.method == "DELETE" and opened is not None and response.status < 300:
+            ended = request.method == "DELETE" and response.status < 300
+            if opened is not None and (ended or response.status == 404):
+                # ended by its client, or by the SDK on its own (a crashed session): the
+                # participant's connection ends with it
                 door.sessions.pop(sid, None)
                 await opened.seat.close()
             return response
