@@ -12,7 +12,7 @@ import httpx2
 import pytest
 
 from hubbub.sdk import Client
-from hubbub.server.config import ParticipantConfig, SpaceConfig, hash_token
+from hubbub.server.config import Limits, ParticipantConfig, SpaceConfig, hash_token
 from hubbub.server.http.mcp_http import IDLE_TIMEOUT_S, MCP_DOORS
 from tests.conftest import RunningGateway, start_gateway, stop_gateway
 from tests.mcp.conftest import (
@@ -264,3 +264,32 @@ async def test_an_idle_session_ends_and_its_participant_goes_offline(
         assert "idler" not in gateway.router.spaces["default"].online
         gone = await http.post(url, json=ping, headers=headers)
         assert gone.status_code == 404
+
+
+async def test_http_resume_longer_than_a_page_is_paged(tmp_path: Path) -> None:
+    """A participant away for more than ``limits.resume_max`` messages: its next session's
+    first ``listen`` returns all of them once, in order (the rest is paged before
+    ``initialize`` is answered)."""
+    limits = Limits(resume_max=3, rate_per_s=0)
+    gw = await start_gateway(tmp_path, limits=limits)
+    try:
+        open_mcp = opener("http", gw.http, gw.url)
+        async with open_mcp("claude") as s:
+            await call(s, "who")  # the first session starts the cursor where it joined
+        bob = await gw.mew("bob")
+        for i in range(10):
+            await bob.send({"kind": "chat", "channel": "#general", "payload": {"text": f"m{i}"}})
+        await bob.next_where(lambda f: f.get("payload", {}).get("text") == "m9")
+        await stop_gateway(gw)
+        gw = await start_gateway(tmp_path, limits=limits, port=gw.port)
+        bob = await gw.mew("bob")
+        async with open_mcp("claude") as s:
+            await bob.send({"kind": "chat", "channel": "#general", "payload": {"text": "live"}})
+            texts: list[str] = []
+            while len(texts) < 11:
+                got = await call(s, "listen", timeout_s=10)
+                assert not got["nudge"], texts
+                texts += [m["text"] for m in got["messages"]]
+            assert texts == [f"m{i}" for i in range(10)] + ["live"]
+    finally:
+        await stop_gateway(gw)
