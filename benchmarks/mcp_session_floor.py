@@ -71,7 +71,7 @@ def serve_uvicorn(port: int) -> None:
 def serve_aiohttp(port: int) -> None:
     from aiohttp import web
 
-    from hubbub.server.http.mcp_http import serve_asgi
+    from hubbub.server.http.asgi_bridge import serve_asgi
 
     srv = bare_server()
     srv.streamable_http_app(host="0.0.0.0", json_response=JSON_RESPONSE)

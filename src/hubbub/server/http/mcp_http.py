@@ -32,7 +32,7 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,8 @@ from hubbub.protocol.envelope import Envelope, decode_envelope, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.mew import MewDialect
 from hubbub.server.http.access import request_token
+from hubbub.server.http.asgi_bridge import serve_asgi
+from hubbub.server.http.mcp_cursors import ListenCursors
 from hubbub.server.web_guard import MCP_PATH
 
 if TYPE_CHECKING:
@@ -51,7 +53,6 @@ if TYPE_CHECKING:
     from hubbub.server.gateway import Gateway
     from hubbub.server.state.connection import Connection
     from hubbub.server.state.space import Session
-    from hubbub.store.base import Store
 
 OpenSession = Callable[
     ["Gateway", "Dialect", dict[str, object], "Connection"],
@@ -66,14 +67,10 @@ KIND_HEADER = "X-Hubbub-Kind"
 SPACE_HEADER = "X-Hubbub-Space"
 SESSION_HEADER = "mcp-session-id"
 _MEW = MewDialect()
-CURSOR_TABLE = "mcp_listen"
-"""The store's record table of listen cursors: participant id → :class:`ListenCursor`."""
-SAVE_TIMEOUT_S = 10.0
 SWEEP_EVERY_S = 30.0
 IDLE_TIMEOUT_S = 30 * 60.0
 """A session with no request in flight (an open event stream counts) for this long ends, as
 the SDK's own ``session_idle_timeout`` would (its default, 30 minutes)."""
-DISCONNECT_POLL_S = 2.0
 _STATUS = {
     ErrorCode.AUTH_FAILED: 401,
     ErrorCode.WRONG_SPACE: 403,
@@ -270,50 +267,6 @@ def _refusal(exc: ProtocolError) -> web.Response:
     )
 
 
-# ---------------------------------------------------------------------- where listen stopped
-
-
-class ListenCursors:
-    """Each participant's listen cursor, kept in the store (one record per participant and
-    space, read once per space and then served from memory)."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self._spaces: dict[str, dict[str, Any]] = {}
-
-    async def get(self, space: str, participant: str) -> ListenCursor | None:
-        """Where ``participant``'s listen stopped in ``space`` (None: it never listened)."""
-        from hubbub.mcp.cursor import ListenCursor
-
-        saved = self._spaces.get(space)
-        if saved is None:
-            saved = self._spaces[space] = await self.store.records(space, CURSOR_TABLE)
-        return ListenCursor.from_json(saved.get(participant))
-
-    async def save(self, space: str, participant: str, cursor: ListenCursor) -> None:
-        """Store ``cursor``; returns once it is durable."""
-        from hubbub.mcp.desk import DeskError
-
-        record = cursor.to_json()
-        self._spaces.setdefault(space, {})[participant] = record
-        self.store.put_record(space, CURSOR_TABLE, participant, record)
-        durable: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-        def stored() -> None:
-            if not durable.done():
-                durable.set_result(None)
-
-        self.store.after_commit(stored)
-        try:
-            async with asyncio.timeout(SAVE_TIMEOUT_S):
-                await durable
-        except TimeoutError:
-            raise DeskError(
-                "the gateway could not store where this listen stopped (its store is "
-                "unavailable); the messages stay queued: call listen again in a moment"
-            ) from None
-
-
 # ---------------------------------------------------------------------- the door
 
 
@@ -476,88 +429,6 @@ class McpDoor:
             await seat.close()
             raise
         return _Open(caller, desk, seat)
-
-
-# ---------------------------------------------------------------------- the ASGI bridge
-
-
-async def serve_asgi(
-    request: web.Request,
-    app: Callable[..., Awaitable[None]],
-    on_start: Callable[[int, list[tuple[bytes, bytes]]], None] | None = None,
-) -> web.StreamResponse:
-    """Serve ``request`` with the ASGI application ``app`` (HTTP only, streaming bodies)."""
-    body = await request.read()
-    sockname = request.transport.get_extra_info("sockname") if request.transport else None
-    scope: MutableMapping[str, Any] = {
-        "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.3"},
-        "http_version": f"{request.version.major}.{request.version.minor}",
-        "method": request.method,
-        "scheme": request.scheme,
-        "path": request.path,
-        "raw_path": request.raw_path.encode(),
-        "root_path": "",
-        "query_string": request.query_string.encode(),
-        "headers": [(k.lower(), v) for k, v in request.raw_headers],
-        "client": (request.remote or "", 0),
-        "server": tuple(sockname[:2]) if sockname else None,
-    }
-    done = asyncio.Event()
-    body_sent = False
-    response: web.StreamResponse | None = None
-
-    async def receive() -> dict[str, Any]:
-        nonlocal body_sent
-        if not body_sent:
-            body_sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        # then only the client's going away: aiohttp has no event for it, so look at the
-        # connection now and then (an open event stream must end when its reader has gone)
-        while not done.is_set():
-            t = request.transport
-            if t is None or t.is_closing():
-                break
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(DISCONNECT_POLL_S):
-                    await done.wait()
-        done.set()
-        return {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        try:
-            await _send(message)
-        except ConnectionError:
-            # the client has gone: as ASGI servers do, later sends go nowhere, and the
-            # application hears http.disconnect
-            done.set()
-
-    async def _send(message: dict[str, Any]) -> None:
-        nonlocal response
-        if done.is_set():
-            return
-        if message["type"] == "http.response.start":
-            headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in message["headers"]]
-            if on_start is not None:
-                on_start(message["status"], message["headers"])
-            response = web.StreamResponse(status=message["status"])
-            for k, v in headers:
-                response.headers.add(k, v)
-            await response.prepare(request)
-        elif message["type"] == "http.response.body" and response is not None:
-            chunk = message.get("body", b"")
-            if chunk:
-                await response.write(chunk)
-            if not message.get("more_body", False):
-                await response.write_eof()
-
-    try:
-        await app(scope, receive, send)
-    finally:
-        done.set()
-    if response is None:
-        return web.Response(status=500, text="the MCP server sent no response\n")
-    return response
 
 
 # ---------------------------------------------------------------------- the route
