@@ -293,3 +293,42 @@ async def test_http_resume_longer_than_a_page_is_paged(tmp_path: Path) -> None:
             assert texts == [f"m{i}" for i in range(10)] + ["live"]
     finally:
         await stop_gateway(gw)
+
+
+async def test_http_next_session_rejoins_the_channels_joined_with_the_tools(
+    tmp_path: Path,
+) -> None:
+    """Channels joined (and left) through the tools are where the next session is: after a
+    restart it is back in #ops, not in #dev, and gets #ops' messages it missed."""
+    limits = Limits(rate_per_s=0)
+    gw = await start_gateway(tmp_path, limits=limits)
+    try:
+        open_mcp = opener("http", gw.http, gw.url)
+        bob = await gw.mew("bob")
+        for name in ("#ops", "#dev"):
+            await bob.send({"kind": "channel/create", "payload": {"channel": name}})
+            await bob.next_where(lambda f, n=name: f.get("kind") == "channel/joined"
+                                 and f["payload"]["channel"] == n)  # fmt: skip
+        async with open_mcp("claude") as s:
+            await call(s, "join", channel="#dev")
+            await call(s, "leave", channel="#dev")
+            await call(s, "join", channel="#ops")
+            await bob.send({"kind": "chat", "channel": "#ops", "payload": {"text": "one"}})
+            await bob.next_where(lambda f: f.get("payload", {}).get("text") == "one")
+        await stop_gateway(gw)
+        gw = await start_gateway(tmp_path, limits=limits, port=gw.port)
+        bob = await gw.mew("bob", channels=["#ops", "#dev"])
+        for name in ("#ops", "#dev"):
+            await bob.send({"kind": "chat", "channel": name, "payload": {"text": f"two {name}"}})
+        await bob.next_where(lambda f: f.get("payload", {}).get("text") == "two #dev")
+        async with open_mcp("claude") as s:
+            channels = {c["name"]: c["joined"] for c in (await call(s, "channels"))["channels"]}
+            assert channels["#ops"] and not channels["#dev"]
+            texts: list[str] = []
+            while len(texts) < 2:
+                got = await call(s, "listen", timeout_s=10)
+                assert not got["nudge"], texts
+                texts += [m["text"] for m in got["messages"]]
+            assert texts == ["one", "two #ops"]
+    finally:
+        await stop_gateway(gw)

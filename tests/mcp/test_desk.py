@@ -135,7 +135,7 @@ def _resumed_desk(cursor: ListenCursor | None, saved: list[ListenCursor]) -> Des
     async def save(at: ListenCursor) -> None:
         saved.append(at)
 
-    return Desk(FakeSeat(), "claude", FAST, resume=cursor, on_listened=save)
+    return Desk(FakeSeat(), "claude", FAST, resume=cursor, on_cursor=save)
 
 
 @settings(max_examples=examples(200), deadline=None)

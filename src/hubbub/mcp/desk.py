@@ -12,7 +12,8 @@ seat adapters call it, in order). The desk keeps what the tools read:
 - the **proposals** pending in its channels, and the answers to its requests.
 
 The desk also keeps where ``listen`` stopped (:meth:`Desk.cursor`) and hands it to
-``on_listened`` each time ``listen`` returns messages; a desk made with a ``resume`` cursor
+``on_cursor`` each time ``listen`` returns messages and each time the participant joins or
+leaves a channel (:meth:`Desk.checkpoint`); a desk made with a ``resume`` cursor
 (``/mcp``'s next session after a gateway restart) takes the history its channels' joins
 bring after those points as news, and pages the rest (:meth:`Desk.catch_up`).
 
@@ -99,7 +100,7 @@ class Desk:
         clock: Callable[[], float] = time.monotonic,
         wall_ms: Callable[[], int] = lambda: int(time.time() * 1000),
         resume: ListenCursor | None = None,
-        on_listened: Callable[[ListenCursor], Awaitable[None]] | None = None,
+        on_cursor: Callable[[ListenCursor], Awaitable[None]] | None = None,
     ) -> None:
         self.seat = seat
         self.me = participant_id
@@ -127,9 +128,10 @@ class Desk:
         self.welcomed = asyncio.Event()
         self.epoch: str | None = None
         self.resume = resume
-        self.on_listened = on_listened
+        self.on_cursor = on_cursor
         """Called with the new cursor each time ``listen`` returns messages (before it
-        returns them): ``/mcp`` saves it in the gateway's store."""
+        returns them) and at each :meth:`checkpoint`: ``/mcp`` saves it in the gateway's
+        store."""
         self._resuming: dict[str, int] = {}
         self._paging: dict[str, list[Envelope]] = {}
         self._dm_max: int | None = None
@@ -285,6 +287,12 @@ class Desk:
             finally:
                 for held in self._paging.pop(name, []):
                     self._take(held)
+
+    async def checkpoint(self) -> None:
+        """Hand the cursor over now (after a join or a leave: the next session rejoins the
+        channels the participant is in)."""
+        if self.on_cursor is not None:
+            await asyncio.shield(self.on_cursor(self.cursor()))
 
     def cursor(self, returned: Iterable[Envelope] = ()) -> ListenCursor:
         """Where ``listen`` stands once ``returned`` is returned: per channel, and for the DM
@@ -453,9 +461,9 @@ class Desk:
         if self._matching(channels) and s.settle_s > 0:
             await asyncio.sleep(s.settle_s)  # the settle window: let a burst finish
         taken = self._matching(channels)
-        if taken and self.on_listened is not None:
+        if taken and self.on_cursor is not None:
             # saved before the messages leave the inbox: a failed save loses none
-            await asyncio.shield(self.on_listened(self.cursor(taken)))
+            await asyncio.shield(self.on_cursor(self.cursor(taken)))
         ids = {id(e) for e in taken}
         self.inbox = deque(e for e in self.inbox if id(e) not in ids)
         return ListenResult(taken, self.take_yields(), nudge=False)

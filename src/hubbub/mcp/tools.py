@@ -140,6 +140,7 @@ def build_server() -> MCPServer:
                 lambda e: e.kind == "channel/joined" and e.payload.get("channel") == name,
             )
             members = [str(x) for x in ans.payload.get("members", [])]
+            await desk.checkpoint()  # a later session rejoins it
             return _ok(
                 m.Joined(channel=name, members=members),
                 f"Joined {name} ({len(members)} members: {', '.join(members)}).",
@@ -156,6 +157,7 @@ def build_server() -> MCPServer:
 
         async def run(desk: Desk) -> CallToolResult:
             await desk.request(Envelope(kind="channel/leave", payload={"channel": name}))
+            await desk.checkpoint()  # a later session does not rejoin it
             return _ok(m.Left(channel=name), f"Left {name}.")
 
         return await _guarded(run)

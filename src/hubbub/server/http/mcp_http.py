@@ -387,7 +387,7 @@ class McpDoor:
             hello |= cursor.hello_fields()
         seat = SessionSeat(self.router)
 
-        async def listened(at: ListenCursor) -> None:
+        async def save_cursor(at: ListenCursor) -> None:
             s = seat.session
             if s is not None and s.space.online.get(s.id) is s:  # not a replaced session
                 await cursors.save(s.space.id, s.id, at)
@@ -397,7 +397,7 @@ class McpDoor:
             str(hello["participantId"]),
             ListenSettings.from_env(),
             resume=cursor,
-            on_listened=listened,
+            on_cursor=save_cursor,
         )
         transport = QueueTransport(desk.receive, desk.closed_by)
         conn = Connection(
@@ -417,7 +417,7 @@ class McpDoor:
         try:
             await desk.catch_up()  # what the last listen left is in the inbox before any tool
             if cursor is None:  # a first session starts the cursor where it joined
-                await listened(desk.cursor())
+                await desk.checkpoint()
         except DeskError as exc:
             await seat.close()
             raise ProtocolError(
