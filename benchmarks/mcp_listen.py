@@ -3,12 +3,15 @@ concurrent HTTP MCP sessions listening in one channel (gateway RSS per session, 
 
 Usage::
 
-    .venv/bin/python benchmarks/mcp_listen.py [--messages 200] [--sessions 200] [--json out.json]
+    .venv/bin/python benchmarks/mcp_listen.py [--messages 200] [--sessions 200]
+        [--store memory|sqlite] [--json out.json]
 
-The gateway runs as ``hubbub serve`` (memory store, rate limit off) in its own process, so
-its RSS is the gateway's alone. The settle window is 0 here: a real listen adds it (document
-001's 5 s by default). Targets (issue 23): p99 <= 20 ms + settle window; <= 64 KiB per idle
-session.
+The gateway runs as ``hubbub serve`` (``--store``: memory, or SQLite in a temporary folder;
+rate limit off) in its own process, so its RSS is the gateway's alone. ``--sessions 0``
+skips the 200-session part. Each ``listen`` that returns messages first stores the
+participant's listen cursor (``/mcp``; docs/mcp.md), so with SQLite it includes a commit.
+The settle window is 0 here: a real listen adds it (document 001's 5 s by default).
+Targets (issue 23): p99 <= 20 ms + settle window; <= 64 KiB per idle session.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -78,10 +82,12 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = subprocess.Popen([HUBBUB, "serve", "--port", str(port), "--store", "memory"], env=ENV,
+    data = tempfile.TemporaryDirectory(prefix="mcp-listen-")
+    store = ["--store", "memory"] if args.store == "memory" else ["--data-dir", data.name]
+    proc = subprocess.Popen([HUBBUB, "serve", "--port", str(port), *store], env=ENV,
                             stderr=subprocess.DEVNULL)  # fmt: skip
+    results: dict[str, Any] = {"store": args.store, "load_average": os.getloadavg()}
     base, ws_url = f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}/ws"
-    results: dict[str, Any] = {}
     try:
         for _ in range(100):
             with contextlib.suppress(Exception):
@@ -99,6 +105,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             await s.initialize()
             lat = await one_by_one(s, ws, args.messages)
         results["stdio"] = {"p50_ms": statistics.median(lat), "p99_ms": pct(lat, 99)}
+        if not args.sessions:
+            await ws.close()
+            return results
         gw = psutil.Process(proc.pid)
         before = gw.memory_info().rss
         sessions: list[ClientSession] = []
@@ -141,6 +150,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         proc.terminate()
         proc.wait(10)
+        data.cleanup()
     return results
 
 
@@ -148,6 +158,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--messages", type=int, default=200)
     ap.add_argument("--sessions", type=int, default=200)
+    ap.add_argument("--store", choices=["memory", "sqlite"], default="memory")
     ap.add_argument("--json", type=Path)
     out = asyncio.run(main(ap.parse_args()))
     print(json.dumps(out, indent=2))

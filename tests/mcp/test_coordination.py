@@ -12,7 +12,8 @@ import httpx2
 import pytest
 
 from hubbub.sdk import Client
-from hubbub.server.config import ParticipantConfig, SpaceConfig, hash_token
+from hubbub.server.config import Limits, ParticipantConfig, SpaceConfig, hash_token
+from hubbub.server.http.mcp_http import IDLE_TIMEOUT_S, MCP_DOORS
 from tests.conftest import RunningGateway, start_gateway, stop_gateway
 from tests.mcp.conftest import (
     SHORT,
@@ -23,6 +24,7 @@ from tests.mcp.conftest import (
     opener,
     stdio_session,
 )
+from tests.timing import until
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -231,3 +233,102 @@ async def test_closing_the_session_is_a_disconnect(gateway: RunningGateway) -> N
             p["id"] for p in left["payload"].get("participants") or [left["payload"]["participant"]]
         ]
         assert ids == ["claude"]
+
+
+async def test_an_idle_session_ends_and_its_participant_goes_offline(
+    gateway: RunningGateway,
+) -> None:
+    """No request in flight and no event stream for 30 minutes (the door's clock): the SDK's
+    session is deleted (its id answers 404) and the participant is disconnected."""
+    async with httpx2.AsyncClient() as http:
+        url = gateway.http + "/mcp"
+        headers = {**ACCEPT, "X-Hubbub-Participant": "idler"}
+        opened = await http.post(url, json=INIT, headers=headers)
+        assert opened.status_code == 200
+        sid = opened.headers["mcp-session-id"]
+        headers |= {"mcp-session-id": sid, "mcp-protocol-version": "2025-06-18"}
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await http.post(url, json=note, headers=headers)).status_code == 202
+        (door,) = gateway.runner.app[MCP_DOORS]
+        await until(lambda: not door.sessions[sid].in_flight, what="the notification's end")
+        now = door.clock()
+        door.clock = lambda: now + 29 * 60
+        await door.sweep()
+        assert "idler" in gateway.router.spaces["default"].online  # not idle long enough
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        assert (await http.post(url, json=ping, headers=headers)).status_code == 200
+        # the ping's handler ends just after its answer
+        await until(lambda: not door.sessions[sid].in_flight, what="the ping's end")
+        door.clock = lambda: now + 29 * 60 + IDLE_TIMEOUT_S
+        await door.sweep()
+        assert "idler" not in gateway.router.spaces["default"].online
+        gone = await http.post(url, json=ping, headers=headers)
+        assert gone.status_code == 404
+
+
+async def test_http_resume_longer_than_a_page_is_paged(tmp_path: Path) -> None:
+    """A participant away for more than ``limits.resume_max`` messages: its next session's
+    first ``listen`` returns all of them once, in order (the rest is paged before
+    ``initialize`` is answered)."""
+    limits = Limits(resume_max=3, rate_per_s=0)
+    gw = await start_gateway(tmp_path, limits=limits)
+    try:
+        open_mcp = opener("http", gw.http, gw.url)
+        async with open_mcp("claude") as s:
+            await call(s, "who")  # the first session starts the cursor where it joined
+        bob = await gw.mew("bob")
+        for i in range(10):
+            await bob.send({"kind": "chat", "channel": "#general", "payload": {"text": f"m{i}"}})
+        await bob.next_where(lambda f: f.get("payload", {}).get("text") == "m9")
+        await stop_gateway(gw)
+        gw = await start_gateway(tmp_path, limits=limits, port=gw.port)
+        bob = await gw.mew("bob")
+        async with open_mcp("claude") as s:
+            await bob.send({"kind": "chat", "channel": "#general", "payload": {"text": "live"}})
+            texts: list[str] = []
+            while len(texts) < 11:
+                got = await call(s, "listen", timeout_s=10)
+                assert not got["nudge"], texts
+                texts += [m["text"] for m in got["messages"]]
+            assert texts == [f"m{i}" for i in range(10)] + ["live"]
+    finally:
+        await stop_gateway(gw)
+
+
+async def test_http_next_session_rejoins_the_channels_joined_with_the_tools(
+    tmp_path: Path,
+) -> None:
+    """Channels joined (and left) through the tools are where the next session is: after a
+    restart it is back in #ops, not in #dev, and gets #ops' messages it missed."""
+    limits = Limits(rate_per_s=0)
+    gw = await start_gateway(tmp_path, limits=limits)
+    try:
+        open_mcp = opener("http", gw.http, gw.url)
+        bob = await gw.mew("bob")
+        for name in ("#ops", "#dev"):
+            await bob.send({"kind": "channel/create", "payload": {"channel": name}})
+            await bob.next_where(lambda f, n=name: f.get("kind") == "channel/joined"
+                                 and f["payload"]["channel"] == n)  # fmt: skip
+        async with open_mcp("claude") as s:
+            await call(s, "join", channel="#dev")
+            await call(s, "leave", channel="#dev")
+            await call(s, "join", channel="#ops")
+            await bob.send({"kind": "chat", "channel": "#ops", "payload": {"text": "one"}})
+            await bob.next_where(lambda f: f.get("payload", {}).get("text") == "one")
+        await stop_gateway(gw)
+        gw = await start_gateway(tmp_path, limits=limits, port=gw.port)
+        bob = await gw.mew("bob", channels=["#ops", "#dev"])
+        for name in ("#ops", "#dev"):
+            await bob.send({"kind": "chat", "channel": name, "payload": {"text": f"two {name}"}})
+        await bob.next_where(lambda f: f.get("payload", {}).get("text") == "two #dev")
+        async with open_mcp("claude") as s:
+            channels = {c["name"]: c["joined"] for c in (await call(s, "channels"))["channels"]}
+            assert channels["#ops"] and not channels["#dev"]
+            texts: list[str] = []
+            while len(texts) < 2:
+                got = await call(s, "listen", timeout_s=10)
+                assert not got["nudge"], texts
+                texts += [m["text"] for m in got["messages"]]
+            assert texts == ["one", "two #ops"]
+    finally:
+        await stop_gateway(gw)

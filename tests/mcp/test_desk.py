@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from hubbub.mcp.cursor import ListenCursor
 from hubbub.mcp.desk import Desk
 from hubbub.mcp.settings import ListenSettings
 from hubbub.protocol.envelope import Envelope
@@ -126,3 +129,127 @@ def test_addressed_and_kind() -> None:
     assert d.addresses_me(chat(3, "for you", to=["claude"]))
     assert not d.addresses_me(chat(4, "claude@example.org"))
     assert d.kind_of("bob") == "human" and d.kind_of("system:gateway") == "server"
+
+
+def _resumed_desk(cursor: ListenCursor | None, saved: list[ListenCursor]) -> Desk:
+    async def save(at: ListenCursor) -> None:
+        saved.append(at)
+
+    return Desk(FakeSeat(), "claude", FAST, resume=cursor, on_cursor=save)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(st.sampled_from(["chat", "dm", "listen", "listen DMs", "restart"]), max_size=30))
+@example(["chat", "dm", "listen DMs", "restart"])  # #general's message outlives the session
+def test_sessions_resumed_from_the_saved_cursor_return_every_message_once(steps: list[str]) -> None:
+    """A run of sessions, each ending at any point (its inbox lost, as when the gateway is
+    killed) and the next resumed from the cursor the last ``listen`` saved, with the gateway
+    replaying what came after it: every channel message and DM is returned once, in order."""
+
+    async def run() -> tuple[list[int], list[int], list[int], list[int]]:
+        log: list[Envelope] = []  # what the gateway stored
+        saved: list[ListenCursor] = []
+        out: list[Envelope] = []
+
+        def connect() -> Desk:
+            cursor = saved[-1] if saved else None
+            d = _resumed_desk(cursor, saved)
+            d.receive(Envelope(kind="system/welcome", payload={"epoch": "e1", "dm_seq": 0}))
+            ch = [e for e in log if e.channel is not None]
+            point = cursor.channels.get("#general", 0) if cursor else 0
+            history = [msgspec.to_builtins(e) for e in ch if (e.seq or 0) > point]
+            d.receive(Envelope(kind="channel/joined", channel="#general",
+                               payload={"channel": "#general", "seq": len(ch),
+                                        "history": history if cursor else []}))  # fmt: skip
+            dm_point = cursor.dm or 0 if cursor else 0
+            for e in log:
+                if e.channel is None and (e.seq or 0) > dm_point:
+                    d.receive(e)
+            if cursor is None:
+                saved.append(d.cursor())
+            return d
+
+        d = connect()
+        for step in steps:
+            if step in ("chat", "dm"):
+                n = 1 + sum(1 for e in log if (e.channel is None) == (step == "dm"))
+                e = chat(n, f"{step}{n}", "#general" if step == "chat" else None)
+                log.append(e)
+                d.receive(e)
+            elif step == "listen":
+                out += (await d.listen(None, 0.001)).messages
+            elif step == "listen DMs":  # #general's messages stay in the inbox
+                out += (await d.listen(["#other"], 0.001)).messages
+            else:
+                d = connect()
+        out += (await d.listen(None, 0.001)).messages
+        got_ch = [e.seq or 0 for e in out if e.channel is not None]
+        got_dm = [e.seq or 0 for e in out if e.channel is None]
+        all_ch = [e.seq or 0 for e in log if e.channel is not None]
+        all_dm = [e.seq or 0 for e in log if e.channel is None]
+        return got_ch, all_ch, got_dm, all_dm
+
+    got_ch, all_ch, got_dm, all_dm = asyncio.run(run())
+    assert got_ch == all_ch
+    assert got_dm == all_dm
+
+
+class PagingSeat(FakeSeat):
+    """Answers ``history/request`` pages from ``log`` (and ``channel/list``), as a gateway."""
+
+    def __init__(self, log: list[Envelope], page: int) -> None:
+        super().__init__()
+        self.log, self.page = log, page
+        self.desk: Desk | None = None
+
+    async def send(self, env: Envelope) -> None:
+        await super().send(env)
+        assert self.desk is not None
+        answer: dict[str, Any] = {"channels": []}
+        if env.kind == "history/request":
+            after = env.payload["after_seq"]
+            rows = [e for e in self.log if (e.seq or 0) > after]
+            answer = {"messages": [msgspec.to_builtins(e) for e in rows[: self.page]],
+                      "has_more": len(rows) > self.page}  # fmt: skip
+        reply = Envelope(kind="x/answer", correlation_id=[env.id or ""], payload=answer)
+        asyncio.get_running_loop().call_soon(self.desk.receive, reply)
+
+
+async def test_a_resume_longer_than_a_page_is_paged_and_live_messages_wait() -> None:
+    log = [chat(seq) for seq in range(1, 26)]
+    seat = PagingSeat(log, page=4)
+    d = Desk(seat, "claude", FAST, resume=ListenCursor("e1", {"#general": 3}, 0))
+    seat.desk = d
+    d.receive(Envelope(kind="system/welcome", payload={"epoch": "e1", "dm_seq": 0}))
+    first = [msgspec.to_builtins(e) for e in log[3:8]]
+    d.receive(Envelope(kind="channel/joined", channel="#general",
+                       payload={"channel": "#general", "seq": 25, "history": first,
+                                "has_more": True}))  # fmt: skip
+    d.receive(chat(26))  # live, after the gap: held until the gap is filled
+    d.receive(chat(27))
+    await d.catch_up()
+    got = await d.listen(None, 0.001)
+    assert [e.seq for e in got.messages] == list(range(4, 28))
+    assert d.cursor(got.messages).channels == {"#general": 27}
+
+
+async def test_another_epoch_is_a_fresh_start() -> None:
+    d = Desk(FakeSeat(), "claude", FAST, resume=ListenCursor("old", {"#general": 3}, 9))
+    d.receive(Envelope(kind="system/welcome", payload={"epoch": "new", "dm_seq": 2}))
+    d.receive(Envelope(kind="channel/joined", channel="#general",
+                       payload={"channel": "#general", "seq": 5,
+                                "history": [msgspec.to_builtins(chat(5))]}))  # fmt: skip
+    assert d.inbox == deque()  # the join's history is context, not news
+    assert d.cursor() == ListenCursor("new", {"#general": 5}, 2)
+
+
+def test_cursor_records_read_back() -> None:
+    c = ListenCursor("e", {"#general": 4}, 7)
+    assert ListenCursor.from_json(c.to_json()) == c
+    assert c.hello_fields() == {"resume": {"#general": 4, "@dm": 7},
+                                "channels": ["#general"], "epoch": "e"}  # fmt: skip
+    for bad in (None, [], {"channels": []}, {"channels": {}, "dm": -1}, {"epoch": 3}):
+        assert ListenCursor.from_json(bad) is None
+    assert ListenCursor.from_json({"channels": {"nope": 1, "#a": True, "#b": 2}}) == (
+        ListenCursor(None, {"#b": 2}, None)
+    )

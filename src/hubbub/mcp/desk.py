@@ -11,6 +11,12 @@ seat adapters call it, in order). The desk keeps what the tools read:
   ``floor/yield``s this participant received;
 - the **proposals** pending in its channels, and the answers to its requests.
 
+The desk also keeps where ``listen`` stopped (:meth:`Desk.cursor`) and hands it to
+``on_cursor`` each time ``listen`` returns messages and each time the participant joins or
+leaves a channel (:meth:`Desk.checkpoint`); a desk made with a ``resume`` cursor
+(``/mcp``'s next session after a gateway restart) takes the history its channels' joins
+bring after those points as news, and pages the rest (:meth:`Desk.catch_up`).
+
 ``listen``'s waits (the settle window, the jittered nudge, the progress tick) come from its
 :class:`~hubbub.mcp.settings.ListenSettings` (the jitter's random source is injected), so
 tests drive it with short settings instead of waiting.
@@ -26,6 +32,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
+from hubbub.mcp.cursor import ListenCursor
 from hubbub.mcp.seat import Seat, SeatClosed
 from hubbub.mcp.settings import ListenSettings
 from hubbub.protocol.agentchat import SERVER_NAME
@@ -37,6 +46,8 @@ from hubbub.protocol.mentions import addresses
 LISTENED_KINDS = frozenset({"chat", "mcp/proposal", "mcp/reject", "mcp/withdraw"})
 """Kinds ``listen`` returns (with their ``seq``); ``mcp/response`` too when it answers one of
 this participant's proposals."""
+CATCH_UP_PAGE = 1000
+"""Messages asked for per ``history/request`` while a resumed channel's gap is paged."""
 REMEMBERED = 256
 """How many recent messages the desk remembers (id → channel, to claim them)."""
 _DM_SEEN = 512
@@ -88,6 +99,8 @@ class Desk:
         settings: ListenSettings | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        resume: ListenCursor | None = None,
+        on_cursor: Callable[[ListenCursor], Awaitable[None]] | None = None,
     ) -> None:
         self.seat = seat
         self.me = participant_id
@@ -113,11 +126,27 @@ class Desk:
         self.watchers: list[Callable[[Envelope], None]] = []
         self.closed: str | None = None
         self.welcomed = asyncio.Event()
+        self.epoch: str | None = None
+        self.resume = resume
+        self.on_cursor = on_cursor
+        """Called with the new cursor each time ``listen`` returns messages (before it
+        returns them) and at each :meth:`checkpoint`: ``/mcp`` saves it in the gateway's
+        store."""
+        self._resuming: dict[str, int] = {}
+        self._paging: dict[str, list[Envelope]] = {}
+        self._dm_max: int | None = None
+        self._dm_start: int | None = None
 
     # ------------------------------------------------------------------ input
 
     def receive(self, env: Envelope) -> None:
         """Take one envelope from the gateway (the seat calls this for each, in order)."""
+        if env.seq is not None and env.channel in self._paging:
+            self._paging[env.channel].append(env)  # after the gap being paged: held till then
+            return
+        self._take(env)
+
+    def _take(self, env: Envelope) -> None:
         kind = env.kind
         if kind == "system/welcome":
             self._on_welcome(env)
@@ -168,6 +197,16 @@ class Desk:
             if isinstance(caps, list):
                 self.capabilities = CapabilitySet(caps)
         self.space = str(env.payload.get("space", self.space))
+        epoch = env.payload.get("epoch")
+        self.epoch = epoch if isinstance(epoch, str) else None
+        dm_seq = env.payload.get("dm_seq")
+        self._dm_start = dm_seq if isinstance(dm_seq, int) else None
+        r = self.resume
+        if r is not None and (r.epoch is None or r.epoch == self.epoch):
+            # the gateway replays after these points (another epoch: it starts afresh)
+            self._resuming = dict(r.channels)
+            if r.dm is not None:
+                self._dm_start = r.dm
         self.welcomed.set()
 
     def _on_joined(self, env: Envelope) -> None:
@@ -177,6 +216,15 @@ class Desk:
         if name not in self.channels:
             self.channels.append(name)
         seq = env.payload.get("seq")
+        point = self._resuming.pop(name, None)
+        if point is not None and env.payload.get("history_reset") is None:
+            # a resumed join: its history is what came after the point, i.e. news
+            self.last_seq[name] = point
+            for missed in _envelopes(env.payload.get("history")):
+                self._take(missed)
+            if env.payload.get("has_more"):
+                self._paging[name] = []  # the rest is paged by catch_up
+            return
         if name not in self.last_seq:
             # the first join: its history is context (the history tool), not news
             self.last_seq[name] = seq if isinstance(seq, int) else 0
@@ -210,10 +258,63 @@ class Desk:
         if seq in self._dm_seen:
             return False
         self._dm_seen.add(seq)
+        if self._dm_max is None or seq > self._dm_max:
+            self._dm_max = seq
         self._dm_order.append(seq)
         if len(self._dm_order) > _DM_SEEN:
             self._dm_seen.discard(self._dm_order.popleft())
         return True
+
+    async def catch_up(self) -> None:
+        """Wait until the join frames' answers have arrived, then page what the resumed
+        channels missed beyond their first page (live messages meanwhile are held, then
+        taken in order)."""
+        await self.sync()
+        for name in list(self._paging):
+            try:
+                while True:
+                    after = self.last_seq.get(name, 0)
+                    ans = await self.request(
+                        Envelope(
+                            kind="history/request",
+                            payload={"channel": name, "after_seq": after, "limit": CATCH_UP_PAGE},
+                        )
+                    )
+                    for missed in _envelopes(ans.payload.get("messages")):
+                        self._take(missed)
+                    if not ans.payload.get("has_more") or self.last_seq.get(name, 0) <= after:
+                        break
+            finally:
+                for held in self._paging.pop(name, []):
+                    self._take(held)
+
+    async def checkpoint(self) -> None:
+        """Hand the cursor over now (after a join or a leave: the next session rejoins the
+        channels the participant is in)."""
+        if self.on_cursor is not None:
+            await asyncio.shield(self.on_cursor(self.cursor()))
+
+    def cursor(self, returned: Iterable[Envelope] = ()) -> ListenCursor:
+        """Where ``listen`` stands once ``returned`` is returned: per channel, and for the DM
+        stream, the last ``seq`` up to which every message was returned (or was not one
+        ``listen`` returns)."""
+        gone = {id(e) for e in returned}
+        first: dict[str | None, int] = {}  # the oldest message still to return, per stream
+        for e in self.inbox:
+            if e.seq is not None and id(e) not in gone:
+                key = e.channel
+                first[key] = min(first.get(key, e.seq), e.seq)
+        channels = {}
+        for name in self.channels:
+            if name in first:
+                channels[name] = first[name] - 1
+            elif name in self.last_seq:
+                channels[name] = self.last_seq[name]
+        seen = [x for x in (self._dm_max, self._dm_start) if x is not None]
+        dm = max(seen) if seen else None
+        if None in first:
+            dm = first[None] - 1
+        return ListenCursor(self.epoch, channels, dm)
 
     def remember(self, env: Envelope) -> None:
         """Note a message's channel by its id (``claim_floor`` names messages by id)."""
@@ -360,6 +461,9 @@ class Desk:
         if self._matching(channels) and s.settle_s > 0:
             await asyncio.sleep(s.settle_s)  # the settle window: let a burst finish
         taken = self._matching(channels)
+        if taken and self.on_cursor is not None:
+            # saved before the messages leave the inbox: a failed save loses none
+            await asyncio.shield(self.on_cursor(self.cursor(taken)))
         ids = {id(e) for e in taken}
         self.inbox = deque(e for e in self.inbox if id(e) not in ids)
         return ListenResult(taken, self.take_yields(), nudge=False)
@@ -383,3 +487,8 @@ class Desk:
             return "server"
         entry = self.seat.participants().get(pid)
         return None if entry is None else entry.get("kind")
+
+
+def _envelopes(raw: Any) -> list[Envelope]:
+    """The stored messages of a ``channel/joined`` history or a ``history/response``."""
+    return msgspec.convert(raw if isinstance(raw, list) else [], list[Envelope])

@@ -32,6 +32,7 @@ from pydantic import BaseModel
 from hubbub import __version__
 from hubbub.mcp import models as m
 from hubbub.mcp.desk import Desk, DeskError
+from hubbub.mcp.sdk_private import add_request_handler
 from hubbub.mcp.seat import SeatClosed
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.ids import is_channel, is_participant_id, normalize_channel
@@ -139,6 +140,7 @@ def build_server() -> MCPServer:
                 lambda e: e.kind == "channel/joined" and e.payload.get("channel") == name,
             )
             members = [str(x) for x in ans.payload.get("members", [])]
+            await desk.checkpoint()  # a later session rejoins it
             return _ok(
                 m.Joined(channel=name, members=members),
                 f"Joined {name} ({len(members)} members: {', '.join(members)}).",
@@ -155,6 +157,7 @@ def build_server() -> MCPServer:
 
         async def run(desk: Desk) -> CallToolResult:
             await desk.request(Envelope(kind="channel/leave", payload={"channel": name}))
+            await desk.checkpoint()  # a later session does not rejoin it
             return _ok(m.Left(channel=name), f"Left {name}.")
 
         return await _guarded(run)
@@ -678,8 +681,7 @@ def _proposal(desk: Desk, env: Envelope) -> m.Proposal:
 def _add_subscriptions(srv: MCPServer) -> None:
     """``resources/subscribe``: a channel resource's subscriber hears of each new message
     (``notifications/resources/updated``). MCPServer has no decorator for it yet, so the
-    handlers go on its low-level server."""
-    lowlevel = srv._lowlevel_server
+    handlers go on its low-level server (:mod:`hubbub.mcp.sdk_private`)."""
 
     async def subscribe(
         ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams
@@ -711,5 +713,5 @@ def _add_subscriptions(srv: MCPServer) -> None:
         desk.watchers[:] = [w for w in desk.watchers if getattr(w, "uri", None) != uri]
         return EmptyResult()
 
-    lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
-    lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
+    add_request_handler(srv, "resources/subscribe", SubscribeRequestParams, subscribe)
+    add_request_handler(srv, "resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)

@@ -14,6 +14,10 @@ Who the participant is:
 - in open mode, ``X-Hubbub-Participant: <id>`` (or ``?as=<id>``) names it, with
   ``X-Hubbub-Kind`` (default ``agent``); ``X-Hubbub-Space`` / ``?space=`` picks the space.
 
+Where each participant's ``listen`` stopped is kept in the gateway's store
+(:class:`ListenCursors`), so the participant's next session — after a gateway restart, or
+any later one — resumes there: nothing missed, nothing returned twice.
+
 Every request of a session must carry the credentials that opened it (otherwise 404, as the
 SDK answers for a session it does not know). The browser rules of
 :mod:`hubbub.server.web_guard` apply (a foreign ``Origin`` is refused with 403). The ``mcp``
@@ -27,7 +31,8 @@ import contextlib
 import itertools
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,9 +42,12 @@ from hubbub.protocol.envelope import Envelope, decode_envelope, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.mew import MewDialect
 from hubbub.server.http.access import request_token
+from hubbub.server.http.asgi_bridge import serve_asgi
+from hubbub.server.http.mcp_cursors import ListenCursors
 from hubbub.server.web_guard import MCP_PATH
 
 if TYPE_CHECKING:
+    from hubbub.mcp.cursor import ListenCursor
     from hubbub.mcp.desk import Desk
     from hubbub.protocol.dialect import Dialect
     from hubbub.server.gateway import Gateway
@@ -60,12 +68,15 @@ SPACE_HEADER = "X-Hubbub-Space"
 SESSION_HEADER = "mcp-session-id"
 _MEW = MewDialect()
 SWEEP_EVERY_S = 30.0
-DISCONNECT_POLL_S = 2.0
+IDLE_TIMEOUT_S = 30 * 60.0
+"""A session with no request in flight (an open event stream counts) for this long ends, as
+the SDK's own ``session_idle_timeout`` would (its default, 30 minutes)."""
 _STATUS = {
     ErrorCode.AUTH_FAILED: 401,
     ErrorCode.WRONG_SPACE: 403,
     ErrorCode.UNKNOWN_SPACE: 404,
     ErrorCode.INVALID_ID: 400,
+    ErrorCode.UNAVAILABLE: 503,
 }
 
 
@@ -264,6 +275,10 @@ class _Open:
     caller: Caller
     desk: Desk
     seat: SessionSeat
+    in_flight: int = 0
+    """Requests of this session being served (its open event stream is one)."""
+    last_active: float = 0.0
+    """When its last request ended (the door's clock)."""
 
 
 @dataclass
@@ -274,6 +289,8 @@ class McpDoor:
     open_session: OpenSession
     manager: Any = None
     sessions: dict[str, _Open] = field(default_factory=dict)
+    cursors: ListenCursors | None = None
+    clock: Callable[[], float] = time.monotonic
     _runner: asyncio.Task[None] | None = None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -281,12 +298,19 @@ class McpDoor:
         """Build the MCP server and run the session manager (on the first request)."""
         if self.manager is not None:
             return
-        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+        from mcp.server.transport_security import TransportSecuritySettings
 
         from hubbub.mcp.tools import build_server
 
         server = build_server()
-        self.manager = StreamableHTTPSessionManager(server._lowlevel_server)
+        # the SDK's session manager, made by its public app builder (the Starlette app it
+        # returns is not used: aiohttp serves /mcp). Origin and Host rules are the
+        # gateway's (web_guard), idle sessions are ended by sweep()
+        server.streamable_http_app(
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            session_idle_timeout=None,
+        )
+        self.manager = server.session_manager
         started = asyncio.Event()
 
         async def run() -> None:
@@ -302,15 +326,41 @@ class McpDoor:
         await started.wait()
 
     async def sweep(self) -> None:
-        """Disconnect the participants of sessions the SDK ended on its own (its idle
-        timeout, 30 minutes without a request or an open stream). The manager offers no
-        hook for that, so this reads its table of live sessions."""
-        live = getattr(self.manager, "_server_instances", None)
-        if live is None:
-            return
+        """End the sessions idle for :data:`IDLE_TIMEOUT_S` (no request in flight, no open
+        event stream): the SDK's session with a ``DELETE`` of its own, then the participant's
+        connection."""
+        now = self.clock()
         for sid, opened in list(self.sessions.items()):
-            if sid not in live:
+            if opened.in_flight == 0 and now - opened.last_active >= IDLE_TIMEOUT_S:
+                self.sessions.pop(sid, None)
+                await self._delete(sid)
                 await opened.seat.close()
+
+    async def _delete(self, sid: str) -> None:
+        """``DELETE /mcp`` for session ``sid``, as its client would send it."""
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": "1.1",
+            "method": "DELETE",
+            "scheme": "http",
+            "path": MCP_PATH,
+            "raw_path": MCP_PATH.encode(),
+            "root_path": "",
+            "query_string": b"",
+            "headers": [(SESSION_HEADER.encode(), sid.encode())],
+            "client": None,
+            "server": None,
+        }
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            pass
+
+        with contextlib.suppress(Exception):
+            await self.manager.handle_request(scope, receive, send)
 
     async def stop(self) -> None:
         """End every session and the manager."""
@@ -329,8 +379,26 @@ class McpDoor:
         from hubbub.server.state.connection import Connection
 
         hello = caller.hello(self.router)
+        if self.cursors is None:
+            self.cursors = ListenCursors(self.router.store)
+        cursors = self.cursors
+        cursor = await cursors.get(str(hello["space"]), str(hello["participantId"]))
+        if cursor is not None:
+            hello |= cursor.hello_fields()
         seat = SessionSeat(self.router)
-        desk = Desk(seat, str(hello["participantId"]), ListenSettings.from_env())
+
+        async def save_cursor(at: ListenCursor) -> None:
+            s = seat.session
+            if s is not None and s.space.online.get(s.id) is s:  # not a replaced session
+                await cursors.save(s.space.id, s.id, at)
+
+        desk = Desk(
+            seat,
+            str(hello["participantId"]),
+            ListenSettings.from_env(),
+            resume=cursor,
+            on_cursor=save_cursor,
+        )
         transport = QueueTransport(desk.receive, desk.closed_by)
         conn = Connection(
             transport,
@@ -344,92 +412,30 @@ class McpDoor:
             assert refusal is not None
             raise refusal
         seat.session = session
+        from hubbub.mcp.desk import DeskError
+
+        try:
+            await desk.catch_up()  # what the last listen left is in the inbox before any tool
+            if cursor is None:  # a first session starts the cursor where it joined
+                await desk.checkpoint()
+        except DeskError as exc:
+            await seat.close()
+            raise ProtocolError(
+                ErrorCode.UNAVAILABLE,
+                f"could not resume where this participant's listen stopped ({exc}); "
+                "open the session again in a moment",
+            ) from None
+        except BaseException:
+            await seat.close()
+            raise
         return _Open(caller, desk, seat)
 
 
-# ---------------------------------------------------------------------- the ASGI bridge
-
-
-async def serve_asgi(
-    request: web.Request,
-    app: Callable[..., Awaitable[None]],
-    on_start: Callable[[int, list[tuple[bytes, bytes]]], None] | None = None,
-) -> web.StreamResponse:
-    """Serve ``request`` with the ASGI application ``app`` (HTTP only, streaming bodies)."""
-    body = await request.read()
-    sockname = request.transport.get_extra_info("sockname") if request.transport else None
-    scope: MutableMapping[str, Any] = {
-        "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.3"},
-        "http_version": f"{request.version.major}.{request.version.minor}",
-        "method": request.method,
-        "scheme": request.scheme,
-        "path": request.path,
-        "raw_path": request.raw_path.encode(),
-        "root_path": "",
-        "query_string": request.query_string.encode(),
-        "headers": [(k.lower(), v) for k, v in request.raw_headers],
-        "client": (request.remote or "", 0),
-        "server": tuple(sockname[:2]) if sockname else None,
-    }
-    done = asyncio.Event()
-    body_sent = False
-    response: web.StreamResponse | None = None
-
-    async def receive() -> dict[str, Any]:
-        nonlocal body_sent
-        if not body_sent:
-            body_sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        # then only the client's going away: aiohttp has no event for it, so look at the
-        # connection now and then (an open event stream must end when its reader has gone)
-        while not done.is_set():
-            t = request.transport
-            if t is None or t.is_closing():
-                break
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(DISCONNECT_POLL_S):
-                    await done.wait()
-        done.set()
-        return {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        try:
-            await _send(message)
-        except ConnectionError:
-            # the client has gone: as ASGI servers do, later sends go nowhere, and the
-            # application hears http.disconnect
-            done.set()
-
-    async def _send(message: dict[str, Any]) -> None:
-        nonlocal response
-        if done.is_set():
-            return
-        if message["type"] == "http.response.start":
-            headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in message["headers"]]
-            if on_start is not None:
-                on_start(message["status"], message["headers"])
-            response = web.StreamResponse(status=message["status"])
-            for k, v in headers:
-                response.headers.add(k, v)
-            await response.prepare(request)
-        elif message["type"] == "http.response.body" and response is not None:
-            chunk = message.get("body", b"")
-            if chunk:
-                await response.write(chunk)
-            if not message.get("more_body", False):
-                await response.write_eof()
-
-    try:
-        await app(scope, receive, send)
-    finally:
-        done.set()
-    if response is None:
-        return web.Response(status=500, text="the MCP server sent no response\n")
-    return response
-
-
 # ---------------------------------------------------------------------- the route
+
+
+MCP_DOORS = web.AppKey("mcp_doors", list[McpDoor])
+"""The app's MCP door (a list: empty until the first request to ``/mcp``)."""
 
 
 def add_mcp_routes(
@@ -438,6 +444,7 @@ def add_mcp_routes(
     """Serve ``/mcp`` on ``app`` (the MCP server starts with the first request); sessions
     attach with ``open_session``, as WebSocket connections do."""
     doors: list[McpDoor] = []  # the one door, made by the first request
+    app[MCP_DOORS] = doors
 
     async def endpoint(request: web.Request) -> web.StreamResponse:
         router = request.app[key]
@@ -484,12 +491,20 @@ def add_mcp_routes(
             # the SDK runs each message's handler in the context of the request that
             # carried it: that is where the tools find their desk
             token = CURRENT_DESK.set(opened.desk) if opened is not None else None
+            if opened is not None:
+                opened.in_flight += 1
             try:
                 response = await serve_asgi(request, door.manager.handle_request)
             finally:
                 if token is not None:
                     CURRENT_DESK.reset(token)
-            if request.method == "DELETE" and opened is not None and response.status < 300:
+                if opened is not None:
+                    opened.in_flight -= 1
+                    opened.last_active = door.clock()
+            ended = request.method == "DELETE" and response.status < 300
+            if opened is not None and (ended or response.status == 404):
+                # ended by its client, or by the SDK on its own (a crashed session): the
+                # participant's connection ends with it
                 door.sessions.pop(sid, None)
                 await opened.seat.close()
             return response
@@ -519,6 +534,7 @@ def add_mcp_routes(
             CURRENT_DESK.reset(desk_token)
         if started:
             sid = started[0]
+            opened.last_active = door.clock()
             door.sessions[sid] = opened
 
             def forget() -> None:
