@@ -134,6 +134,7 @@ def test_a_scenario_file_becomes_participants_tokens_capabilities_and_defaults(
     cfg, notes = read_space(_write(tmp_path, SCENARIO_1))
     assert cfg.space == "scenario-1-basic"
     assert cfg.open  # MEW admits unknown participants with the defaults
+    assert "participant" in cfg.grant_roles  # MEW has no roles: capabilities decide
     assert cfg.open_capabilities() == [{"kind": "chat"}]
     echo = cfg.participants["echo-agent"]
     assert echo.kind == "agent"
@@ -322,6 +323,52 @@ async def test_every_literal_token_of_a_participant_authenticates(tmp_path: Path
         for token in ("from-file", "first", "second"):
             peer = await _join(gw, "bot", token, "s")
             assert peer.welcome["payload"]["you"]["id"] == "bot"
+            await peer.ws.close()
+    finally:
+        await stop_gateway(gw)
+
+
+GRANT_SPACE = """\
+space: {id: grants}
+participants:
+  test-agent:
+    tokens: ["agent-token"]
+    capabilities: [{kind: mcp/proposal}, {kind: chat}, {kind: capability/grant-ack}]
+  file-server:
+    tokens: ["file-server-token"]
+    capabilities: [{kind: mcp/response}]
+  test-client:
+    tokens: ["test-token"]
+    capabilities:
+      - kind: "mcp/request"
+        payload: {method: "tools/*"}
+      - kind: "capability/grant"
+"""
+
+
+async def test_a_participant_whose_capabilities_allow_grants_may_grant(tmp_path: Path) -> None:
+    """MEW has no roles: scenario 8's test-client, with ``capability/grant``, grants the agent
+    a ``tools/call``, which the agent may then send (the grant's ``to`` is ignored)."""
+    gw = await start_gateway(tmp_path / "data", spaces=[load_space(_write(tmp_path, GRANT_SPACE))])
+    try:
+        agent = await _join(gw, "test-agent", "agent-token", "grants")
+        server = await _join(gw, "file-server", "file-server-token", "grants")
+        client = await _join(gw, "test-client", "test-token", "grants")
+        call = {"method": "tools/call", "params": {"name": "write_file"}}
+        cap = {"kind": "mcp/request", "to": ["file-server"], "payload": call}
+        grant = await client.send(
+            {
+                "kind": "capability/grant",
+                "to": ["test-agent"],
+                "payload": {"recipient": "test-agent", "capabilities": [cap]},
+            }
+        )
+        got = await agent.expect("capability/grant")
+        assert got["id"] == grant["id"]
+        request = await agent.send({"kind": "mcp/request", "to": ["file-server"], "payload": call})
+        heard = await server.expect("mcp/request")
+        assert heard["id"] == request["id"]
+        for peer in (agent, server, client):
             await peer.ws.close()
     finally:
         await stop_gateway(gw)

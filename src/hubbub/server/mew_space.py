@@ -6,7 +6,7 @@ validates like any other. Tokens are found where MEW's gateway finds them: the e
 variable ``MEW_TOKEN_<ID>``, else ``.mew/tokens/<id>.token`` (created as MEW does when
 missing), plus every literal ``tokens:`` entry. MEW admits any participant that joins with an
 unknown id or token, with ``defaults.capabilities`` (``[{kind: chat}]`` without them), so the
-translated space is open. Every MEW key hubbub does not use comes back as a note.
+translated space is open; and it has no roles, so a capability alone lets a participant grant. Every MEW key hubbub does not use comes back as a note.
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ from typing import Any
 
 MEW_DEFAULT_CAPABILITIES: list[dict[str, Any]] = [{"kind": "chat"}]
 """What MEW's gateway gives a participant when neither it nor ``defaults`` lists any."""
+
+MEW_GRANT_ROLES = ("participant", "observer", "admin")
+"""MEW has no roles: whoever a capability allows ``capability/grant`` may grant."""
 
 _PROCESS_KEYS = ("type", "command", "args", "env", "cwd", "auto_start", "restart_policy")
 """Participant keys that tell MEW's CLI how to start a process (hubbub starts none)."""
@@ -74,7 +77,9 @@ def translate(raw: Mapping[str, Any], path: Path, hasher: Callable[[str], str]) 
     space = raw.get("space")
     if not isinstance(space, Mapping) or not isinstance(space.get("id"), str):
         raise MewSpaceError(f"{where}: space.id is missing; MEW's format needs space: {{id: ...}}")
-    out = Translation(config={"space": space["id"], "open": True})
+    out = Translation(
+        config={"space": space["id"], "open": True, "grant_roles": list(MEW_GRANT_ROLES)}
+    )
     for key in _SPACE_KEYS_UNUSED:
         if key in space:
             out.notes.append(f"{where}: space.{key} is not used by hubbub (MEW's CLI reads it)")

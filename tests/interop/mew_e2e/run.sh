@@ -47,8 +47,9 @@ for name in "${scenarios[@]}"; do
   log="${results}/${name}.log"
   timeout "${MEW_E2E_TIMEOUT:-300}" "${e2e}/${name}/test.sh" > "${log}" 2>&1
   rc=$?
-  passed="$(sed -n 's/^Tests passed: //p' "${log}" | tail -1)"
-  failed="$(sed -n 's/^Tests failed: //p' "${log}" | tail -1)"
+  plain="$(sed 's/\x1b\[[0-9;]*m//g' "${log}")"  # the scenarios colour their summaries
+  passed="$(sed -n 's/^\(Tests passed\|Passed\): //p' <<< "${plain}" | tail -1)"
+  failed="$(sed -n 's/^\(Tests failed\|Failed\): //p' <<< "${plain}" | tail -1)"
   result=pass
   [[ ${rc} -eq 0 ]] || result=FAIL
   printf '%-36s %-6s passed %s, failed %s (%s)\n' "${name}" "${result}" "${passed:-?}" \
