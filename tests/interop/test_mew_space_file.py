@@ -222,6 +222,7 @@ def test_a_participant_without_capabilities_gets_the_defaults_as_in_mew(tmp_path
             "participants.a.capabilities",
         ),
         ("space: {id: s}\nparticipants: {'a b': {tokens: [t]}}\n", "'a b' is not a legal id"),
+        ("space: {id: s}\nparticipants: {'../x': {}}\n", "'../x' is not a legal id"),
     ],
 )
 def test_a_bad_mew_file_is_refused_naming_the_key_and_the_fix(

@@ -6,7 +6,8 @@ validates like any other. Tokens are found where MEW's gateway finds them: the e
 variable ``MEW_TOKEN_<ID>``, else ``.mew/tokens/<id>.token`` (created as MEW does when
 missing), plus every literal ``tokens:`` entry. MEW admits any participant that joins with an
 unknown id or token, with ``defaults.capabilities`` (``[{kind: chat}]`` without them), so the
-translated space is open; and it has no roles, so a capability alone lets a participant grant. Every MEW key hubbub does not use comes back as a note.
+translated space is open; and it has no roles, so a capability alone lets a participant
+grant. Every MEW key hubbub does not use comes back as a note.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from hubbub.protocol.ids import is_participant_id
 
 MEW_DEFAULT_CAPABILITIES: list[dict[str, Any]] = [{"kind": "chat"}]
 """What MEW's gateway gives a participant when neither it nor ``defaults`` lists any."""
@@ -65,7 +68,8 @@ class Translation:
 
 
 def is_mew_space(raw: Mapping[str, Any]) -> bool:
-    """Whether a parsed YAML document is MEW's format (``space:`` is a mapping with ``id``)."""
+    """Whether a parsed YAML document is MEW's format (its ``space:`` is a mapping with an
+    ``id``; hubbub's is the id itself)."""
     space = raw.get("space")
     return isinstance(space, Mapping)
 
@@ -102,6 +106,10 @@ def translate(raw: Mapping[str, Any], path: Path, hasher: Callable[[str], str]) 
     owners: dict[str, str] = {}
     for pid_raw, entry in people.items():
         pid = str(pid_raw)
+        if not is_participant_id(pid):  # before its id names a token file
+            raise MewSpaceError(
+                f"{where}: participants: {pid!r} is not a legal id (1-32 of [A-Za-z0-9_.-])"
+            )
         entry = entry or {}
         if not isinstance(entry, Mapping):
             raise MewSpaceError(
