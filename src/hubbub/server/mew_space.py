@@ -218,7 +218,10 @@ def _new_token_file(token_file: Path) -> str:
     if not ignore.exists():
         ignore.write_text("*\n!.gitignore\n", encoding="utf-8")
     token = secrets.token_urlsafe(32)
-    fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process (a cluster node, MEW's CLI) made it first
+        return token_file.read_text(encoding="utf-8").strip()
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(token)
     return token
