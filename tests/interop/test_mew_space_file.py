@@ -151,7 +151,8 @@ def test_a_scenario_file_becomes_participants_tokens_capabilities_and_defaults(
         assert key in joined
     assert "participants.*.output_log (test-client)" in joined
     assert "participants.*.auto_connect (test-client)" in joined
-    assert len(notes) == 8  # one line per unused setting, none for what carried over
+    assert "admits participants this file does not list" in joined  # open, as MEW
+    assert len(notes) == 9  # that, and one line per unused setting
 
 
 def test_tokens_come_from_mew_token_files_the_environment_or_a_new_file(
@@ -386,7 +387,7 @@ def test_space_import_writes_hubbubs_format_and_warns_for_each_unused_setting(
     result = CliRunner().invoke(main, ["space", "import", str(src), "-o", str(out)])
     assert result.exit_code == 0, result.output
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
-    assert len(warnings) == 8
+    assert len(warnings) == 9
     assert "echo-token" not in out.read_text()  # hashes only
     imported = load_space(out)
     direct, _ = read_space(src)

@@ -12,6 +12,7 @@ grant. Every MEW key hubbub does not use comes back as a note.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from collections.abc import Callable, Mapping
@@ -97,6 +98,12 @@ def translate(raw: Mapping[str, Any], path: Path, hasher: Callable[[str], str]) 
         out.notes.append(f"{where}: {key} is ignored ({why})")
     defaults = _defaults(raw.get("defaults"), where, out.notes)
     out.config["defaults"] = {"capabilities": defaults}
+    out.notes.append(
+        f"{where}: like MEW's gateway, hubbub admits participants this file does not list "
+        f"(any id, any token) with defaults.capabilities {json.dumps(defaults)}; to refuse them, "
+        "run "
+        "`hubbub space import` and set open: false in hubbub's file"
+    )
     people = raw.get("participants") or {}
     if not isinstance(people, Mapping):
         raise MewSpaceError(f"{where}: participants must be a mapping of id -> settings")
