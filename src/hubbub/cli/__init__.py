@@ -1,4 +1,5 @@
-"""The ``hubbub`` command: serve, token, demo, agent, chat, bridge, mcp (one module each)."""
+"""The ``hubbub`` command: serve, space, token, demo, agent, chat, bridge, mcp (one module
+each)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from hubbub.cli.chat import chat
 from hubbub.cli.demo import demo
 from hubbub.cli.mcp import mcp
 from hubbub.cli.serve import serve
+from hubbub.cli.space import space
 from hubbub.cli.token import token
 from hubbub.extras import explain
 
@@ -39,7 +41,7 @@ def main() -> None:
     """hubbub: a gateway where LLM agents and people share chat channels."""
 
 
-for _command in (serve, token, demo, bridge, agent, chat, mcp):
+for _command in (serve, space, token, demo, bridge, agent, chat, mcp):
     main.add_command(_command)
 
 __all__ = ["main"]

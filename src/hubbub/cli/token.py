@@ -63,7 +63,10 @@ def token_create(space_file: Path, pid: str, kind: str | None, role: str | None)
     secret = new_token()
     entry.token_hash = hash_token(secret)
     cfg.participants[pid] = entry
-    save_space(cfg, space_file)
+    try:
+        save_space(cfg, space_file)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
     click.echo(secret)
     click.echo(
         f"token for {pid!r} ({entry.kind}) in space {cfg.space!r} saved as a hash in {space_file}; "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import math
 import os
 import secrets
@@ -18,9 +19,11 @@ from hubbub.protocol.capabilities import CapabilityError, validate_capabilities
 from hubbub.protocol.errors import ProtocolError
 from hubbub.protocol.ids import SPACE_ID_RE, is_channel, is_participant_id, reserved_id_error
 from hubbub.protocol.keys import load_pubkey
+from hubbub.server.mew_space import MewSpaceError, is_mew_space, translate
 from hubbub.server.web_guard import canonical_origin, host_setting
 
 _T = TypeVar("_T")
+log = logging.getLogger("hubbub.config")
 ParticipantKind = Literal["human", "agent", "service"]
 Role = Literal["participant", "observer", "admin"]
 
@@ -228,11 +231,17 @@ class ParticipantConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
 
     kind: ParticipantKind = "agent"
     token_hash: str | None = None
+    token_hashes: list[str] = msgspec.field(default_factory=list)
+    """Further tokens that authenticate as this participant (MEW's ``tokens:`` list)."""
     capabilities: list[dict[str, Any]] | None = None
     role: Role = "participant"
     pubkeys: list[str] = msgspec.field(default_factory=list)
     """Ed25519 public keys (SPKI PEM) that authenticate as this participant on the agentchat
     dialect, as its token does (``verified`` on that dialect)."""
+
+    def all_token_hashes(self) -> list[str]:
+        """Every stored token hash of this participant, ``token_hash`` first."""
+        return ([self.token_hash] if self.token_hash else []) + self.token_hashes
 
     def effective_capabilities(self) -> list[dict[str, Any]]:
         """The configured capabilities, or the defaults for this participant's role and kind."""
@@ -321,11 +330,12 @@ class SpaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             reserved = reserved_id_error(pid)
             if reserved is not None:
                 raise ConfigError(f"{source}: participants: {reserved}")
-            if p.token_hash is not None and not p.token_hash.startswith("sha256:"):
-                raise ConfigError(
-                    f"{source}: participants.{pid}.token_hash must look like 'sha256:<hex>'; "
-                    "create one with `hubbub token create`"
-                )
+            for h in p.all_token_hashes():
+                if not h.startswith("sha256:"):
+                    raise ConfigError(
+                        f"{source}: participants.{pid}.token_hash(es) must look like "
+                        "'sha256:<hex>'; create one with `hubbub token create`"
+                    )
             for n, pem in enumerate(p.pubkeys):
                 try:
                     load_pubkey(pem)
@@ -361,7 +371,17 @@ def open_space(space: str = "default") -> SpaceConfig:
 
 
 def load_space(path: str | os.PathLike[str]) -> SpaceConfig:
-    """Read and validate a ``space.yaml``."""
+    """Read and validate a ``space.yaml``, hubbub's or MEW's (what MEW's format sets that
+    hubbub does not use is logged, a warning a line)."""
+    cfg, notes = read_space(path)
+    for note in notes:
+        log.warning("%s", note)
+    return cfg
+
+
+def read_space(path: str | os.PathLike[str]) -> tuple[SpaceConfig, list[str]]:
+    """Read and validate a ``space.yaml`` in hubbub's format or MEW's; with the config, one
+    line for each MEW setting that hubbub does not use (none for hubbub's format)."""
     p = Path(path)
     try:
         raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
@@ -374,6 +394,13 @@ def load_space(path: str | os.PathLike[str]) -> SpaceConfig:
         raise ConfigError(f"{p} is not valid YAML: {exc}") from None
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{p}: the top level must be a mapping (space:, channels:, ...)")
+    notes: list[str] = []
+    if is_mew_space(raw):
+        try:
+            mew = translate(raw, p, hash_token)
+        except MewSpaceError as exc:
+            raise ConfigError(str(exc)) from None
+        raw, notes = mew.config, mew.notes
     raw = dict(raw)
     people = raw.pop("participants", None) or {}
     if not isinstance(people, Mapping):
@@ -384,7 +411,7 @@ def load_space(path: str | os.PathLike[str]) -> SpaceConfig:
             entry or {}, ParticipantConfig, p, f"participants.{pid}."
         )
     cfg.validate(str(p))
-    return cfg
+    return cfg, notes
 
 
 def _convert(raw: object, typ: type[_T], path: Path, prefix: str) -> _T:
@@ -402,10 +429,31 @@ def _convert(raw: object, typ: type[_T], path: Path, prefix: str) -> _T:
         raise ConfigError(f"{path}: {text}{where}") from None
 
 
+def space_yaml(cfg: SpaceConfig) -> str:
+    """A space config as the YAML text of hubbub's format."""
+    return yaml.safe_dump(msgspec.to_builtins(cfg), sort_keys=False)
+
+
 def save_space(cfg: SpaceConfig, path: str | os.PathLike[str]) -> None:
-    """Write a space config back as YAML."""
-    data = msgspec.to_builtins(cfg)
-    Path(path).write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    """Write a space config back as YAML (refused for a MEW space file, which hubbub reads but
+    never rewrites)."""
+    p = Path(path)
+    if p.exists() and is_mew_file(p):
+        raise ConfigError(
+            f"{p} is a MEW space file; hubbub does not rewrite it: put the token in "
+            f".mew/tokens/<id>.token or the participant's tokens: list (MEW's places), or run "
+            f"`hubbub space import {p} -o hubbub-space.yaml` and use that file"
+        )
+    p.write_text(space_yaml(cfg), encoding="utf-8")
+
+
+def is_mew_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` holds a space config in MEW's format (``space: {id: ...}``)."""
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return False
+    return isinstance(raw, Mapping) and is_mew_space(raw)
 
 
 def hash_token(token: str) -> str:

@@ -59,8 +59,8 @@ class Authenticator:
         self._noted: set[tuple[str, str]] = set()
         for sid, cfg in spaces.items():
             for pid, p in cfg.participants.items():
-                if p.token_hash:
-                    self._by_hash[p.token_hash] = (sid, pid)
+                for h in p.all_token_hashes():
+                    self._by_hash[h] = (sid, pid)
 
     def register(self, space: str, pid: str, token_hash: str) -> None:
         """A participant added to ``space`` at runtime (an invite) authenticates with the
@@ -183,7 +183,7 @@ class Authenticator:
             )
         pid = check_open_id(hello.participant_id)
         configured = cfg.participants.get(pid)
-        if configured is not None and configured.token_hash:
+        if configured is not None and configured.all_token_hashes():
             raise ProtocolError(
                 ErrorCode.AUTH_FAILED,
                 f"participant {pid!r} is configured with a token in space {cfg.space!r}; "
