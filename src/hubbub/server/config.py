@@ -287,6 +287,9 @@ class SpaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     agentchat_channels: bool = False
     """Also create agentchat's default channel set (:data:`AGENTCHAT_CHANNELS`)."""
     agentchat_keys: AgentchatKeys = msgspec.field(default_factory=AgentchatKeys)
+    health_status: Literal["healthy", "ok"] = "healthy"
+    """The word ``GET /health`` answers while all is well: agentchat's ``healthy``, or MEW's
+    ``ok`` (MEW's CLI waits for it; a space read from MEW's ``space.yaml`` sets it)."""
     """The public-key policy of agentchat clients (``IDENTIFY {pubkey}``)."""
 
     def validate(self, source: str = "space config") -> None:

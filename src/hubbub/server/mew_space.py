@@ -83,7 +83,12 @@ def translate(raw: Mapping[str, Any], path: Path, hasher: Callable[[str], str]) 
     if not isinstance(space, Mapping) or not isinstance(space.get("id"), str):
         raise MewSpaceError(f"{where}: space.id is missing; MEW's format needs space: {{id: ...}}")
     out = Translation(
-        config={"space": space["id"], "open": True, "grant_roles": list(MEW_GRANT_ROLES)}
+        config={
+            "space": space["id"],
+            "open": True,
+            "grant_roles": list(MEW_GRANT_ROLES),
+            "health_status": "ok",
+        }
     )
     for key in _SPACE_KEYS_UNUSED:
         if key in space:
