@@ -6,6 +6,7 @@ Ids carry ``@`` on this dialect only; timestamps (``ts``, ``started_at``) are Un
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 import msgspec
@@ -265,8 +266,13 @@ def _name(pid: str) -> str:
     return "server" if pid == SERVER_ID else pid
 
 
+_ts_ms = lru_cache(maxsize=64)(iso_to_ms)
+"""``iso_to_ms`` of envelope times: a busy channel's messages share their millisecond, and
+each is encoded for this dialect once per message."""
+
+
 def _ms(env: Envelope) -> int:
-    return iso_to_ms(env.ts) if env.ts else Clock.now_ms()
+    return _ts_ms(env.ts) if env.ts else Clock.now_ms()
 
 
 def in_frames(message: str) -> str:
