@@ -133,11 +133,14 @@ def ulid_time_ms(ulid: str) -> int:
 
 
 class Clock:
-    """Wall-clock helpers with an ISO-8601 formatter cached per second."""
+    """Wall-clock helpers with an ISO-8601 formatter cached per millisecond (the date and
+    time of day per second)."""
 
-    __slots__ = ("_cached_prefix", "_cached_s")
+    __slots__ = ("_cached_iso", "_cached_ms", "_cached_prefix", "_cached_s")
 
     def __init__(self) -> None:
+        self._cached_ms = -1
+        self._cached_iso = ""
         self._cached_s = -1
         self._cached_prefix = ""
 
@@ -148,11 +151,15 @@ class Clock:
 
     def iso(self, ms: int) -> str:
         """Format Unix milliseconds as ``2026-11-22T10:00:00.123Z``."""
+        if ms == self._cached_ms:
+            return self._cached_iso
         s, frac = divmod(ms, 1000)
         if s != self._cached_s:
             self._cached_prefix = datetime.fromtimestamp(s, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.")
             self._cached_s = s
-        return f"{self._cached_prefix}{frac:03d}Z"
+        self._cached_ms = ms
+        self._cached_iso = iso = f"{self._cached_prefix}{frac:03d}Z"
+        return iso
 
 
 def iso_to_ms(value: str) -> int:
