@@ -3,12 +3,14 @@
 Usage::
 
     .venv/bin/python benchmarks/pipeline_cpu.py [--against OTHER_CHECKOUT] [--rounds 3]
+        [--k 100] [--dialect mew|agentchat]
 
 A gateway (``hubbub.server.app.make_router``, SQLite in a temporary directory, no rate limit)
 gets K receivers in ``#general`` whose connections write to a transport that only counts
 bytes, and one sender whose chat frames go through ``receive`` exactly as the WebSocket hands
-them over: admission, sequencing, the group commit, fan-out. What is measured is this
-process's CPU time (``time.process_time``) per message and per delivery while N messages are
+them over: admission, sequencing, the group commit, fan-out. All of them speak ``--dialect``
+(MEW, or agentchat's ``MSG`` frames, decoded and encoded by that codec). What is measured is
+this process's CPU time (``time.process_time``) per message and per delivery while N messages are
 routed in batches of 50 (each batch awaited until durable), so other load on the machine
 slows the run down but hardly changes the figures.
 
@@ -56,7 +58,15 @@ class _Transport(asyncio.Transport):
         pass
 
 
-async def _measure(k: int, n: int, batch: int) -> dict[str, float]:
+def _frame(dialect: str, i: int) -> bytes:
+    text = f"message {i} " + "x" * 60
+    if dialect == "agentchat":
+        return json.dumps({"type": "MSG", "to": "#general", "content": text}).encode()
+    return json.dumps({"kind": "chat", "payload": {"text": text}}).encode()
+
+
+async def _measure(k: int, n: int, batch: int, dialect_name: str = "mew") -> dict[str, float]:
+    from hubbub.protocol.agentchat import AgentchatDialect
     from hubbub.protocol.hello import Hello
     from hubbub.protocol.mew import MewDialect
     from hubbub.server.app import make_router
@@ -70,7 +80,7 @@ async def _measure(k: int, n: int, batch: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as data:
         gw: Any = make_router(None, data_dir=data, limits=Limits(rate_per_s=0))
         await gw.start()
-        dialect = MewDialect()
+        dialect = AgentchatDialect() if dialect_name == "agentchat" else MewDialect()
         sessions = []
         for i in range(k + 1):
             hello = Hello(participant_id=f"p{i}", channels=["#general"])
@@ -79,10 +89,7 @@ async def _measure(k: int, n: int, batch: int) -> dict[str, float]:
         await gw.durable()
         await asyncio.sleep(0.05)  # presence flushes
         sender = sessions[0]
-        frames = [
-            json.dumps({"kind": "chat", "payload": {"text": f"message {i} " + "x" * 60}}).encode()
-            for i in range(n)
-        ]
+        frames = [_frame(dialect_name, i) for i in range(n)]
         t0, c0 = time.perf_counter(), time.process_time()
         for start in range(0, n, batch):
             for frame in frames[start : start + batch]:
@@ -100,13 +107,14 @@ async def _measure(k: int, n: int, batch: int) -> dict[str, float]:
 
 
 def _child(args: argparse.Namespace) -> None:
-    print(json.dumps(asyncio.run(_measure(args.k, args.n, args.batch))))
+    print(json.dumps(asyncio.run(_measure(args.k, args.n, args.batch, args.dialect))))
 
 
 def _run(src: Path, args: argparse.Namespace) -> dict[str, float]:
     env = dict(os.environ, PYTHONPATH=str(src))
     argv = [sys.executable, __file__, "--child", f"--k={args.k}", f"--n={args.n}"]
-    out = subprocess.run([*argv, f"--batch={args.batch}"], env=env, capture_output=True)
+    argv += [f"--batch={args.batch}", f"--dialect={args.dialect}"]
+    out = subprocess.run(argv, env=env, capture_output=True)
     if out.returncode != 0:
         raise SystemExit(out.stderr.decode())
     result: dict[str, float] = json.loads(out.stdout.decode().strip().splitlines()[-1])
@@ -120,6 +128,7 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=100, help="receivers in #general")
     parser.add_argument("--n", type=int, default=5000, help="messages per run")
     parser.add_argument("--batch", type=int, default=50)
+    parser.add_argument("--dialect", choices=("mew", "agentchat"), default="mew")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -140,7 +149,10 @@ def main() -> None:
     for name, runs in results.items():
         per = statistics.median(x["cpu_us_per_delivery"] for x in runs)
         msg = statistics.median(x["cpu_us_per_message"] for x in runs)
-        print(f"median {name:8} {msg:7.1f} µs CPU/message {per:6.3f} µs CPU/delivery (K={args.k})")
+        print(
+            f"median {name:8} {msg:7.1f} µs CPU/message {per:6.3f} µs CPU/delivery "
+            f"(K={args.k}, {args.dialect})"
+        )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ Ids carry ``@`` on this dialect only; timestamps (``ts``, ``started_at``) are Un
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 import msgspec
@@ -234,6 +235,9 @@ _AnyFrame = (
     | _VerifyResponse
 )
 _read_json = msgspec.json.Decoder().decode
+_read_frame = msgspec.json.Decoder(_AnyFrame).decode
+"""A frame read straight into its struct: ``msgspec.convert(raw, _AnyFrame)`` rebuilt the
+union's type tree on every call (~28 µs a frame, as much as the rest of the pipeline)."""
 _clock = Clock()
 
 
@@ -270,8 +274,13 @@ def _agent(pid: str, identity: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_ts_ms = lru_cache(maxsize=64)(iso_to_ms)
+"""``iso_to_ms`` of envelope times: a busy channel's messages share their millisecond, and
+each is encoded for this dialect once per message."""
+
+
 def _ms(env: Envelope) -> int:
-    return iso_to_ms(env.ts) if env.ts else Clock.now_ms()
+    return _ts_ms(env.ts) if env.ts else Clock.now_ms()
 
 
 def in_frames(message: str) -> str:
@@ -329,7 +338,7 @@ class AgentchatDialect:
                 raise ProtocolError(
                     ErrorCode.UNSUPPORTED, f"{kind} is not supported: {UNSUPPORTED[kind]}"
                 )
-            frame = msgspec.convert(raw, _AnyFrame)
+            frame = _read_frame(data)
         except msgspec.DecodeError as exc:
             text = str(exc)
             if text.startswith("JSON is malformed") or "truncated" in text:

@@ -98,13 +98,14 @@ def channel_access(
     """
     if pid is not None:
         bans.check(space.id, pid)
-    if not isinstance(name, str) or not is_channel(name):
-        raise ProtocolError(
-            ErrorCode.INVALID_CHANNEL,
-            f"{name!r} is not a channel name: write '#' then 1-31 of [A-Za-z0-9_-]",
-        )
-    ch = space.channels.get(name)
-    if ch is None:
+    # a channel's name was checked when it was made: the pattern is matched only on a miss
+    ch = space.channels.get(name) if isinstance(name, str) else None
+    if ch is None or not isinstance(name, str):
+        if not isinstance(name, str) or not is_channel(name):
+            raise ProtocolError(
+                ErrorCode.INVALID_CHANNEL,
+                f"{name!r} is not a channel name: write '#' then 1-31 of [A-Za-z0-9_-]",
+            )
         raise ProtocolError(
             ErrorCode.UNKNOWN_CHANNEL,
             f"channel {name} does not exist in space {space.id!r}; "

@@ -125,11 +125,11 @@ class Connection:
         gone."""
         if self.closed:
             return False
-        if self.transport.is_closing():
-            self.closed = True
-            return False
         out = self._out
-        if not out:
+        if not out:  # the turn's first frame (flush checks the transport again before writing)
+            if self.transport.is_closing():
+                self.closed = True
+                return False
             _cork(self)
         out.append(frame)
         return True

@@ -161,21 +161,25 @@ class MessageIds:
         order, recs = self._order, self._order_recs
         order.append(msg_id)
         recs.append(rec)
-        who.ids.append(msg_id)
+        who_ids = who.ids
+        who_ids.append(msg_id)
         who.recs.append(rec)
-        if len(who) > self.per_sender:
+        if len(who_ids) - who.head > self.per_sender:
             self._forget(*who.pop_oldest())
+        # the window's oldest entries leave it (this runs per stored message: lengths and
+        # the common "still held" test are inlined)
         horizon = ts_ms - self.window_ms
+        shadowed, cap = self._shadowed, self.cap
         while order:
             oldest, rec = order[0], recs[0]
-            if self._holds(oldest, rec):
-                if len(self) <= self.cap and rec & _TS_MASK >= horizon:
+            if refs.get(oldest) == rec or (shadowed and self._holds(oldest, rec)):
+                if len(refs) + len(shadowed) <= cap and rec & _TS_MASK >= horizon:
                     break
                 self._forget(oldest, rec)
                 self._forget_oldest_of(self._sender_of(rec))
             order.popleft()
             recs.popleft()
-        if len(order) > 2 * len(self) + 1024:
+        if len(order) > 2 * (len(refs) + len(shadowed)) + 1024:
             self._compact_order()
 
     def _holds(self, msg_id: str, rec: int) -> bool:
