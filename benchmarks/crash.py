@@ -170,18 +170,24 @@ async def ws_sender(gw: Gateway, name: str, tally: Tally, stop: asyncio.Event) -
     """Send chat messages one after another, each acknowledged by its echo."""
     async with Client(gateway=gw.ws, participant_id=name, connect_timeout=30) as client:
         i = 0
+        msg_id = client.new_id()
         while not stop.is_set():
             text = f"{name}-{i}"
             try:
                 echo = await client.send(
-                    {"kind": "chat", "channel": "#general", "payload": {"text": text}}, ack=True
-                )
+                    {"id": msg_id, "kind": "chat", "channel": "#general",
+                     "payload": {"text": text}},
+                    ack=True,
+                )  # fmt: skip
             except HubbubError:
-                await asyncio.sleep(0.05)  # not connected for now: the same text again
+                # not acknowledged for now: the same message (same id) again, which the
+                # gateway stores once even if the first try was stored before the kill
+                await asyncio.sleep(0.05)
                 continue
             tally.acked[text] = ("#general", echo.seq or 0)
             tally.ack_event.set()
             i += 1
+            msg_id = client.new_id()
         tally.resends += client.outbox.resent
 
 
@@ -223,11 +229,12 @@ async def callback_owner(gw: Gateway, tally: Tally, stop: asyncio.Event) -> None
 
         client.on("chat", on_chat)
         i = 0
+        msg_id = client.new_id()
         while not stop.is_set():
             key = f"cb{i}"
-            try:
+            try:  # a retry after a failed ack resends the same message (same id), not a new one
                 await client.send(
-                    {"kind": "chat", "channel": "#general",
+                    {"id": msg_id, "kind": "chat", "channel": "#general",
                      "payload": {"text": f"scheduling {key} @@cb:1s@@{key}"}},
                     ack=True,
                 )  # fmt: skip
@@ -236,6 +243,7 @@ async def callback_owner(gw: Gateway, tally: Tally, stop: asyncio.Event) -> None
                 continue
             tally.callbacks_acked.add(key)
             i += 1
+            msg_id = client.new_id()
             await asyncio.sleep(0.2)
         # stay connected until every acknowledged callback had its time to fire
         with contextlib.suppress(TimeoutError, HubbubError):
