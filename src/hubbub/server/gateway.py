@@ -59,7 +59,10 @@ class Gateway:
         wall_clock: Callable[[], float] | None = None,
     ) -> None:
         configs = {c.space: c for c in spaces}
-        self.spaces = {sid: SpaceState(cfg, limits.idempotency_ids) for sid, cfg in configs.items()}
+        window_ms = round(limits.idempotency_window_s * 1000)
+        self.spaces = {
+            sid: SpaceState(cfg, limits.idempotency_ids, window_ms) for sid, cfg in configs.items()
+        }
         self.auth = Authenticator(configs)
         self.store = store
         self.limits = limits

@@ -14,7 +14,7 @@ from hubbub.protocol.envelope import encode
 from hubbub.protocol.ids import Clock
 from hubbub.server.config import SpaceConfig
 from hubbub.server.state.connection import Connection, FanoutGroup
-from hubbub.server.state.message_ids import MessageIds
+from hubbub.server.state.message_ids import DAY_MS, MessageIds
 from hubbub.server.state.presence_caps import AnnouncedCapabilities
 from hubbub.server.state.proposals import ProposalLedger
 
@@ -370,7 +370,9 @@ class Channel:
 class SpaceState:
     """One space: configuration, channels, connected sessions, DM numbering."""
 
-    def __init__(self, config: SpaceConfig, ids_cap: int = 200_000) -> None:
+    def __init__(
+        self, config: SpaceConfig, ids_cap: int = 200_000, ids_window_ms: int = DAY_MS
+    ) -> None:
         self.config = config
         self.id = config.space
         self.channels: dict[str, Channel] = {}
@@ -385,7 +387,7 @@ class SpaceState:
         """Participant id → the last DM ``seq`` written to its connection (saved in the
         store): DMs after it are replayed when it comes back without a ``resume`` (a new
         process, a gateway restart), so none is lost — a sleeper's buffered DMs included."""
-        self.ids = MessageIds(cap=ids_cap)
+        self.ids = MessageIds(cap=ids_cap, window_ms=ids_window_ms)
         self.pending_presence: list[tuple[str, dict[str, Any], str | None]] = []
         self.announced = AnnouncedCapabilities()
         """Which capability lists presence has announced (it then carries their digests)."""
