@@ -99,7 +99,6 @@ class Session:
         "_caps",
         "_presence",
         "_status_text",
-        "_summary",
         "_summary_json",
         "_wake_at",
         "channels",
@@ -144,7 +143,6 @@ class Session:
         self._presence = "online"
         self._status_text: str | None = None
         self._wake_at: int | None = None
-        self._summary: dict[str, Any] | None = None
         self._summary_json: msgspec.Raw | None = None
         self.connected_at = time.time()
         space.announced.welcomed(pid)  # its welcome lists who is online, with their lists
@@ -162,7 +160,7 @@ class Session:
 
     @caps.setter
     def caps(self, value: CapabilitySet) -> None:
-        self._caps, self._summary, self._summary_json = value, None, None
+        self._caps, self._summary_json = value, None
 
     @property
     def presence(self) -> str:
@@ -171,7 +169,7 @@ class Session:
 
     @presence.setter
     def presence(self, value: str) -> None:
-        self._presence, self._summary, self._summary_json = value, None, None
+        self._presence, self._summary_json = value, None
 
     @property
     def status_text(self) -> str | None:
@@ -180,7 +178,7 @@ class Session:
 
     @status_text.setter
     def status_text(self, value: str | None) -> None:
-        self._status_text, self._summary, self._summary_json = value, None, None
+        self._status_text, self._summary_json = value, None
 
     @property
     def wake_at(self) -> int | None:
@@ -198,7 +196,7 @@ class Session:
         lists (a new sleep while asleep only moves ``wake_at``)."""
         was_awake = self._wake_at is None
         self._wake_at, self._presence = wake_at, "sleeping"
-        self._summary, self._summary_json = None, None
+        self._summary_json = None
         if was_awake:
             self._set_listening(False)
 
@@ -207,7 +205,7 @@ class Session:
         if self._wake_at is None:
             return
         self._wake_at, self._presence = None, "online"
-        self._summary, self._summary_json = None, None
+        self._summary_json = None
         self._set_listening(True)
 
     def _set_listening(self, listening: bool) -> None:
@@ -217,26 +215,21 @@ class Session:
                 ch.set_asleep(self, not listening)
 
     def summary(self) -> dict[str, Any]:
-        """Short public description, as in welcome and presence frames (do not mutate it).
-
-        Every welcome lists every participant, so the dict is built once per change and
-        shared: 5,000 joins would otherwise build 12.5 million of them.
-        """
-        if self._summary is None:
-            out: dict[str, Any] = {
-                "id": self.id,
-                "kind": self.kind,
-                "presence": self._presence,
-                "capabilities": self._caps.capabilities,  # MEW clients track them
-                "capabilities_digest": self._caps.digest,  # presence may carry only this
-            }
-            if self._status_text is not None:
-                out["status_text"] = self._status_text
-            if self._wake_at is not None:
-                out["wake_at"] = _ISO.iso(self._wake_at)
-            out |= self.identity()
-            self._summary = out
-        return self._summary
+        """Short public description, as in welcome and presence frames (a new dict each
+        time: welcomes, which list every participant, use :meth:`summary_json`, kept per
+        change; an idle connection does not keep the dict as well)."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "kind": self.kind,
+            "presence": self._presence,
+            "capabilities": self._caps.capabilities,  # MEW clients track them
+            "capabilities_digest": self._caps.digest,  # presence may carry only this
+        }
+        if self._status_text is not None:
+            out["status_text"] = self._status_text
+        if self._wake_at is not None:
+            out["wake_at"] = _ISO.iso(self._wake_at)
+        return out | self.identity()
 
     def identity(self) -> dict[str, Any]:
         """``name`` (when it differs from the id) and ``verified`` (keyed agentchat clients)."""
