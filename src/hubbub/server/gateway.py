@@ -36,6 +36,7 @@ from hubbub.server.core.requests import Requests
 from hubbub.server.core.sequencer import Sequencer
 from hubbub.server.core.sessions import Sessions
 from hubbub.server.core.tasks import Tasks
+from hubbub.server.heap import HeapTrimmer
 from hubbub.server.router import Router
 from hubbub.server.state.activity import Activity
 from hubbub.server.state.connection import CLOSE_GOING_AWAY, Connection
@@ -75,6 +76,8 @@ class Gateway:
         self.shutting_down = False
         self.activity = Activity()
         """The feed of what happened, for the dashboard."""
+        self.heap = HeapTrimmer(self.metrics)
+        """Hands the C heap's free memory back once a busy spell ends (idle RSS)."""
         self.events = Events()
         self.bans = BanList(self.store)  # admin kill switch (hubbub.server.admission.bans, admin)
         self.grants = Grants(self.store)
@@ -168,11 +171,13 @@ class Gateway:
             await self.sequencer.load(space)
             await self.invitations.load(space)
         await self.coordination.start()
+        self.heap.start()
 
     def close_all(self) -> None:
         """Close every connection with 1001 (server shutting down); no presence storm."""
         self.shutting_down = True
         self.coordination.stop()
+        self.heap.stop()
         for space in self.spaces.values():
             for s in list(space.online.values()):
                 s.conn.close(CLOSE_GOING_AWAY, "server shutting down")
