@@ -173,13 +173,14 @@ class MessageIds:
         recs.append(rec)
         who.ids.append(msg_id)
         who.recs.append(rec)
-        if len(who) > self.per_sender:
+        if len(who.ids) - who.head > self.per_sender:
             self._forget(*who.pop_oldest())
         horizon = ts_ms - self.window_ms
-        while order:
+        shadowed = self._shadowed
+        while order:  # (the checks of _holds and len(self) written out: once per message)
             oldest, rec = order[0], recs[0]
-            if self._holds(oldest, rec):
-                if len(self) <= self.cap and rec & _TS_MASK >= horizon:
+            if refs.get(oldest) == rec or (shadowed and self._holds(oldest, rec)):
+                if len(refs) + len(shadowed) <= self.cap and rec & _TS_MASK >= horizon:
                     break
                 self._forget(oldest, rec)
                 self._forget_oldest_of(self._sender_of(rec))

@@ -13,7 +13,7 @@ from hubbub.protocol.dialects import DIALECTS
 from hubbub.protocol.envelope import encode
 from hubbub.protocol.ids import Clock
 from hubbub.server.config import SpaceConfig
-from hubbub.server.state.connection import Connection, FanoutGroup
+from hubbub.server.state.connection import Connection, FanoutGroup, Members
 from hubbub.server.state.message_ids import DAY_MS, MessageIds
 from hubbub.server.state.presence_caps import AnnouncedCapabilities
 from hubbub.server.state.proposals import ProposalLedger
@@ -283,7 +283,7 @@ class Channel:
         self.joining: set[str] = set()
         self.members: dict[str, Session] = {}
         self.by_dialect: dict[str, dict[str, Connection]] = {d: {} for d in DIALECTS}
-        self.groups: dict[str, dict[FanoutGroup, dict[str, int]]] = {d: {} for d in DIALECTS}
+        self.groups: dict[str, dict[FanoutGroup, Members]] = {d: {} for d in DIALECTS}
         self.sleepers: dict[str, Session] = {}
         self.recent: deque[tuple[int, bytes]] = deque(maxlen=cache_size)
         self.private = False
@@ -339,7 +339,11 @@ class Channel:
         if conn.group is None:
             self.by_dialect[name][s.id] = conn
         else:
-            self.groups[name].setdefault(conn.group, {})[s.id] = conn.member
+            members = self.groups[name].get(conn.group)
+            if members is None:
+                members = self.groups[name][conn.group] = Members()
+            members[s.id] = conn.member
+            members.packed = None
 
     def _unlisten(self, s: Session) -> None:
         """Take participant ``s.id`` off the fan-out lists of its dialect."""
@@ -348,8 +352,10 @@ class Channel:
         groups = self.groups[name]
         if groups:
             for group, members in list(groups.items()):
-                if members.pop(s.id, None) is not None and not members:
-                    del groups[group]
+                if members.pop(s.id, None) is not None:
+                    members.packed = None
+                    if not members:
+                        del groups[group]
 
     def cached_after(self, after_seq: int) -> list[tuple[int, bytes]] | None:
         """Messages with ``seq > after_seq`` from the cache, or None if the cache lacks some."""
