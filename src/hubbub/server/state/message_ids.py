@@ -186,7 +186,7 @@ class MessageIds:
                 self._forget_oldest_of(self._sender_of(rec))
             order.popleft()
             recs.popleft()
-        if len(order) > 2 * len(self) + 1024:
+        if len(order) > 2 * (len(refs) + len(shadowed)) + 1024:
             self._compact_order()
         self._added_since_prune += 1
 
