@@ -4,6 +4,7 @@ messages, and another sender still cannot take a remembered id."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from hubbub.server.config import Limits
 from tests.conftest import RunningGateway, WsClient, start_gateway, stop_gateway
 
 CAP = 1000
-SENT = 1500
+SENT = 3000
 
 
 def _chat(i: int) -> dict[str, Any]:
@@ -31,6 +32,12 @@ async def _last_seq(gw: RunningGateway) -> int:
         http.get(f"{gw.http}/channels/general/messages?limit=1") as resp,
     ):
         return int((await resp.json())["messages"][-1]["seq"])
+
+
+def _stored_ids(data_dir: Path) -> int:
+    """How many id records the gateway's SQLite file holds."""
+    with sqlite3.connect(data_dir / "hubbub.db") as db:
+        return int(db.execute("SELECT count(*) FROM msg_refs").fetchone()[0])
 
 
 async def test_resends_after_the_index_turned_over(tmp_path: Path) -> None:
@@ -55,6 +62,7 @@ async def test_resends_after_the_index_turned_over(tmp_path: Path) -> None:
 
         old = await _send_and_echo(alice, SENT - CAP - 2)  # past the window: a new message
         assert old["seq"] == SENT + 2 and await _last_seq(gw) == SENT + 2
+        assert _stored_ids(tmp_path) <= CAP * 1.2  # pruned while running (not only at start)
     finally:
         await stop_gateway(gw)
 

@@ -424,13 +424,11 @@ def test_token_create_never_rewrites_a_mew_file(tmp_path: Path) -> None:
 async def test_health_answers_mews_word_for_a_mew_space_file(scenario: RunningGateway) -> None:
     """``mew space up`` waits for ``/health``'s ``status: "ok"``; agentchat's word
     (``healthy``) is for every other space."""
-    async with aiohttp.ClientSession() as http:
-        async with http.get(f"{scenario.http}/health") as r:
-            assert (await r.json())["status"] == "ok"
+    async with aiohttp.ClientSession() as http, http.get(f"{scenario.http}/health") as r:
+        assert (await r.json())["status"] == "ok"
     other = await start_gateway(scenario.data_dir.parent / "other")
     try:
-        async with aiohttp.ClientSession() as http:
-            async with http.get(f"{other.http}/health") as r:
-                assert (await r.json())["status"] == "healthy"
+        async with aiohttp.ClientSession() as http, http.get(f"{other.http}/health") as r:
+            assert (await r.json())["status"] == "healthy"
     finally:
         await stop_gateway(other)

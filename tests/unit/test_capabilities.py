@@ -812,3 +812,18 @@ def test_keys_mew_writes_beyond_kind_and_payload_are_ignored() -> None:
     """MEW's grants carry ``to``; its gateway ignores it, and so does hubbub."""
     caps = CapabilitySet([{"kind": "chat", "to": ["bob"], "note": "x"}])
     assert caps.allows("chat", {"text": "hi"}) and caps.capabilities == [{"kind": "chat"}]
+
+
+def test_equal_lists_share_one_compiled_set_and_a_grant_changes_only_its_own() -> None:
+    """All of an open space's participants have the same list: one compiled set serves them
+    (an idle connection does not pay for its own), and granting one of them more gives
+    that one a new set."""
+    alice = CapabilitySet.shared([{"kind": "chat"}, {"kind": "channel/*"}])
+    bob = CapabilitySet.shared([{"kind": "chat"}, {"kind": "channel/*"}])
+    carol = CapabilitySet.shared([{"kind": "chat"}])
+    assert alice is bob and alice is not carol
+    assert alice.with_baseline() is bob.with_baseline()
+    granted = alice.granted([{"kind": "reasoning/*"}])
+    assert granted.allows("reasoning/start") and not bob.allows("reasoning/start")
+    with pytest.raises(CapabilityError):
+        CapabilitySet.shared([{"kind": 3}])

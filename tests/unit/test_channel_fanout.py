@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Iterable
 from typing import cast
 
 from hypothesis import given
@@ -18,7 +17,7 @@ from hubbub.protocol.ids import Clock, UlidGenerator
 from hubbub.server.config import Limits, SpaceConfig
 from hubbub.server.core.delivery import DIALECTS, Delivery
 from hubbub.server.state.activity import Activity
-from hubbub.server.state.connection import Connection
+from hubbub.server.state.connection import Connection, Members
 from hubbub.server.state.metrics import Metrics
 from hubbub.server.state.space import Channel, Session, SpaceState, TokenBucket
 
@@ -34,9 +33,9 @@ class Group:
         self.got = got
         self.calls = 0
 
-    def send_many(self, frame: bytes, members: Iterable[int]) -> None:
+    def send_many(self, frame: bytes, members: Members) -> None:
         self.calls += 1
-        for m in members:
+        for m in members.values():
             self.got[f"{self.name}:{m}"] += 1
 
 
@@ -146,10 +145,16 @@ def test_a_group_fanout_keeps_order_with_single_sends() -> None:
         link = LeaderLink(cast(object, FakeRouter()), "n", cast(Connection, sink))  # type: ignore[arg-type]
         one = RemoteConnection(link, 1, DIALECTS["mew"], "p1")
         two = RemoteConnection(link, 2, DIALECTS["mew"], "p2")
-        link.send_many(b"A", [1, 2])
+        both = Members()
+        both.update(p1=1, p2=2)
+        link.send_many(b"A", both)
         one.send(b"only-1")
-        link.send_many(b"B", [1, 2])
+        link.send_many(b"B", both)  # the same members: their packed ids again
         two.send(b"B")  # not the same object as the fan-out's frame: a new entry
+        fanned = b"C" * 3
+        link.send_many(fanned, both)
+        three = RemoteConnection(link, 3, DIALECTS["mew"], "p3")
+        three.send(fanned)  # the same frame object: added to the packed entry's ids
         await asyncio.sleep(0)
         assert len(sink.frames) == 1
         frame = sink.frames[0]
@@ -157,12 +162,17 @@ def test_a_group_fanout_keeps_order_with_single_sends() -> None:
         return [list(m) for m in decode_batch(payload)]
 
     batch = asyncio.run(run())
-    per_client: dict[int, list[bytes]] = {1: [], 2: []}
+    per_client: dict[int, list[bytes]] = {1: [], 2: [], 3: []}
     for kind, frame, sids in batch:
         assert kind == "out"
         for sid in cast(list[int], sids):
             per_client[sid].append(cast(bytes, frame))
-    assert per_client == {1: [b"A", b"only-1", b"B"], 2: [b"A", b"B", b"B"]}
+    assert per_client == {
+        1: [b"A", b"only-1", b"B", b"CCC"],
+        2: [b"A", b"B", b"B", b"CCC"],
+        3: [b"CCC"],
+    }
+    assert [len(cast(list[int], ids)) for _k, _f, ids in batch] == [2, 1, 3, 3]
 
 
 def test_a_node_writes_each_client_its_frames_in_order_with_one_send_per_run() -> None:

@@ -9,6 +9,7 @@ import tracemalloc
 import pytest
 
 from hubbub.protocol.ids import UlidGenerator
+from hubbub.server.config import ConfigError, Limits
 from hubbub.server.state.message_ids import DAY_MS, MessageIds
 from hubbub.store.base import DM_STREAM, MessageRef
 
@@ -156,3 +157,29 @@ def test_a_reused_id_outlives_the_entry_it_replaced() -> None:
     assert ids.latest("m-0") == MessageRef("m-0", "alice", "#general", 50, T0 + 5)
     ids.add(_ref(3, ts=T0 + 20))
     assert ids.latest("m-0") is None and len(ids) == 3
+
+
+def test_the_store_is_pruned_to_the_window_each_minute_and_each_tenth_of_the_cap() -> None:
+    """``prune_due`` names how far the store's records may go: those older than the oldest
+    id still in the window, so a resend the window answers is answered after a restart too."""
+    ids = MessageIds(cap=1000, window_ms=60_000)
+    assert ids.prune_due(T0) == T0 - 60_000  # nothing held: the window's edge
+    for i in range(99):
+        ids.add(_ref(i, ts=T0 + i))
+        assert ids.prune_due(T0 + i) is None  # under a tenth of the cap, within a minute
+    ids.add(_ref(99, ts=T0 + 99))
+    assert ids.prune_due(T0 + 99) == T0  # the 100th id: everything before m-0 may go
+    for i in range(100, 1500):
+        ids.add(_ref(i, ts=T0 + i))
+    assert ids.prune_due(T0 + 1499) == T0 + 500  # the cap: m-500 is the oldest id kept
+    ids.add(_ref(1500, ts=T0 + 30_000))
+    assert ids.prune_due(T0 + 30_000) is None
+    assert ids.prune_due(T0 + 1499 + 60_000) == T0 + 501  # a minute later, whatever came in
+    ids.add(_ref(1501, ts=T0 + 200_000))  # the window is a minute: all older ids leave it
+    assert len(ids) == 1
+    assert ids.prune_due(T0 + 200_000) == T0 + 200_000
+
+
+def test_a_resend_window_under_a_minute_is_refused_naming_the_setting() -> None:
+    with pytest.raises(ConfigError, match=r"limits\.idempotency_window_s must be at least 60"):
+        Limits(idempotency_window_s=5).validate()

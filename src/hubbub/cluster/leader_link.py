@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
 from typing import Any, cast
 
 import msgspec
@@ -16,7 +15,7 @@ from hubbub.protocol.dialects import DIALECTS, NATIVE
 from hubbub.protocol.errors import ProtocolError
 from hubbub.server.app import error_frames, open_session
 from hubbub.server.gateway import Gateway
-from hubbub.server.state.connection import CLOSE_POLICY, Connection, ws_binary_frame
+from hubbub.server.state.connection import CLOSE_POLICY, Connection, Members, ws_binary_frame
 from hubbub.server.state.space import Session
 
 log = logging.getLogger("hubbub.cluster")
@@ -56,11 +55,7 @@ class RemoteConnection(Connection):
         """Queue one frame for this client on its node's link."""
         if self.closed:
             return False
-        link = self.link
-        if frame is link.last:  # the common case, a fan-out: no call, one append
-            link.last_sids.append(self.sid)
-        else:
-            link.out(frame, self.sid)
+        self.link.out(frame, self.sid)
         return True
 
     def flush(self) -> None:
@@ -89,8 +84,8 @@ class LeaderLink:
         """Frames of clients whose attach is still running (routed once it is done)."""
         self._batch: list[list[Any]] = []
         self.last: bytes | None = None
-        """The frame queued last, and the clients it goes to (a fan-out appends to them)."""
-        self.last_sids: list[int] = []
+        """The frame of the batch's last entry (``[OUT, frame, ids]``; None when the last
+        entry is another): the same frame for more clients adds to its ids."""
         self._scheduled = False
 
     # ------------------------------------------------------------------ to the edge
@@ -98,22 +93,32 @@ class LeaderLink:
     def out(self, frame: bytes, sid: int) -> None:
         """Queue ``frame`` for client ``sid``; a frame fanned out to many is sent once."""
         if frame is self.last:
-            self.last_sids.append(sid)
+            self._last_ids().append(sid)
             return
         self.last = frame
-        self.last_sids = [sid]
-        self._batch.append([wire.OUT, frame, self.last_sids])
+        self._batch.append([wire.OUT, frame, [sid]])
         self._schedule()
 
-    def send_many(self, frame: bytes, members: Iterable[int]) -> None:
-        """Queue ``frame`` for clients ``members`` (a channel's fan-out: one call per link)."""
+    def send_many(self, frame: bytes, members: Members) -> None:
+        """Queue ``frame`` for clients ``members`` (a channel's fan-out: one call per link;
+        the members' ids are encoded once until they change, not once per message)."""
         if frame is self.last:
-            self.last_sids.extend(members)
+            self._last_ids().extend(members.values())
             return
+        packed = members.packed
+        if not isinstance(packed, msgspec.Raw):
+            packed = members.packed = wire.packed_ids(list(members.values()))
         self.last = frame
-        self.last_sids = list(members)
-        self._batch.append([wire.OUT, frame, self.last_sids])
+        self._batch.append([wire.OUT, frame, packed])
         self._schedule()
+
+    def _last_ids(self) -> list[int]:
+        """The ids of the last entry, as a list that may grow (a packed one is unpacked)."""
+        entry = self._batch[-1]
+        ids = entry[2]
+        if isinstance(ids, msgspec.Raw):
+            ids = entry[2] = wire.unpacked_ids(ids)
+        return cast(list[int], ids)
 
     def close(self, sid: int, code: int, reason: str) -> None:
         """Queue closing client ``sid``."""

@@ -26,11 +26,22 @@ LINK_PATH = "/cluster/link"
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(list[list[Any]])
+_ids_decoder = msgspec.msgpack.Decoder(list[int])
 
 
 def encode_batch(batch: list[list[Any]]) -> bytes:
     """One link frame carrying ``batch``."""
     return _encoder.encode(batch)
+
+
+def packed_ids(ids: list[int]) -> msgspec.Raw:
+    """``ids`` encoded once, to be placed in any number of batches as they are."""
+    return msgspec.Raw(_encoder.encode(ids))
+
+
+def unpacked_ids(packed: msgspec.Raw) -> list[int]:
+    """The ids of :func:`packed_ids`."""
+    return _ids_decoder.decode(packed)
 
 
 def decode_batch(data: bytes) -> list[list[Any]]:

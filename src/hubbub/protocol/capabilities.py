@@ -912,6 +912,10 @@ def narrowed(
     return [_plain(item.entry) for item in _dedup(_compile_list(out))]
 
 
+_SHARED_MAX = 256
+"""Distinct capability lists whose compiled set :meth:`CapabilitySet.shared` keeps."""
+_SHARED: dict[str, CapabilitySet] = {}
+
 Verdict = Literal["allowed", "denied", "too_costly"]
 """What checking one envelope against a capability set concluded (``too_costly``: its
 matching ran past :data:`MATCH_BUDGET_S`, so it is refused without an answer)."""
@@ -920,7 +924,7 @@ matching ran past :data:`MATCH_BUDGET_S`, so it is refused without an answer).""
 class CapabilitySet:
     """A participant's capabilities, compiled once; ``allows`` is the enforcement check."""
 
-    __slots__ = ("_cache", "_compiled", "_digest")
+    __slots__ = ("_based", "_cache", "_compiled", "_digest")
 
     def __init__(self, capabilities: Iterable[Mapping[str, Any]]) -> None:
         """Validate and compile ``capabilities`` (raises :class:`CapabilityError`)."""
@@ -933,6 +937,8 @@ class CapabilitySet:
         # of the capabilities whose kind pattern matches (the answer depends on the payload).
         self._cache: dict[str, bool | tuple[_ValueMatcher, ...]] = {}
         self._digest: str | None = None
+        self._based: CapabilitySet | None = None
+        """:meth:`with_baseline`'s answer, once asked."""
 
     @classmethod
     def _of(cls, compiled: Iterable[_Compiled], noun: str) -> CapabilitySet:
@@ -941,7 +947,26 @@ class CapabilitySet:
         _check_size([item.entry for item in new._compiled], noun)
         new._cache = {}
         new._digest = None
+        new._based = None
         return new
+
+    @classmethod
+    def shared(cls, capabilities: Sequence[Mapping[str, Any]]) -> CapabilitySet:
+        """The compiled set of ``capabilities``, one object for every equal list (raises
+        :class:`CapabilityError`): a set never changes, so the participants of a space that
+        have the same capabilities — all of an open space's — share one (a compiled set
+        costs about a KiB per connection otherwise)."""
+        try:
+            key = _canonical(capabilities)
+        except (TypeError, ValueError):  # not JSON: compiling it says what is wrong
+            return cls(capabilities)
+        found = _SHARED.get(key)
+        if found is None:
+            found = cls(capabilities)
+            if len(_SHARED) >= _SHARED_MAX:
+                del _SHARED[next(iter(_SHARED))]  # the oldest
+            _SHARED[key] = found
+        return found
 
     @property
     def digest(self) -> str:
@@ -1021,10 +1046,15 @@ class CapabilitySet:
 
     def with_baseline(self) -> CapabilitySet:
         """This set plus :data:`BASELINE` (itself when it allows the baseline already)."""
-        budget = MatchBudget()
-        if all(self._resolve(b.entry["kind"], budget) is True for b in _BASELINE_COMPILED):
-            return self
-        return CapabilitySet._of([*self._compiled, *_BASELINE_COMPILED], "capability")
+        if self._based is None:
+            budget = MatchBudget()
+            if all(self._resolve(b.entry["kind"], budget) is True for b in _BASELINE_COMPILED):
+                self._based = self
+            else:
+                self._based = CapabilitySet._of(
+                    [*self._compiled, *_BASELINE_COMPILED], "capability"
+                )
+        return self._based
 
     def granted(self, extra: Iterable[Mapping[str, Any]]) -> CapabilitySet:
         """A new set with ``extra`` added (entries equal to one already held are not repeated);

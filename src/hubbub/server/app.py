@@ -6,6 +6,7 @@ import asyncio
 import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -242,8 +243,10 @@ async def serve_websocket(
     )
     if not isinstance(accepted, Accepted):
         return accepted
-    await run_session(accepted, router)
-    return accepted.ws
+    ws, serving = accepted.ws, run_session(accepted, router)
+    del accepted  # run_session drops the hello once the client is attached
+    await serving
+    return ws
 
 
 class Accepted(NamedTuple):
@@ -361,6 +364,7 @@ async def prove_key(
 async def run_session(accepted: Accepted, router: Gateway) -> None:
     """Attach an accepted client to ``router`` and route its frames until it goes."""
     limits = router.limits
+    ws = accepted.ws
     conn = Connection(
         accepted.transport,
         accepted.dialect,
@@ -373,8 +377,9 @@ async def run_session(accepted: Accepted, router: Gateway) -> None:
         assert refusal is not None
         await accepted.refuse(refusal)
         return
+    del accepted  # the hello is not kept for the connection's life (only its socket)
     try:
-        await pump(accepted.ws, conn, lambda data: router.receive(session, data), limits)
+        await pump(ws, conn, partial(router.receive, session), limits)
     finally:
         router.detach(session)
 

@@ -127,7 +127,10 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     ping_interval_s: float = 30.0
     """WebSocket ping period; a peer that does not answer within half of it is dropped (0: off)."""
     idempotency_ids: int = 200_000
-    """Message ids remembered per space for idempotent resends (also: 24 h, 10,000 per sender)."""
+    """Message ids remembered per space for idempotent resends (also: ``idempotency_window_s``,
+    10,000 per sender); the store's copy is pruned to the same window while running."""
+    idempotency_window_s: float = 86_400.0
+    """How long a message id is remembered for idempotent resends (24 h)."""
     max_channels: int = 1000
     """Most channels a space may have; ``channel/create`` past it answers ``channel_limit``."""
     welcome_channels: int = 100
@@ -184,6 +187,11 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             )
         if self.idempotency_ids < 1000:
             raise ConfigError("limits.idempotency_ids must be at least 1000")
+        if not self.idempotency_window_s >= 60:
+            raise ConfigError(
+                "limits.idempotency_window_s must be at least 60 seconds (the SDK resends "
+                "unacknowledged messages after a reconnect; 86400 is the default)"
+            )
         if self.max_channels < 1 or self.welcome_channels < 1:
             raise ConfigError("limits.max_channels and limits.welcome_channels must be >= 1")
         if not self.header_timeout_s > 0:

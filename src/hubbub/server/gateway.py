@@ -38,6 +38,7 @@ from hubbub.server.core.sequencer import Sequencer
 from hubbub.server.core.sessions import Sessions
 from hubbub.server.core.streams import Streams
 from hubbub.server.core.tasks import Tasks
+from hubbub.server.heap import HeapTrimmer
 from hubbub.server.router import Router
 from hubbub.server.state.activity import Activity
 from hubbub.server.state.connection import CLOSE_GOING_AWAY, Connection
@@ -61,7 +62,10 @@ class Gateway:
         wall_clock: Callable[[], float] | None = None,
     ) -> None:
         configs = {c.space: c for c in spaces}
-        self.spaces = {sid: SpaceState(cfg, limits.idempotency_ids) for sid, cfg in configs.items()}
+        window_ms = round(limits.idempotency_window_s * 1000)
+        self.spaces = {
+            sid: SpaceState(cfg, limits.idempotency_ids, window_ms) for sid, cfg in configs.items()
+        }
         self.auth = Authenticator(configs)
         self.store = store
         self.limits = limits
@@ -74,6 +78,8 @@ class Gateway:
         self.shutting_down = False
         self.activity = Activity()
         """The feed of what happened, for the dashboard."""
+        self.heap = HeapTrimmer(self.metrics)
+        """Hands the C heap's free memory back once a busy spell ends (idle RSS)."""
         self.events = Events()
         self.bans = BanList(self.store)  # admin kill switch (hubbub.server.admission.bans, admin)
         self.grants = Grants(self.store)
@@ -176,11 +182,13 @@ class Gateway:
             await self.invitations.load(space)
             await self.space_invites.load(space)
         await self.coordination.start()
+        self.heap.start()
 
     def close_all(self) -> None:
         """Close every connection with 1001 (server shutting down); no presence storm."""
         self.shutting_down = True
         self.coordination.stop()
+        self.heap.stop()
         for space in self.spaces.values():
             for s in list(space.online.values()):
                 s.conn.close(CLOSE_GOING_AWAY, "server shutting down")

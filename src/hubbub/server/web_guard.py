@@ -176,10 +176,13 @@ def _protect(resp: web.StreamResponse) -> None:
             resp.headers.setdefault(name, value)
 
 
-async def _screen(
-    request: web.Request, handler: Handler, allowed: frozenset[str], hosts: frozenset[str]
-) -> web.StreamResponse:
-    """Refuse what a foreign page may not do; otherwise run the handler."""
+def _screen(
+    request: web.Request, allowed: frozenset[str], hosts: frozenset[str]
+) -> web.StreamResponse | bool:
+    """The answer refusing what a foreign page may not do (or a preflight's); else whether
+    the request comes from a listed foreign origin, whose response then names it. (Not a
+    coroutine: a WebSocket's handler runs for the connection's life, and every coroutine
+    around it keeps a frame per connection.)"""
     host = request.headers.get("Host")
     if host is not None and not request.get(FORWARDED_BY_NODE) and not host_allowed(host, hosts):
         return _refuse_host(host)
@@ -209,11 +212,7 @@ async def _screen(
             f"site cannot forge: send the header '{SCRIPT_HEADER}: 1' (the dashboard does) "
             "or 'Authorization: Bearer <admin token>'",
         )
-    resp = await handler(request)
-    if listed_foreign and not resp.prepared:
-        resp.headers["Access-Control-Allow-Origin"] = sent or ""
-        resp.headers["Vary"] = "Origin"
-    return resp
+    return listed_foreign
 
 
 def browser_guard(allowed_origins: Iterable[str], allowed_hosts: Iterable[str]) -> Middleware:
@@ -225,7 +224,14 @@ def browser_guard(allowed_origins: Iterable[str], allowed_hosts: Iterable[str]) 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
-            resp = await _screen(request, handler, allowed, hosts)
+            verdict = _screen(request, allowed, hosts)
+            if isinstance(verdict, web.StreamResponse):
+                resp = verdict
+            else:
+                resp = await handler(request)
+                if verdict and not resp.prepared:  # a listed foreign origin
+                    resp.headers["Access-Control-Allow-Origin"] = request.headers["Origin"]
+                    resp.headers["Vary"] = "Origin"
         except web.HTTPException as exc:
             _protect(exc)
             raise

@@ -37,8 +37,8 @@ class Identity:
     """The public key the client proved (agentchat clients with a key)."""
 
     def capability_set(self) -> CapabilitySet:
-        """The capabilities compiled for matching."""
-        return CapabilitySet(self.capabilities)
+        """The capabilities compiled for matching (one object for equal lists)."""
+        return CapabilitySet.shared(self.capabilities)
 
 
 @dataclass(frozen=True)

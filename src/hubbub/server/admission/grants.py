@@ -47,7 +47,7 @@ class Grants:
         if online is not None:
             return online.caps
         cfg = space.config.participants.get(pid)
-        return CapabilitySet(
+        return CapabilitySet.shared(
             cfg.effective_capabilities() if cfg else space.config.open_capabilities()
         ).with_baseline()
 

@@ -52,7 +52,7 @@ def _send_to_listeners(ch: Channel, dialect: str, buf: bytes) -> int:
         conn.send(buf)
     n = len(conns)
     for group, members in groups.items():
-        group.send_many(buf, members.values())
+        group.send_many(buf, members)
         n += len(members)
     return n
 

@@ -113,6 +113,9 @@ class Sequencer:
         data = encode(env)
         ref = MessageRef(env.id, sender.id, place, env.seq, now, dest.digest)
         space.ids.add(ref)
+        horizon = space.ids.prune_due(now)
+        if horizon is not None:  # the store's records follow the window while running
+            self.store.forget_refs(space.id, horizon)
         if ch is not None:
             self.store.append(space.id, place, env.seq, data, ref)
             self.store.after_commit(

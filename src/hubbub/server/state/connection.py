@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Protocol
 
 from hubbub.protocol.dialect import Dialect
@@ -51,11 +51,24 @@ def ws_close_frame(code: int, reason: str) -> bytes:
     return bytes((0x88, len(body))) + body
 
 
+class Members(dict[str, int]):
+    """A channel's members reached through one fan-out group: participant → its number in
+    the group. ``packed`` is the group's own encoding of the numbers, kept until the members
+    change (the channel clears it), so a fan-out to the same members does not encode them
+    again for every message."""
+
+    __slots__ = ("packed",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.packed: object = None
+
+
 class FanoutGroup(Protocol):
     """Takes one frame for many of its connections in one call (a cluster node's link)."""
 
-    def send_many(self, frame: bytes, members: Iterable[int]) -> None:
-        """Queue ``frame`` for the connections numbered ``members``."""
+    def send_many(self, frame: bytes, members: Members) -> None:
+        """Queue ``frame`` for the connections numbered ``members.values()``."""
 
 
 _CORKED: list[Connection] = []

@@ -8,8 +8,11 @@ sender's own: another sender's message with the same id is a message of its own,
 sender reusing one of its ids (a restarted MEW client counting from 1 again) replaces the
 record. :meth:`MessageIds.latest` is the latest message with an id, whoever sent it (what a
 claim or a correlation names). The window is bounded three ways: ids older than
-``window_ms`` (24 h) are forgotten, a sender's ids beyond its newest ``per_sender`` (10,000),
-and the space's beyond its newest ``cap`` (the ``limits.idempotency_ids`` setting).
+``window_ms`` (``limits.idempotency_window_s``, 24 h) are forgotten, a sender's ids beyond its
+newest ``per_sender`` (10,000), and the space's beyond its newest ``cap`` (the
+``limits.idempotency_ids`` setting). The store keeps the same records (they survive a
+restart); :meth:`MessageIds.prune_due` says when and how far its copy is pruned while the
+gateway runs, so neither grows without bound.
 
 Every stored message adds a record, so the record's size is this index's memory: about 170
 bytes per id — the id string, its dict slot, one int and three list or queue slots (a record object
@@ -32,6 +35,10 @@ _TS_MASK = (1 << _TS_BITS) - 1
 _PLACE_BITS = 32
 """Place numbers: one per channel that had a message, and one for DMs."""
 _PLACE_MASK = (1 << _PLACE_BITS) - 1
+PRUNE_EVERY_MS = 60_000
+"""The store's id records are pruned at least this often while messages come in..."""
+PRUNE_EVERY_FRACTION = 10
+"""...and whenever a tenth of ``cap`` records were added since the last pruning."""
 
 
 class _Sender:
@@ -97,6 +104,9 @@ class MessageIds:
         self._places: dict[str, int] = {}
         """Place name → number. Never shrinks: a space's channels are never deleted."""
         self._place_names: list[str] = []
+        self._prune_at_ms = 0
+        """When the store's records are pruned next (at the latest)."""
+        self._added_since_prune = 0
 
     def __len__(self) -> int:
         return len(self._refs) + len(self._shadowed)
@@ -181,6 +191,22 @@ class MessageIds:
             recs.popleft()
         if len(order) > 2 * (len(refs) + len(shadowed)) + 1024:
             self._compact_order()
+        self._added_since_prune += 1
+
+    def oldest_ms(self) -> int | None:
+        """The time of the oldest record still in the window (None: none is)."""
+        return self._order_recs[0] & _TS_MASK if self._order_recs else None
+
+    def prune_due(self, now_ms: int) -> int | None:
+        """If the store's copy of the records is due for pruning (a minute since the last
+        time, or a tenth of ``cap`` added): the time before which its records may go, those
+        older than every record still in the window. Else None."""
+        if now_ms < self._prune_at_ms and self._added_since_prune * PRUNE_EVERY_FRACTION < self.cap:
+            return None
+        self._prune_at_ms = now_ms + PRUNE_EVERY_MS
+        self._added_since_prune = 0
+        oldest = self.oldest_ms()
+        return now_ms - self.window_ms if oldest is None else oldest
 
     def _holds(self, msg_id: str, rec: int) -> bool:
         """Whether ``rec`` is still the record of its (sender, id)."""

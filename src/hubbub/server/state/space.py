@@ -13,8 +13,8 @@ from hubbub.protocol.dialects import DIALECTS
 from hubbub.protocol.envelope import encode
 from hubbub.protocol.ids import Clock
 from hubbub.server.config import SpaceConfig
-from hubbub.server.state.connection import Connection, FanoutGroup
-from hubbub.server.state.message_ids import MessageIds
+from hubbub.server.state.connection import Connection, FanoutGroup, Members
+from hubbub.server.state.message_ids import DAY_MS, MessageIds
 from hubbub.server.state.presence_caps import AnnouncedCapabilities
 from hubbub.server.state.proposals import ProposalLedger
 from hubbub.server.state.streams import SpaceStreams
@@ -101,7 +101,6 @@ class Session:
         "_caps",
         "_presence",
         "_status_text",
-        "_summary",
         "_summary_json",
         "_wake_at",
         "channels",
@@ -146,7 +145,6 @@ class Session:
         self._presence = "online"
         self._status_text: str | None = None
         self._wake_at: int | None = None
-        self._summary: dict[str, Any] | None = None
         self._summary_json: msgspec.Raw | None = None
         self.connected_at = time.time()
         space.announced.welcomed(pid)  # its welcome lists who is online, with their lists
@@ -164,7 +162,7 @@ class Session:
 
     @caps.setter
     def caps(self, value: CapabilitySet) -> None:
-        self._caps, self._summary, self._summary_json = value, None, None
+        self._caps, self._summary_json = value, None
 
     @property
     def presence(self) -> str:
@@ -173,7 +171,7 @@ class Session:
 
     @presence.setter
     def presence(self, value: str) -> None:
-        self._presence, self._summary, self._summary_json = value, None, None
+        self._presence, self._summary_json = value, None
 
     @property
     def status_text(self) -> str | None:
@@ -182,7 +180,7 @@ class Session:
 
     @status_text.setter
     def status_text(self, value: str | None) -> None:
-        self._status_text, self._summary, self._summary_json = value, None, None
+        self._status_text, self._summary_json = value, None
 
     @property
     def wake_at(self) -> int | None:
@@ -200,7 +198,7 @@ class Session:
         lists (a new sleep while asleep only moves ``wake_at``)."""
         was_awake = self._wake_at is None
         self._wake_at, self._presence = wake_at, "sleeping"
-        self._summary, self._summary_json = None, None
+        self._summary_json = None
         if was_awake:
             self._set_listening(False)
 
@@ -209,7 +207,7 @@ class Session:
         if self._wake_at is None:
             return
         self._wake_at, self._presence = None, "online"
-        self._summary, self._summary_json = None, None
+        self._summary_json = None
         self._set_listening(True)
 
     def _set_listening(self, listening: bool) -> None:
@@ -225,26 +223,21 @@ class Session:
         return self.conn.dialect.frames_are_envelopes and not self.resends
 
     def summary(self) -> dict[str, Any]:
-        """Short public description, as in welcome and presence frames (do not mutate it).
-
-        Every welcome lists every participant, so the dict is built once per change and
-        shared: 5,000 joins would otherwise build 12.5 million of them.
-        """
-        if self._summary is None:
-            out: dict[str, Any] = {
-                "id": self.id,
-                "kind": self.kind,
-                "presence": self._presence,
-                "capabilities": self._caps.capabilities,  # MEW clients track them
-                "capabilities_digest": self._caps.digest,  # presence may carry only this
-            }
-            if self._status_text is not None:
-                out["status_text"] = self._status_text
-            if self._wake_at is not None:
-                out["wake_at"] = _ISO.iso(self._wake_at)
-            out |= self.identity()
-            self._summary = out
-        return self._summary
+        """Short public description, as in welcome and presence frames (a new dict each
+        time: welcomes, which list every participant, use :meth:`summary_json`, kept per
+        change; an idle connection does not keep the dict as well)."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "kind": self.kind,
+            "presence": self._presence,
+            "capabilities": self._caps.capabilities,  # MEW clients track them
+            "capabilities_digest": self._caps.digest,  # presence may carry only this
+        }
+        if self._status_text is not None:
+            out["status_text"] = self._status_text
+        if self._wake_at is not None:
+            out["wake_at"] = _ISO.iso(self._wake_at)
+        return out | self.identity()
 
     def identity(self) -> dict[str, Any]:
         """``name`` (when it differs from the id) and ``verified`` (keyed agentchat clients)."""
@@ -298,7 +291,7 @@ class Channel:
         self.joining: set[str] = set()
         self.members: dict[str, Session] = {}
         self.by_dialect: dict[str, dict[str, Connection]] = {d: {} for d in DIALECTS}
-        self.groups: dict[str, dict[FanoutGroup, dict[str, int]]] = {d: {} for d in DIALECTS}
+        self.groups: dict[str, dict[FanoutGroup, Members]] = {d: {} for d in DIALECTS}
         self.sleepers: dict[str, Session] = {}
         self.recent: deque[tuple[int, bytes]] = deque(maxlen=cache_size)
         self.private = False
@@ -354,7 +347,11 @@ class Channel:
         if conn.group is None:
             self.by_dialect[name][s.id] = conn
         else:
-            self.groups[name].setdefault(conn.group, {})[s.id] = conn.member
+            members = self.groups[name].get(conn.group)
+            if members is None:
+                members = self.groups[name][conn.group] = Members()
+            members[s.id] = conn.member
+            members.packed = None
 
     def _unlisten(self, s: Session) -> None:
         """Take participant ``s.id`` off the fan-out lists of its dialect."""
@@ -363,8 +360,10 @@ class Channel:
         groups = self.groups[name]
         if groups:
             for group, members in list(groups.items()):
-                if members.pop(s.id, None) is not None and not members:
-                    del groups[group]
+                if members.pop(s.id, None) is not None:
+                    members.packed = None
+                    if not members:
+                        del groups[group]
 
     def cached_after(self, after_seq: int) -> list[tuple[int, bytes]] | None:
         """Messages with ``seq > after_seq`` from the cache, or None if the cache lacks some."""
@@ -378,7 +377,9 @@ class Channel:
 class SpaceState:
     """One space: configuration, channels, connected sessions, DM numbering."""
 
-    def __init__(self, config: SpaceConfig, ids_cap: int = 200_000) -> None:
+    def __init__(
+        self, config: SpaceConfig, ids_cap: int = 200_000, ids_window_ms: int = DAY_MS
+    ) -> None:
         self.config = config
         self.id = config.space
         self.channels: dict[str, Channel] = {}
@@ -393,7 +394,7 @@ class SpaceState:
         """Participant id → the last DM ``seq`` written to its connection (saved in the
         store): DMs after it are replayed when it comes back without a ``resume`` (a new
         process, a gateway restart), so none is lost — a sleeper's buffered DMs included."""
-        self.ids = MessageIds(cap=ids_cap)
+        self.ids = MessageIds(cap=ids_cap, window_ms=ids_window_ms)
         self.pending_presence: list[tuple[str, dict[str, Any], str | None]] = []
         self.announced = AnnouncedCapabilities()
         """Which capability lists presence has announced (it then carries their digests)."""
