@@ -91,7 +91,7 @@ async def test_auto_join_takes_every_channel_the_capabilities_allow(
     first = await bot.expect_type("JOINED")
     second = await bot.expect_type("JOINED")
     assert [first["channel"], second["channel"]] == ["#general", "#ops"]  # not #secret
-    await bot.silent(of_type("JOINED"), wait=0.3)
+    await bot.silent(of_type("JOINED"))
 
 
 async def test_auto_join_follows_the_space_setting(tmp_path: Path) -> None:
@@ -100,7 +100,7 @@ async def test_auto_join_follows_the_space_setting(tmp_path: Path) -> None:
         boss = await identify(gw, "boss", token="boss-token", space="team")
         joined = await boss.expect_type("JOINED")
         assert joined["channel"] == "#ops"
-        await boss.silent(of_type("JOINED"), wait=0.3)
+        await boss.silent(of_type("JOINED"))
         await boss.send({"type": "MSG", "to": "#general", "content": "not joined"})
         err = await boss.expect_type("ERROR")
         assert err["code"] == "NOT_IN_CHANNEL"
@@ -119,7 +119,7 @@ async def test_join_after_auto_join_answers_joined_again_without_a_second_announ
     await alice.send({"type": "JOIN", "channel": "#general"})
     again = await alice.expect_type("JOINED")
     assert again["channel"] == "#general"
-    await peer.silent(of_type("AGENT_JOINED", agent="@alice"), wait=0.3)
+    await peer.silent(of_type("AGENT_JOINED", agent="@alice"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -300,13 +300,13 @@ async def test_agent_joined_skips_the_joiner_and_agent_left_reaches_members_only
     assert joined == ["#general", "#ops"]
     got = await general_only.next_where(of_type("AGENT_JOINED", agent="@both"))
     assert got["channel"] == "#general" and got["name"] == "both"
-    await general_only.silent(of_type("AGENT_JOINED", agent="@both", channel="#ops"), wait=0.3)
-    await both.silent(of_type("AGENT_JOINED", agent="@both"), wait=0.3)
+    await general_only.silent(of_type("AGENT_JOINED", agent="@both", channel="#ops"))
+    await both.silent(of_type("AGENT_JOINED", agent="@both"))
 
     await both.close()
     left = await general_only.next_where(of_type("AGENT_LEFT", agent="@both"))
     assert left["channel"] == "#general"
-    await general_only.silent(of_type("AGENT_LEFT", channel="#ops"), wait=0.3)
+    await general_only.silent(of_type("AGENT_LEFT", channel="#ops"))
     # MEW keeps its space-wide presence events
     await creator.next_where(
         lambda f: f.get("kind") == "system/presence" and f["payload"]["event"] == "leave"
