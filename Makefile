@@ -46,8 +46,10 @@ test-fast: $(STAMP)
 	@# every test but those marked slow (they start processes, drive Chromium or a redis-server,
 	@# or fuzz), and the property tests at a tenth of their examples (hypothesis profile
 	@# `fast`, tests/conftest.py), on every core (pytest-xdist): the quick lane while working;
-	@# `make test` runs everything
-	HYPOTHESIS_PROFILE=fast $(BIN)/pytest -q -m "not slow" -n auto
+	@# `make test` runs everything. Bytecode is cached (__pycache__, git-ignored) even where
+	@# PYTHONDONTWRITEBYTECODE is set: each worker otherwise recompiles every module and
+	@# re-rewrites every test module's asserts, half of the lane's CPU
+	PYTHONDONTWRITEBYTECODE= HYPOTHESIS_PROFILE=fast $(BIN)/pytest -q -m "not slow" -n auto
 
 demo: $(DEMO_NEEDS)
 	$(BIN)/hubbub demo
