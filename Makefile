@@ -6,6 +6,8 @@ DEMO_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed-test
 # a venv with the test extras runs the demo too: `make demo` after `make test` installs nothing
 DEMO_NEEDS := $(if $(wildcard $(STAMP)),$(STAMP),$(DEMO_STAMP))
+# where `make test-fast` keeps the tests' files: memory (tmpfs) when the machine has it
+FAST_TMP := $(if $(wildcard /dev/shm/.),/dev/shm,$(or $(TMPDIR),/tmp))
 
 .PHONY: install test test-fast lint typecheck demo serve bench clean
 
@@ -49,7 +51,10 @@ test-fast: $(STAMP)
 	@# `make test` runs everything. Bytecode is cached (__pycache__, git-ignored) even where
 	@# PYTHONDONTWRITEBYTECODE is set: each worker otherwise recompiles every module and
 	@# re-rewrites every test module's asserts, half of the lane's CPU
-	PYTHONDONTWRITEBYTECODE= HYPOTHESIS_PROFILE=fast $(BIN)/pytest -q -m "not slow" -n auto
+	@# The tests' files (each gateway's SQLite file, fsynced as it starts and stops) go to
+	@# tmpfs where there is one, kept only for failed tests
+	PYTHONDONTWRITEBYTECODE= TMPDIR=$(FAST_TMP) HYPOTHESIS_PROFILE=fast \
+	  $(BIN)/pytest -q -m "not slow" -n auto -o tmp_path_retention_policy=failed
 
 demo: $(DEMO_NEEDS)
 	$(BIN)/hubbub demo
