@@ -50,7 +50,7 @@ test-fast: $(STAMP)
 	@# `fast`, tests/conftest.py), on every core (pytest-xdist): the quick lane while working;
 	@# `make test` runs everything. Bytecode is cached (__pycache__, git-ignored) even where
 	@# PYTHONDONTWRITEBYTECODE is set: each worker otherwise recompiles every module and
-	@# re-rewrites every test module's asserts, half of the lane's CPU
+	@# re-rewrites every test module's asserts (a quarter of the lane's CPU here).
 	@# The tests' files (each gateway's SQLite file, fsynced as it starts and stops) go to
 	@# tmpfs where there is one, kept only for failed tests
 	PYTHONDONTWRITEBYTECODE= TMPDIR=$(FAST_TMP) HYPOTHESIS_PROFILE=fast \
