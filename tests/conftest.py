@@ -55,8 +55,10 @@ class Door:
     """How long a join may take (a cluster node carries it to the space's leader)."""
 
     async def connect(self) -> WsClient:
+        # max_queue=None: the client reads whatever the gateway sends even when the test does
+        # not consume it, so closing it never waits behind unread frames (a 10 s close timeout)
         ws = await websockets.connect(self.url, max_size=None, max_queue=None, compression=None)
-        client = WsClient(ws)
+        client = WsClient(ws, self)
         self.clients.append(client)
         return client
 
