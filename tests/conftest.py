@@ -24,7 +24,7 @@ from hubbub.server.app import build_app, make_router
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig
 from hubbub.server.gateway import Gateway
 from hubbub.server.listener import GuardedSite
-from tests.timing import WAIT
+from tests.timing import POLL, WAIT
 
 # No timed assertions: hypothesis' per-example deadline (200 ms) fails a property on a busy
 # machine, not on a wrong answer.
@@ -55,14 +55,20 @@ class Door:
     """How long a join may take (a cluster node carries it to the space's leader)."""
 
     async def connect(self) -> WsClient:
-        ws = await websockets.connect(self.url, max_size=None, compression=None)
-        client = WsClient(ws)
+        # max_queue=None: the client reads whatever the gateway sends even when the test does
+        # not consume it, so closing it never waits behind unread frames (a 10 s close timeout)
+        ws = await websockets.connect(self.url, max_size=None, max_queue=None, compression=None)
+        client = WsClient(ws, self)
         self.clients.append(client)
         return client
 
     @property
     def url(self) -> str:
         return f"ws://127.0.0.1:{self.port}/ws"
+
+    async def settle(self) -> None:
+        """Return once the gateway has done what it accepted so far, as far as this process
+        can see: nothing for a gateway in another process (a fence orders what it wrote)."""
 
     @property
     def http(self) -> str:
@@ -103,6 +109,24 @@ class RunningGateway(Door):
     clients: list[WsClient] = field(default_factory=list)
     stopped: bool = False
 
+    async def settle(self) -> None:
+        """Return once everything the gateway accepted so far is committed and delivered, its
+        background joins and history reads are done and its coalesced presence is sent."""
+        gateway = self.router
+
+        async def busy() -> bool:
+            await gateway.store.flush()
+            return bool(
+                gateway.tasks.running or any(s.presence_scheduled for s in gateway.spaces.values())
+            )
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + WAIT
+        while await busy():
+            if loop.time() >= deadline:
+                raise AssertionError(f"the gateway did not settle within {WAIT:g}s")
+            await asyncio.sleep(POLL)
+
 
 _FENCES = itertools.count(1)
 
@@ -110,8 +134,10 @@ _FENCES = itertools.count(1)
 class WsClient:
     """A test client on a real WebSocket that reads JSON frames."""
 
-    def __init__(self, ws: Any) -> None:
+    def __init__(self, ws: Any, door: Door | None = None) -> None:
         self.ws = ws
+        self.door = door
+        """The gateway this client was connected to by :meth:`Door.connect` (None: by hand)."""
         self.welcome: dict[str, Any] = {}
 
     async def send(self, frame: dict[str, Any] | str) -> None:
@@ -168,26 +194,20 @@ class WsClient:
             before.append(frame)
         return before
 
-    async def silent(
-        self, pred: Callable[[dict[str, Any]], bool], wait: float | None = None
-    ) -> None:
-        """Assert that no frame matching ``pred`` came.
+    async def silent(self, pred: Callable[[dict[str, Any]], bool]) -> None:
+        """Assert that no frame matching ``pred`` came, without waiting on the clock.
 
-        Without ``wait``: none arrived before the answer to a :meth:`fence`. That proves it
-        when what could have sent one was already handled by the gateway (its sender saw its
-        echo, its error or its answer), since the gateway writes to each connection in order.
-        With ``wait``: none arrives within ``wait`` seconds, for what the gateway may send
-        later on its own (a timer, a coalesced presence, a commit still in flight).
+        First the gateway settles (:meth:`Door.settle`: what it accepted is committed,
+        delivered and announced), then a :meth:`fence` on this connection: the gateway writes
+        to each connection in order, so a frame it sent for anything it did before the fence is
+        among the frames that arrived before the fence's answer. That proves it for what the
+        test already caused (a sender saw its echo, its error or its answer; a test clock
+        fired its timers).
         """
-        if wait is None:
-            seen = [f for f in await self.fence() if pred(f)]
-            assert seen == [], f"unexpected frame {seen[0]}"
-            return
-        try:
-            frame = await self.next_where(pred, wait)
-        except TimeoutError:
-            return
-        raise AssertionError(f"unexpected frame {frame}")
+        if self.door is not None:
+            await self.door.settle()
+        seen = [f for f in await self.fence() if pred(f)]
+        assert seen == [], f"unexpected frame {seen[0]}"
 
     async def close(self) -> None:
         await self.ws.close()

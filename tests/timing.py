@@ -4,7 +4,8 @@ Every timeout under tests/ is a multiple of :data:`UNIT` (seconds). ``HUBBUB_TES
 triples them all on a slow machine; nothing else changes. A timeout is how long a test waits
 for something that must happen, never a pause before an assertion: a condition that must come
 true is awaited with :func:`until`; something that must *not* happen is asserted after a
-barrier that proves it would have happened by then (``WsClient.silent(..., fence=True)``).
+barrier that proves it would have happened by then (``WsClient.silent``: the gateway
+settles, then a fence on the connection).
 """
 
 from __future__ import annotations

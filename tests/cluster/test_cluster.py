@@ -131,7 +131,7 @@ async def test_floor_claims_from_different_nodes_are_arbitrated_once(
     await b.send(claim | {"payload": {"msg_id": q["id"], "started_at": t0 + 10}})
     y = await a.expect("floor/yield")
     assert y["payload"]["winner"] == "agent-b"
-    await b.silent(lambda f: f.get("kind") == "floor/yield", wait=0.5)
+    await b.silent(lambda f: f.get("kind") == "floor/yield")
 
 
 async def test_callback_of_a_killed_leader_fires_from_the_next(nodes: list[ClusterNode]) -> None:
@@ -286,7 +286,7 @@ async def test_dm_buffered_for_a_sleeper_survives_the_leaders_death(
         {"kind": "chat", "to": ["sleeper"], "private": True, "payload": {"text": "dm"}}
     )
     await other.expect("chat")  # the echo: stored
-    await sleeper.silent(lambda f: f.get("kind") == "chat" and f["from"] == "other", 0.3)
+    await sleeper.silent(lambda f: f.get("kind") == "chat" and f["from"] == "other")
     nodes[0].kill9()
     with contextlib.suppress(websockets.ConnectionClosed, TimeoutError):
         while True:
@@ -294,7 +294,7 @@ async def test_dm_buffered_for_a_sleeper_survives_the_leaders_death(
     back = await _rejoin(nodes[2], "sleeper")
     got = await back.next_where(lambda f: f.get("kind") == "chat" and f["from"] == "other", 10)
     assert got["payload"]["text"] == "dm"
-    await back.silent(lambda f: f.get("kind") == "chat" and f["from"] == "other", 0.5)
+    await back.silent(lambda f: f.get("kind") == "chat" and f["from"] == "other")
 
 
 async def test_workers_share_one_port_and_a_dead_worker_is_replaced(
@@ -373,7 +373,7 @@ async def test_http_api_dashboard_and_its_event_stream_work_through_a_follower(
             assert (await resp.json())["seq"] == first["seq"]
         got = await reader.expect("chat")
         assert got["payload"]["text"] == "via http" and got["from"] == "poster"
-        await reader.silent(lambda f: f.get("kind") == "chat", 0.3)
+        await reader.silent(lambda f: f.get("kind") == "chat")
         async with http.get(f"{follower.http}/dashboard") as resp:
             assert resp.status == 200
             assert resp.headers["Content-Type"].startswith("text/html")

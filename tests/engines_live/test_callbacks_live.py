@@ -31,16 +31,14 @@ async def test_dm_callback_fires_to_sender_only_and_marker_is_stripped(egw: Engi
     seen = await b.expect("chat")
     assert seen["payload"]["text"] == "working on it"
     egw.tick(29)
-    await a.silent(
-        lambda f: f.get("from") == "system:gateway" and f.get("kind") == "chat", wait=0.3
-    )
+    await a.silent(lambda f: f.get("from") == "system:gateway" and f.get("kind") == "chat")
     egw.tick(1.5)
     fire = await a.next_where(lambda f: f.get("from") == "system:gateway" and f["kind"] == "chat")
     assert fire["to"] == ["agent-a"] and "channel" not in fire
     assert fire["payload"]["text"] == "@@cb-fire@@check build"
     assert fire["payload"]["cb_origin"] == "agent-a" and fire["payload"]["cb_id"]
     assert 500 <= fire["payload"]["late_ms"] < 1_500  # how long after its due time it went out
-    await b.silent(lambda f: "cb-fire" in str(f), wait=0.3)
+    await b.silent(lambda f: "cb-fire" in str(f))
 
 
 async def test_marker_only_message_is_not_relayed(egw: EngineGateway) -> None:
@@ -48,7 +46,7 @@ async def test_marker_only_message_is_not_relayed(egw: EngineGateway) -> None:
     b = await egw.mew("agent-b")
     await a.send(_chat('@@cb:30s@@{"csma":"check","reply_to":1}'))
     await egw.synced(a)
-    await b.silent(lambda f: f.get("kind") == "chat", wait=0.3)
+    await b.silent(lambda f: f.get("kind") == "chat")
     egw.tick(31)
     fire = await a.next_where(lambda f: f.get("kind") == "chat")
     assert fire["payload"]["text"] == '@@cb-fire@@{"csma":"check","reply_to":1}'
@@ -69,7 +67,7 @@ async def test_channel_callback_goes_to_channel_while_origin_is_member(
     await a.send({"kind": "channel/leave", "payload": {"channel": "#general"}})
     await a.expect("channel/left")
     egw.tick(10)
-    await b.silent(lambda f: f.get("kind") == "chat", wait=0.3)
+    await b.silent(lambda f: f.get("kind") == "chat")
     assert any(
         e["event"] == "callback-dropped" and "not a member" in e["reason"]
         for e in egw.router.activity.recent
@@ -160,7 +158,7 @@ async def test_grace_window_end_collects_callbacks(egw: EngineGateway) -> None:
     assert engine.count("agent-a") == 0
     a2 = await egw.mew("agent-a")
     egw.tick(300)
-    await a2.silent(lambda f: f.get("kind") == "chat", wait=0.3)
+    await a2.silent(lambda f: f.get("kind") == "chat")
 
 
 async def test_pending_callbacks_survive_a_restart(tmp_path: Path) -> None:
@@ -190,7 +188,7 @@ async def test_multiline_payload_is_verbatim_and_never_relayed(egw: EngineGatewa
     egw.tick(6)
     fire = await a.next_where(lambda f: f.get("kind") == "chat" and "cb_id" in f["payload"])
     assert fire["payload"]["text"] == "@@cb-fire@@ secret line1\nsecret line2\n"
-    await b.silent(lambda f: "secret" in str(f), wait=0.3)
+    await b.silent(lambda f: "secret" in str(f))
 
 
 async def test_agentchat_channel_callback_frame(egw: EngineGateway) -> None:
@@ -385,8 +383,8 @@ async def test_callbacks_due_while_the_gateway_was_down_wait_for_their_owner(
         fired = [e for e in gw.router.activity.recent if e["event"] == "callback-fired"]
         assert sorted(e["participant"] for e in fired) == ["agent-a"] * 3 + ["bot"]
         b = await gw.mew("agent-b")
-        await b.silent(_from_server, wait=0.3)
-        await a.silent(_from_server, wait=0.3)  # each was delivered once
+        await b.silent(_from_server)
+        await a.silent(_from_server)  # each was delivered once
     finally:
         await stop_gateway(gw)
 
@@ -422,7 +420,7 @@ async def test_a_channel_callback_of_an_origin_whose_chat_was_revoked_is_dropped
         err = await bot.next_where(lambda f: f.get("kind") == "system/error")
         assert err["payload"]["error"] == "callback_rejected"
         assert "dropped when it fell due" in err["payload"]["message"]
-        await boss.silent(lambda f: f.get("kind") == "chat" and "cb_id" in f["payload"], wait=0.3)
+        await boss.silent(lambda f: f.get("kind") == "chat" and "cb_id" in f["payload"])
         assert any(
             e["event"] == "callback-dropped" and e["reason"].startswith("refused")
             for e in gw.router.activity.recent

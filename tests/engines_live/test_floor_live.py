@@ -50,7 +50,7 @@ async def test_earlier_claim_displaces_holder_who_gets_yield(egw: EngineGateway)
     assert y["channel"] == "#general"
     claimed = await human.expect("floor/claimed")
     assert claimed["payload"]["holder"] == "agent-b"
-    await b.silent(lambda f: f.get("kind") == "floor/yield", wait=0.3)
+    await b.silent(lambda f: f.get("kind") == "floor/yield")
 
 
 async def test_later_claim_yields_at_once(egw: EngineGateway) -> None:
@@ -63,7 +63,7 @@ async def test_later_claim_yields_at_once(egw: EngineGateway) -> None:
     await b.send(_claim(q["id"], t0 + 50))
     y = await b.expect("floor/yield")
     assert y["payload"]["winner"] == "agent-a"
-    await a.silent(lambda f: f.get("kind") == "floor/yield", wait=0.3)
+    await a.silent(lambda f: f.get("kind") == "floor/yield")
     holder = egw.router.coordination.spaces["default"].floor.holder("#general", q["id"])
     assert holder is not None and holder.holder == "agent-a"
 
@@ -100,7 +100,7 @@ async def test_holder_reclaim_is_idempotent(egw: EngineGateway) -> None:
     await a.send(_claim(q["id"], t0 + 3))
     await human.expect("floor/claimed")
     await a.send(_claim(q["id"], t0 + 1))
-    await human.silent(lambda f: str(f.get("kind", "")).startswith("floor/"), wait=0.3)
+    await human.silent(lambda f: str(f.get("kind", "")).startswith("floor/"))
     holder = egw.router.coordination.spaces["default"].floor.holder("#general", q["id"])
     assert holder is not None and holder.started_at == t0 + 3
 
@@ -185,7 +185,7 @@ async def test_bad_claims_get_clear_errors(egw: EngineGateway) -> None:
         err = await a.expect("system/error")
         assert err["payload"]["error"] == "invalid_claim", err
         assert words in err["payload"]["message"], err
-    await human.silent(lambda f: str(f.get("kind", "")).startswith("floor/"), wait=0.3)
+    await human.silent(lambda f: str(f.get("kind", "")).startswith("floor/"))
 
 
 async def test_refused_claims_are_silent_on_agentchat(egw: EngineGateway) -> None:
@@ -261,7 +261,7 @@ async def test_disabled_floor_relays_without_tracking(tmp_path: Any) -> None:
         await b.send(_claim(q["id"], t0 + 1))
         assert (await human.expect("floor/responding-to"))["from"] == "agent-a"
         assert (await human.expect("floor/responding-to"))["from"] == "agent-b"
-        await a.silent(lambda f: f.get("kind") in ("floor/yield", "floor/claimed"), wait=0.3)
+        await a.silent(lambda f: f.get("kind") in ("floor/yield", "floor/claimed"))
     finally:
         await stop_gateway(gw)
 

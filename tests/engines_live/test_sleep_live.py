@@ -47,7 +47,7 @@ async def test_default_mode_drops_channel_buffers_dms_and_mentions(egw: EngineGa
     await other.send(_chat("hey @sleeper look"))
     await other.send(_chat("@sleeperish is someone else"))
     await egw.synced(other)
-    await sleeper.silent(lambda f: f.get("kind") == "chat", 0.2)
+    await sleeper.silent(lambda f: f.get("kind") == "chat")
     egw.tick(61)
     wake = await sleeper.next_where(lambda f: f.get("kind") == "chat")
     assert wake["from"] == "system:gateway" and wake["to"] == ["sleeper"]
@@ -88,7 +88,7 @@ async def test_marker_only_sleep_is_not_relayed(egw: EngineGateway) -> None:
     sleeper = await egw.mew("sleeper")
     other = await egw.mew("other")
     await _asleep(egw, sleeper, other, "@@sleep:30s@@")
-    await other.silent(lambda f: f.get("kind") == "chat", 0.2)
+    await other.silent(lambda f: f.get("kind") == "chat")
 
 
 async def test_text_with_sleep_marker_is_relayed_stripped_then_sleeps(egw: EngineGateway) -> None:
@@ -131,7 +131,7 @@ async def test_drop_mode_drops_everything(egw: EngineGateway) -> None:
     egw.tick(61)
     wake = await sleeper.next_where(lambda f: f.get("kind") == "chat")
     assert wake["payload"] == {"text": "@@wake@@", "buffered": 0}
-    await sleeper.silent(lambda f: f.get("kind") == "chat", 0.2)
+    await sleeper.silent(lambda f: f.get("kind") == "chat")
 
 
 async def test_sending_a_message_wakes_early_with_the_buffer(egw: EngineGateway) -> None:
@@ -159,7 +159,7 @@ async def test_new_sleep_replaces_and_keeps_buffer(egw: EngineGateway) -> None:
     await sleeper.send(_chat("@@sleep:120s@@"))
     await egw.synced(sleeper)
     egw.tick(61)
-    await sleeper.silent(lambda f: f.get("kind") == "chat", 0.2)
+    await sleeper.silent(lambda f: f.get("kind") == "chat")
     egw.tick(60)
     wake = await sleeper.next_where(lambda f: f.get("kind") == "chat")
     assert wake["payload"]["buffered"] == 1
@@ -229,7 +229,7 @@ async def test_dm_callback_fired_while_asleep_is_buffered_until_wake(egw: Engine
     await sleeper.send(_chat("@@cb:10s@@check"))
     await _asleep(egw, sleeper, other, "@@sleep:60s@@")
     egw.tick(11)
-    await sleeper.silent(lambda f: f.get("kind") == "chat", 0.2)
+    await sleeper.silent(lambda f: f.get("kind") == "chat")
     (fired,) = _feed(egw, "callback-fired")
     assert fired["asleep"] == "buffered" and not _feed(egw, "callback-dropped")
     egw.tick(50)
@@ -252,7 +252,7 @@ async def test_dm_callback_fired_in_drop_mode_is_reported_dropped(egw: EngineGat
     egw.tick(50)
     wake = await sleeper.next_where(lambda f: f.get("kind") == "chat")
     assert wake["payload"] == {"text": "@@wake@@", "buffered": 0}
-    await sleeper.silent(_is_fire, 0.2)
+    await sleeper.silent(_is_fire)
     assert egw.router.coordination.spaces["default"].callbacks.count("sleeper") == 0
 
 
@@ -286,4 +286,4 @@ async def test_channel_callback_in_drop_mode_reaches_the_channel_only(egw: Engin
     egw.tick(50)
     wake = await sleeper.next_where(lambda f: f.get("kind") == "chat")
     assert wake["payload"]["buffered"] == 0
-    await sleeper.silent(_is_fire, 0.2)
+    await sleeper.silent(_is_fire)

@@ -126,7 +126,7 @@ async def test_dms_held_for_a_sleeper_survive_a_kill(tmp_path: Path) -> None:
             for _ in range(3)
         ]
         assert got == ["d0", "d1", "d2"]
-        await back.silent(lambda f: f.get("kind") == "chat", wait=0.3)  # each once
+        await back.silent(lambda f: f.get("kind") == "chat")  # each once
         await back.close()
     finally:
         gw.stop()
@@ -279,7 +279,7 @@ async def test_create_then_message_back_to_back(gateway: RunningGateway) -> None
     assert joined["kind"] == "channel/joined" and joined["payload"]["channel"] == "#fresh"
     # stored before the join's history was read: it arrives in that history, once
     assert [m["payload"]["text"] for m in joined["payload"]["history"]] == ["first words"]
-    await alice.silent(lambda f: f.get("kind") in ("chat", "system/error"), wait=0.3)
+    await alice.silent(lambda f: f.get("kind") in ("chat", "system/error"))
 
 
 async def test_agentchat_not_in_channel_names_join(gateway: RunningGateway) -> None:

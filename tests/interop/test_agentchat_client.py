@@ -127,7 +127,7 @@ async def test_auto_join_is_silent_and_a_later_join_replays_history_once(
     replayed = [await alice.expect_type("MSG") for _ in range(2)]
     assert [(m["content"], m["replay"]) for m in replayed] == [("one", True), ("two", True)]
     await alice.silent(of_type("MSG"))  # the history once, nothing more
-    await peer.silent(of_type("AGENT_JOINED", agent="@alice"), wait=0.3)
+    await peer.silent(of_type("AGENT_JOINED", agent="@alice"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,13 +306,13 @@ async def test_agent_joined_skips_the_joiner_and_agent_left_reaches_members_only
     both = await identify(gateway, "both")  # auto-joins #general and #ops, silently
     got = await general_only.next_where(of_type("AGENT_JOINED", agent="@both"))
     assert got["channel"] == "#general" and got["name"] == "both"
-    await general_only.silent(of_type("AGENT_JOINED", agent="@both", channel="#ops"), wait=0.3)
-    await both.silent(of_type("AGENT_JOINED", agent="@both"), wait=0.3)
+    await general_only.silent(of_type("AGENT_JOINED", agent="@both", channel="#ops"))
+    await both.silent(of_type("AGENT_JOINED", agent="@both"))
 
     await both.close()
     left = await general_only.next_where(of_type("AGENT_LEFT", agent="@both"))
     assert left["channel"] == "#general"
-    await general_only.silent(of_type("AGENT_LEFT", channel="#ops"), wait=0.3)
+    await general_only.silent(of_type("AGENT_LEFT", channel="#ops"))
     # MEW keeps its space-wide presence events
     await creator.next_where(
         lambda f: f.get("kind") == "system/presence" and f["payload"]["event"] == "leave"

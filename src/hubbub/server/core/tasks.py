@@ -21,6 +21,11 @@ class Tasks:
         self.delivery = delivery
         self._tasks: set[asyncio.Task[Any]] = set()
 
+    @property
+    def running(self) -> int:
+        """How many background tasks have not finished yet."""
+        return len(self._tasks)
+
     def spawn(self, coro: Coroutine[Any, Any, Any], answer: Session | None = None) -> None:
         """Run ``coro`` in the background; its failure is answered to ``answer``."""
 
