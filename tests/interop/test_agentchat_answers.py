@@ -47,6 +47,11 @@ async def test_leave_of_a_channel_that_does_not_exist_is_silent(gateway: Running
     bob = await gateway.agentchat("bob")
     await bob.send({"type": "LEAVE", "channel": "#nowhere"})
     await bob.silent(lambda f: f.get("type") in ("ERROR", "LEFT"))
+    owner = await gateway.agentchat("owner")
+    await owner.send({"type": "CREATE_CHANNEL", "channel": "#hidden", "invite_only": True})
+    await owner.expect_type("JOINED")
+    await bob.send({"type": "LEAVE", "channel": "#hidden"})  # invisible to bob: as unknown
+    await bob.silent(lambda f: f.get("type") in ("ERROR", "LEFT"))
     mew = await gateway.mew("mew-bob")  # MEW's answer is unchanged: an error naming it
     await mew.send({"kind": "channel/leave", "payload": {"channel": "#nowhere"}})
     err = await mew.expect("system/error")

@@ -106,10 +106,17 @@ _CODE_ON_WIRE = {
 }
 """hubbub's error codes under the names agentchat's clients act on (its daemon skips a
 channel for good on ``CHANNEL_NOT_FOUND`` and retries anything else); others upper-cased."""
-_SILENT_ERRORS = frozenset({("invalid_claim", None), ("unknown_channel", "channel/leave")})
+_SILENT_ERRORS = frozenset(
+    {
+        ("invalid_claim", None),
+        ("unknown_channel", "channel/leave"),
+        ("not_invited", "channel/leave"),
+    }
+)
 """Refusals agentchat's server answers with silence (a bad ``RESPONDING_TO`` is ignored, a
-``LEAVE`` of a channel that does not exist too), as (error code, ``attempted_kind`` or None
-for any): an ``ERROR`` there would be a crash in a client without an error listener."""
+``LEAVE`` of a channel that does not exist too, and a private channel an outsider cannot see
+looks to it like one that does not exist), as (error code, ``attempted_kind`` or None for
+any): an ``ERROR`` there would be a crash in a client without an error listener."""
 _KIND_IN_TEXT = re.compile(r"kind '([a-z/-]+)'|\b([a-z]+/[a-z-]+)\b")
 
 
