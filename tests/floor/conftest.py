@@ -73,7 +73,7 @@ async def collect(
     client: Client,
     stream: Subscription,
     where: Callable[[Envelope], bool],
-    timeout: float = WAIT,  # noqa: ASYNC109
+    timeout: float = WAIT,
 ) -> list[Envelope]:
     """Every envelope matching ``where`` that reaches ``stream`` (``client``'s) until the
     ``agents`` can do nothing more, proven without waiting on the clock.

@@ -281,9 +281,7 @@ class Agent:
         running (a CSMA check, a callback or wake-up hook) and every message it sent that the
         gateway stores acknowledged. The idle-nudge timer is not work in progress."""
         return (
-            not self.busy()
-            and not self.floor.running()
-            and not len(self.participant.client.outbox)
+            not self.busy() and not self.floor.running() and not len(self.participant.client.outbox)
         )
 
     async def until_idle(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109
