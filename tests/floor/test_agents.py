@@ -10,6 +10,9 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
+from hubbub.errors import RequestTimeout
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.ids import SERVER_ID, iso_to_ms
 from hubbub.sdk import Agent, Participant
@@ -43,6 +46,30 @@ def answers(question: Envelope) -> Callable[[Envelope], bool]:
 def kinds(agent: Agent, msg_id: str) -> list[str]:
     """What floor control did about ``msg_id``."""
     return [e.kind for e in agent.floor.events if e.msg_id == msg_id]
+
+
+async def test_an_agent_is_idle_once_nothing_is_decided_waited_on_answered_or_unacked(
+    participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    model = SlowAnswers(0.2)
+    fixed = {**FAST, "csma_min_ms": 200, "csma_max_ms": 200}
+    bot = await agent("bot", model=model, idle_nudge_s=60, **fixed)
+    assert bot.idle  # a pending idle nudge is no work in progress
+    await bot.until_idle()
+    asker = await participant("asker", kind="service")
+    stream = asker.client.messages()
+    question = await say(asker.client, stream, "question 0")
+    await bot.wait_until(lambda: kinds(bot, question.id) == ["wait"])
+    assert not bot.idle and model.started == 0  # waiting out its CSMA delay
+    await bot.wait_until(lambda: model.started == 1)
+    assert not bot.idle  # answering
+    with pytest.raises(RequestTimeout):
+        await bot.until_idle(0.01)
+    await bot.until_idle()
+    assert model.finished == 1 and not bot.busy()
+    # its answer was acknowledged: stored, in the history for everyone
+    history = await asker.history("#general")
+    assert [e.correlation_ids() for e in history if chats_from("bot")(e)] == [[question.id]]
 
 
 async def test_three_agents_one_question_exactly_one_answers(

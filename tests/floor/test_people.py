@@ -23,6 +23,7 @@ import pytest
 from hubbub.demo.cast import SKILLS, make_agent, make_calculator
 from hubbub.protocol.envelope import Envelope
 from hubbub.sdk import Agent, Participant
+from hubbub.sdk.agent import DecisionRecord
 from tests.agent.test_agent import next_from, say
 from tests.conftest import RunningGateway
 from tests.floor.conftest import SlowAnswers, collect
@@ -59,6 +60,14 @@ def _by_id(agents: list[Agent]) -> dict[str, Agent]:
     return {a.id: a for a in agents}
 
 
+def _decided(agent: Agent, msg_ids: set[str]) -> list[DecisionRecord]:
+    return [r for r in agent.decisions if r.envelope.id in msg_ids]
+
+
+def _of_kind(*kinds: str) -> Callable[[Envelope], bool]:
+    return lambda e: e.kind in kinds
+
+
 def _rules(agent: Agent, msg_id: str) -> list[str]:
     return [r.decision.rule for r in agent.decisions if r.envelope.id == msg_id]
 
@@ -70,7 +79,7 @@ async def _ask(
     on it, once the agents can do nothing more."""
     stream = person.client.messages()
     question = await say(person.client, stream, text, **fields)
-    wanted = lambda e: e.kind in ("chat", "floor/responding-to")  # noqa: E731
+    wanted = _of_kind("chat", "floor/responding-to")
     seen = await collect(gw, agents, person.client, stream, wanted, CAST_WAIT)
     replies = [e for e in seen if answers(question)(e)]
     claims = [e for e in seen if e.kind == "floor/responding-to"]
@@ -192,11 +201,10 @@ async def test_the_coders_proposal_survives_messages_it_ignores(
     asked = {(await say(alice.client, watch, text)).id for text in texts}
     # the coder, its turn waiting for the proposal, is never idle: it decides about both
     # messages and answers neither; the barrier is on the others
-    mine = lambda: [r for r in coder.decisions if r.envelope.id in asked]  # noqa: E731
-    await coder.wait_until(lambda: len(mine()) == 2, CAST_WAIT)
-    assert [r.decision.respond for r in mine()] == [False, False]
+    await coder.wait_until(lambda: len(_decided(coder, asked)) == 2, CAST_WAIT)
+    assert [r.decision.respond for r in _decided(coder, asked)] == [False, False]
     rest = [a for a in agents if a is not coder]
-    wanted = lambda e: e.kind in ("chat", "mcp/withdraw")  # noqa: E731
+    wanted = _of_kind("chat", "mcp/withdraw")
     others = await collect(gw, rest, alice.client, watch, wanted, CAST_WAIT)
     assert {e.from_ for e in others if e.kind == "chat"} == {"maths", "chef"}
     assert [e for e in others if e.kind == "mcp/withdraw"] == []
