@@ -10,14 +10,17 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
+from hubbub.errors import RequestTimeout
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.ids import SERVER_ID, iso_to_ms
-from hubbub.sdk import Agent, Participant, Subscription
+from hubbub.sdk import Agent, Participant
 from hubbub.sdk.server_notes import CallbackFired, Wake
 from tests.agent.conftest import MakeAgent
 from tests.agent.test_agent import next_from, say
 from tests.conftest import RunningGateway
-from tests.floor.conftest import SlowAnswers
+from tests.floor.conftest import SlowAnswers, collect
 from tests.sdk.conftest import MakeParticipant
 
 FAST: dict[str, Any] = {"csma_min_ms": 0, "csma_max_ms": 50, "rate_limit_per_minute": 0}
@@ -26,22 +29,13 @@ SLOW_CSMA: dict[str, Any] = {"csma_min_ms": 5000, "csma_max_ms": 8000}
 
 async def settled(*agents: Agent, timeout: float = 5.0) -> None:
     """Return once no agent decides, waits or answers any more."""
-    await agents[0].wait_until(lambda: not any(a.busy() for a in agents), timeout)
+    for a in agents:
+        await a.until_idle(timeout)
 
 
-async def collect(
-    stream: Subscription, where: Callable[[Envelope], bool], quiet: float = 0.4
-) -> list[Envelope]:
-    """Every envelope matching ``where`` until none arrived for ``quiet`` seconds."""
-    out: list[Envelope] = []
-    while True:
-        try:
-            async with asyncio.timeout(quiet):
-                env = await anext(stream)
-        except TimeoutError:
-            return out
-        if where(env):
-            out.append(env)
+def chats_from(sender: str) -> Callable[[Envelope], bool]:
+    """Chats that ``sender`` sent."""
+    return lambda e: e.from_ == sender and e.kind == "chat"
 
 
 def answers(question: Envelope) -> Callable[[Envelope], bool]:
@@ -54,15 +48,38 @@ def kinds(agent: Agent, msg_id: str) -> list[str]:
     return [e.kind for e in agent.floor.events if e.msg_id == msg_id]
 
 
-async def test_three_agents_one_question_exactly_one_answers(
+async def test_an_agent_is_idle_once_nothing_is_decided_waited_on_answered_or_unacked(
     participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    model = SlowAnswers(0.2)
+    fixed = {**FAST, "csma_min_ms": 200, "csma_max_ms": 200}
+    bot = await agent("bot", model=model, idle_nudge_s=60, **fixed)
+    assert bot.idle  # a pending idle nudge is no work in progress
+    await bot.until_idle()
+    asker = await participant("asker", kind="service")
+    stream = asker.client.messages()
+    question = await say(asker.client, stream, "question 0")
+    await bot.wait_until(lambda: kinds(bot, question.id) == ["wait"])
+    assert not bot.idle and model.started == 0  # waiting out its CSMA delay
+    await bot.wait_until(lambda: model.started == 1)
+    assert not bot.idle  # answering
+    with pytest.raises(RequestTimeout):
+        await bot.until_idle(0.01)
+    await bot.until_idle()
+    assert model.finished == 1 and not bot.busy()
+    # its answer was acknowledged: stored, in the history for everyone
+    history = await asker.history("#general")
+    assert [e.correlation_ids() for e in history if chats_from("bot")(e)] == [[question.id]]
+
+
+async def test_three_agents_one_question_exactly_one_answers(
+    gw: RunningGateway, participant: MakeParticipant, agent: MakeAgent
 ) -> None:
     bots = [await agent(f"bot{i}", model=SlowAnswers(0.3), **FAST) for i in range(3)]
     asker = await participant("asker", kind="service")
     stream = asker.client.messages()
     question = await say(asker.client, stream, "question 1: who knows?")
-    replies = await collect(stream, answers(question), quiet=1.0)
-    await settled(*bots)
+    replies = await collect(gw, bots, asker.client, stream, answers(question))
     assert len(replies) == 1
     winner = replies[0].from_
     assert replies[0].payload["text"] == "my answer to asker"
@@ -77,7 +94,7 @@ async def test_three_agents_one_question_exactly_one_answers(
 
 
 async def test_claims_only_all_start_at_once_and_the_losers_yield(
-    participant: MakeParticipant, agent: MakeAgent
+    gw: RunningGateway, participant: MakeParticipant, agent: MakeAgent
 ) -> None:
     bots = [
         await agent(f"bot{i}", model=SlowAnswers(0.5), coordination="claims", **FAST)
@@ -86,8 +103,7 @@ async def test_claims_only_all_start_at_once_and_the_losers_yield(
     asker = await participant("asker", kind="service")
     stream = asker.client.messages()
     question = await say(asker.client, stream, "question 2: anyone?")
-    replies = await collect(stream, answers(question), quiet=1.2)
-    await settled(*bots)
+    replies = await collect(gw, bots, asker.client, stream, answers(question))
     assert len(replies) == 1
     losers = [b for b in bots if b.id != replies[0].from_]
     assert all("skip" in kinds(b, question.id) or "yield" in kinds(b, question.id) for b in losers)
@@ -95,7 +111,7 @@ async def test_claims_only_all_start_at_once_and_the_losers_yield(
 
 
 async def test_a_yield_cancels_the_running_inference_and_nothing_is_sent(
-    participant: MakeParticipant, agent: MakeAgent
+    gw: RunningGateway, participant: MakeParticipant, agent: MakeAgent
 ) -> None:
     model = SlowAnswers(5.0)
     bot = await agent("bot", model=model, coordination="claims", **FAST)
@@ -114,13 +130,13 @@ async def test_a_yield_cancels_the_running_inference_and_nothing_is_sent(
     cancel = await next_from(stream, "bot", ("reasoning/cancel",))
     assert cancel.payload == {"reason": "yielded", "message": "yielded to aa-rival"}
     assert model.cancelled == 1 and model.finished == 0
-    assert await collect(stream, lambda e: e.from_ == "bot" and e.kind == "chat") == []
+    assert await collect(gw, [bot], asker.client, stream, chats_from("bot")) == []
     (event,) = [e for e in bot.floor.events if e.kind == "yield"]
     assert event.cancelled and event.winner == "aa-rival"
     # the agent is free again: the next question is answered
     again = await say(asker.client, stream, "question 4: easier")
     model.delay = 0.05
-    assert len(await collect(stream, answers(again), quiet=0.6)) == 1
+    assert len(await collect(gw, [bot], asker.client, stream, answers(again))) == 1
 
 
 async def busy_bot_with_asker_and_alice(
@@ -135,7 +151,7 @@ async def busy_bot_with_asker_and_alice(
 
 
 async def test_a_dm_that_interrupts_a_claimed_answer_leaves_no_question_unanswered(
-    participant: MakeParticipant, agent: MakeAgent
+    gw: RunningGateway, participant: MakeParticipant, agent: MakeAgent
 ) -> None:
     model, bot, asker, human = await busy_bot_with_asker_and_alice(participant, agent)
     watch, stream = human.client.messages(), asker.client.messages()
@@ -152,8 +168,7 @@ async def test_a_dm_that_interrupts_a_claimed_answer_leaves_no_question_unanswer
     assert kinds(bot, question.id) == ["wait", "claim", "suspend", "claim"]
     (first_claim, second_claim) = [e for e in bot.floor.events if e.kind == "claim"]
     assert first_claim.detail == second_claim.detail == f"started_at {claim.payload['started_at']}"
-    await settled(bot)
-    assert await collect(stream, lambda e: e.from_ == "bot" and e.kind == "chat") == []
+    assert await collect(gw, [bot], asker.client, stream, chats_from("bot")) == []
 
 
 async def test_a_channel_question_that_interrupts_a_dm_answer_leaves_the_dm_answered(
@@ -176,7 +191,7 @@ async def test_a_channel_question_that_interrupts_a_dm_answer_leaves_the_dm_answ
 
 
 async def test_csma_only_discards_a_draft_that_makes_the_point_someone_made_meanwhile(
-    participant: MakeParticipant, agent: MakeAgent
+    gw: RunningGateway, participant: MakeParticipant, agent: MakeAgent
 ) -> None:
     model = SlowAnswers(0.5)
     bot = await agent("bot", model=model, coordination="csma", **FAST)
@@ -195,7 +210,7 @@ async def test_csma_only_discards_a_draft_that_makes_the_point_someone_made_mean
         "message": "helper already made the same point: 100% of my draft was already said",
     }
     assert model.finished == 1  # csma alone does not cancel inference, it drops the draft
-    assert [e.from_ for e in await collect(stream, answers(question))] == []
+    assert await collect(gw, [bot], asker.client, stream, answers(question)) == []
     assert kinds(bot, question.id)[-1] == "discard"
 
 
@@ -226,7 +241,7 @@ async def test_an_agentchat_agents_answer_counts_without_a_correlation_id(
 ) -> None:
     """An agentchat client answers with a plain MSG (no correlation_id): another agent's
     later chat in the channel is compared with the draft all the same."""
-    await agent("bot", model=SlowAnswers(0.5), **FAST)
+    bot = await agent("bot", model=SlowAnswers(0.5), **FAST)
     asker = await participant("asker", kind="service")
     other = await gw.agentchat("chatbot")
     stream = asker.client.messages()
@@ -235,7 +250,7 @@ async def test_an_agentchat_agents_answer_counts_without_a_correlation_id(
     await other.send({"type": "MSG", "to": "#general", "content": "my answer to asker"})
     cancel = await next_from(stream, "bot", ("reasoning/cancel",))
     assert cancel.payload["message"].startswith("chatbot already made the same point")
-    assert [e.from_ for e in await collect(stream, answers(question))] == []
+    assert await collect(gw, [bot], asker.client, stream, answers(question)) == []
     await other.close()
 
 
@@ -260,7 +275,7 @@ async def test_a_humans_claim_beats_the_agent(
 
 
 async def test_dms_mentions_and_with_humans_exempt_people_are_answered_at_once_without_a_claim(
-    participant: MakeParticipant, agent: MakeAgent
+    gw: RunningGateway, participant: MakeParticipant, agent: MakeAgent
 ) -> None:
     bot = await agent("bot", model=SlowAnswers(0.05), humans="exempt", **SLOW_CSMA)
     asker = await participant("asker", kind="service")
@@ -277,7 +292,7 @@ async def test_dms_mentions_and_with_humans_exempt_people_are_answered_at_once_w
     from_human = await say(human.client, watch, "question 8 from a person")
     assert answers(from_human)(await next_from(watch, "bot", ("chat",), 3))
     assert loop.time() - start < 3  # no 5-8 s CSMA delay for any of them
-    claims = await collect(watch, lambda e: e.kind.startswith("floor/"), quiet=0.2)
+    claims = await collect(gw, [bot], human.client, watch, lambda e: e.kind.startswith("floor/"))
     assert claims == []
     assert [e.kind for e in bot.floor.events] == ["exempt"] * 3
     assert [e.detail for e in bot.floor.events] == [
@@ -288,18 +303,19 @@ async def test_dms_mentions_and_with_humans_exempt_people_are_answered_at_once_w
 
 
 async def test_a_humans_channel_question_is_under_floor_control_by_default(
-    participant: MakeParticipant, agent: MakeAgent
+    gw: RunningGateway, participant: MakeParticipant, agent: MakeAgent
 ) -> None:
     bots = [await agent(f"bot{i}", model=SlowAnswers(0.2), **FAST) for i in range(2)]
     human = await participant("alice", kind="human")
     stream = human.client.messages()
     question = await say(human.client, stream, "question 9 for the room")
-    replies = await collect(stream, answers(question), quiet=0.8)
-    await settled(*bots)
+    replies = await collect(gw, bots, human.client, stream, answers(question))
     assert len(replies) == 1
 
 
-async def test_schedule_callback_round_trip(participant: MakeParticipant, agent: MakeAgent) -> None:
+async def test_schedule_callback_round_trip(
+    gw: RunningGateway, participant: MakeParticipant, agent: MakeAgent
+) -> None:
     bot = await agent("bot", model=SlowAnswers(0.01), **FAST)
     other = await agent("other", model=SlowAnswers(0.01), **FAST)
     fired: list[CallbackFired] = []
@@ -317,14 +333,14 @@ async def test_schedule_callback_round_trip(participant: MakeParticipant, agent:
     await bot.wait_until(lambda: len(fired) == 2)
     assert fired[1].channel == "#general" and fired[1].json() == {"task": 1}
     # the channel saw the delivery, the marker chats themselves were never relayed
-    seen = await collect(stream, lambda e: e.kind == "chat", quiet=0.3)
+    seen = await collect(gw, [bot, other], watcher.client, stream, lambda e: e.kind == "chat")
     assert [e.from_ for e in seen] == [SERVER_ID]
     assert theirs == []  # another member's callback is not the other agent's
     assert not any(e.from_ in ("bot", "other") for e in seen)  # no answer turn by itself
 
 
 async def test_an_agents_note_hooks_can_be_removed(
-    participant: MakeParticipant, agent: MakeAgent
+    gw: RunningGateway, participant: MakeParticipant, agent: MakeAgent
 ) -> None:
     bot = await agent("bot", model=SlowAnswers(0.01), **FAST)
     kept: list[CallbackFired] = []
@@ -336,8 +352,7 @@ async def test_an_agents_note_hooks_can_be_removed(
     stream = watcher.client.messages()
     await bot.schedule_callback(0.05, "question time")
     await bot.wait_until(lambda: len(kept) == 1)
-    await settled(bot)
-    assert await collect(stream, lambda e: e.from_ == "bot" and e.kind == "chat") == []
+    assert await collect(gw, [bot], watcher.client, stream, chats_from("bot")) == []
 
 
 async def test_a_callback_hook_may_ask_for_a_turn(
@@ -376,7 +391,7 @@ async def test_sleep_then_wake_with_a_buffered_dm(
 
 
 async def test_csma_through_a_server_callback_rereads_the_history(
-    participant: MakeParticipant, agent: MakeAgent
+    gw: RunningGateway, participant: MakeParticipant, agent: MakeAgent
 ) -> None:
     bot = await agent(
         "bot", model=SlowAnswers(0.01), csma_timer="server", **{**FAST, "csma_max_ms": 100}
@@ -384,7 +399,7 @@ async def test_csma_through_a_server_callback_rereads_the_history(
     asker = await participant("asker", kind="service")
     stream = asker.client.messages()
     question = await say(asker.client, stream, "question 11")
-    assert len(await collect(stream, answers(question), quiet=0.8)) == 1
+    assert len(await collect(gw, [bot], asker.client, stream, answers(question))) == 1
     assert "callback" not in kinds(bot, question.id)  # the CSMA check was consumed
     slow = await agent(
         "slowbot",
@@ -399,13 +414,13 @@ async def test_csma_through_a_server_callback_rereads_the_history(
     await helper.client.send(
         Envelope(kind="chat", correlation_id=[second.id], payload={"text": "my answer to asker"})
     )
-    await settled(slow)
+    replies = await collect(gw, [slow], asker.client, stream, answers(second))
     assert kinds(slow, second.id)[-2:] == ["claim", "discard"]  # found by re-reading
-    assert [e.from_ for e in await collect(stream, answers(second))] == ["helper"]
+    assert [e.from_ for e in replies] == ["helper"]
 
 
 async def test_messages_within_the_settle_window_are_one_turn(
-    participant: MakeParticipant, agent: MakeAgent
+    gw: RunningGateway, participant: MakeParticipant, agent: MakeAgent
 ) -> None:
     bot = await agent(
         "bot", model=SlowAnswers(0.01), **{**FAST, "csma_min_ms": 400, "csma_max_ms": 400}
@@ -414,7 +429,7 @@ async def test_messages_within_the_settle_window_are_one_turn(
     stream = asker.client.messages()
     first = await say(asker.client, stream, "question 13")
     second = await say(asker.client, stream, "question 14")
-    replies = await collect(stream, lambda e: e.from_ == "bot" and e.kind == "chat", 0.8)
+    replies = await collect(gw, [bot], asker.client, stream, chats_from("bot"))
     assert len(replies) == 1
     assert replies[0].correlation_ids() == [first.id, second.id]
     assert kinds(bot, second.id) == ["join"]

@@ -23,13 +23,17 @@ import pytest
 from hubbub.demo.cast import SKILLS, make_agent, make_calculator
 from hubbub.protocol.envelope import Envelope
 from hubbub.sdk import Agent, Participant
+from hubbub.sdk.agent import DecisionRecord
 from tests.agent.test_agent import next_from, say
 from tests.conftest import RunningGateway
-from tests.floor.conftest import SlowAnswers
-from tests.floor.test_agents import FAST, answers, collect, kinds, settled
+from tests.floor.conftest import SlowAnswers, collect
+from tests.floor.test_agents import FAST, answers, kinds
 from tests.sdk.conftest import MakeParticipant
+from tests.timing import WAIT
 
 Cast = Callable[..., Awaitable[list[Agent]]]
+CAST_WAIT = 2 * WAIT
+"""How long the demo's cast may take to answer (four agents classify every message)."""
 
 
 @pytest.fixture
@@ -56,19 +60,27 @@ def _by_id(agents: list[Agent]) -> dict[str, Agent]:
     return {a.id: a for a in agents}
 
 
+def _decided(agent: Agent, msg_ids: set[str]) -> list[DecisionRecord]:
+    return [r for r in agent.decisions if r.envelope.id in msg_ids]
+
+
+def _of_kind(*kinds: str) -> Callable[[Envelope], bool]:
+    return lambda e: e.kind in kinds
+
+
 def _rules(agent: Agent, msg_id: str) -> list[str]:
     return [r.decision.rule for r in agent.decisions if r.envelope.id == msg_id]
 
 
 async def _ask(
-    person: Participant, text: str, agents: list[Agent], **fields: Any
+    gw: RunningGateway, person: Participant, text: str, agents: list[Agent], **fields: Any
 ) -> tuple[Envelope, list[Envelope], list[Envelope]]:
     """``person`` says ``text`` in #general; the question, its answers, and every floor claim
-    on it, once every agent has settled."""
+    on it, once the agents can do nothing more."""
     stream = person.client.messages()
     question = await say(person.client, stream, text, **fields)
-    seen = await collect(stream, lambda e: e.kind in ("chat", "floor/responding-to"), quiet=0.8)
-    await settled(*agents, timeout=10)
+    wanted = _of_kind("chat", "floor/responding-to")
+    seen = await collect(gw, agents, person.client, stream, wanted, CAST_WAIT)
     replies = [e for e in seen if answers(question)(e)]
     claims = [e for e in seen if e.kind == "floor/responding-to"]
     return question, replies, [c for c in claims if c.payload.get("msg_id") == question.id]
@@ -84,11 +96,11 @@ async def _ask(
     ids=["mention", "to", "both"],
 )
 async def test_a_message_addressed_to_one_agent_is_answered_by_it_alone(
-    participant: MakeParticipant, cast: Cast, text: str, fields: dict[str, Any]
+    gw: RunningGateway, participant: MakeParticipant, cast: Cast, text: str, fields: dict[str, Any]
 ) -> None:
     agents = await cast()
     alice = await participant("alice", kind="human")
-    question, replies, claims = await _ask(alice, text, agents, **fields)
+    question, replies, claims = await _ask(gw, alice, text, agents, **fields)
     assert [(r.from_, r.payload["text"]) for r in replies] == [("maths", "6 * 7 = 42.")]
     assert claims == []  # the addressee answers without floor control; nobody else claims
     for agent in agents:
@@ -111,11 +123,11 @@ async def test_a_message_addressed_to_one_agent_is_answered_by_it_alone(
     ],
 )
 async def test_a_persons_unaddressed_question_is_answered_once_by_the_skilled_agent(
-    participant: MakeParticipant, cast: Cast, text: str, who: str
+    gw: RunningGateway, participant: MakeParticipant, cast: Cast, text: str, who: str
 ) -> None:
     agents = await cast()
     alice = await participant("alice", kind="human")
-    question, replies, _ = await _ask(alice, text, agents)
+    question, replies, _ = await _ask(gw, alice, text, agents)
     assert [r.from_ for r in replies] == [who]
     for agent in agents:
         assert _rules(agent, question.id) == ["classifier"]
@@ -124,21 +136,21 @@ async def test_a_persons_unaddressed_question_is_answered_once_by_the_skilled_ag
 
 
 async def test_a_question_in_nobodys_skills_may_stay_unanswered(
-    participant: MakeParticipant, cast: Cast
+    gw: RunningGateway, participant: MakeParticipant, cast: Cast
 ) -> None:
     agents = await cast()
     alice = await participant("alice", kind="human")
-    question, replies, claims = await _ask(alice, "what is the capital of Peru?", agents)
+    question, replies, claims = await _ask(gw, alice, "what is the capital of Peru?", agents)
     assert replies == [] and claims == []
     assert all(_rules(a, question.id) == ["classifier"] for a in agents)
 
 
 async def test_agents_who_all_want_a_persons_question_coordinate_and_one_answers(
-    participant: MakeParticipant, agent: Callable[..., Awaitable[Agent]]
+    gw: RunningGateway, participant: MakeParticipant, agent: Callable[..., Awaitable[Agent]]
 ) -> None:
     bots = [await agent(f"bot{i}", model=SlowAnswers(0.3), **FAST) for i in range(4)]
     alice = await participant("alice", kind="human")
-    question, replies, claims = await _ask(alice, "question 10 for the room", bots)
+    question, replies, claims = await _ask(gw, alice, "question 10 for the room", bots)
     assert len(replies) == 1
     assert {c.from_ for c in claims} <= {b.id for b in bots} and claims
     assert sum(b.model.finished for b in bots) == 1  # type: ignore[attr-defined]
@@ -147,20 +159,20 @@ async def test_agents_who_all_want_a_persons_question_coordinate_and_one_answers
 
 
 async def test_with_humans_exempt_every_agent_that_finds_it_relevant_answers_at_once(
-    participant: MakeParticipant, agent: Callable[..., Awaitable[Agent]]
+    gw: RunningGateway, participant: MakeParticipant, agent: Callable[..., Awaitable[Agent]]
 ) -> None:
     bots = [
         await agent(f"bot{i}", model=SlowAnswers(0.05), humans="exempt", **FAST) for i in range(3)
     ]
     alice = await participant("alice", kind="human")
-    question, replies, claims = await _ask(alice, "question 11 for the room", bots)
+    question, replies, claims = await _ask(gw, alice, "question 11 for the room", bots)
     assert sorted(r.from_ for r in replies) == ["bot0", "bot1", "bot2"]
     assert claims == []
     assert all(kinds(b, question.id) == ["exempt"] for b in bots)
 
 
 async def test_a_person_is_never_yielded_and_their_follow_up_is_not_a_claim(
-    participant: MakeParticipant, agent: Callable[..., Awaitable[Agent]]
+    gw: RunningGateway, participant: MakeParticipant, agent: Callable[..., Awaitable[Agent]]
 ) -> None:
     bot = await agent("bot", model=SlowAnswers(0.3), **FAST)
     alice = await participant("alice", kind="human")
@@ -169,14 +181,13 @@ async def test_a_person_is_never_yielded_and_their_follow_up_is_not_a_claim(
     question = await say(alice.client, stream, "question 12: anyone?")
     # another person answering meanwhile neither claims the floor nor stops alice's answer
     await bob.client.send(Envelope(kind="chat", channel="#general", payload={"text": "me neither"}))
-    replies = await collect(stream, answers(question), quiet=0.8)
-    await settled(bot)
+    replies = await collect(gw, [bot], alice.client, stream, answers(question))
     assert [r.from_ for r in replies] == ["bot"]
     assert "yield" not in kinds(bot, question.id)
 
 
 async def test_the_coders_proposal_survives_messages_it_ignores(
-    participant: MakeParticipant, cast: Cast
+    gw: RunningGateway, participant: MakeParticipant, cast: Cast
 ) -> None:
     agents = await cast()
     coder = _by_id(agents)["coder"]
@@ -186,9 +197,15 @@ async def test_the_coders_proposal_survives_messages_it_ignores(
         Envelope(kind="chat", to=["coder"], payload={"text": "what is 1234+4321?"})
     )
     proposal = await next_from(watch, "coder", ("mcp/proposal",), 10)
-    for text in ("@maths what is 6*7?", "hello everyone, who can help me plan dinner?"):
-        await say(alice.client, watch, text)
-    others = await collect(watch, lambda e: e.kind in ("chat", "mcp/withdraw"), quiet=0.8)
+    texts = ("@maths what is 6*7?", "hello everyone, who can help me plan dinner?")
+    asked = {(await say(alice.client, watch, text)).id for text in texts}
+    # the coder, its turn waiting for the proposal, is never idle: it decides about both
+    # messages and answers neither; the barrier is on the others
+    await coder.wait_until(lambda: len(_decided(coder, asked)) == 2, CAST_WAIT)
+    assert [r.decision.respond for r in _decided(coder, asked)] == [False, False]
+    rest = [a for a in agents if a is not coder]
+    wanted = _of_kind("chat", "mcp/withdraw")
+    others = await collect(gw, rest, alice.client, watch, wanted, CAST_WAIT)
     assert {e.from_ for e in others if e.kind == "chat"} == {"maths", "chef"}
     assert [e for e in others if e.kind == "mcp/withdraw"] == []
     assert coder.runtime.is_processing(coder.id)  # its tool loop still waits for the proposal
@@ -199,7 +216,7 @@ async def test_the_coders_proposal_survives_messages_it_ignores(
 
 
 async def test_a_burst_from_three_people_gets_every_question_answered_once(
-    participant: MakeParticipant, agent: Callable[..., Awaitable[Agent]]
+    gw: RunningGateway, participant: MakeParticipant, agent: Callable[..., Awaitable[Agent]]
 ) -> None:
     """Agents with different skills batch the burst differently (settle window); a claim on
     one message of a batch takes only that one, so no question is lost with its batch."""
@@ -224,8 +241,7 @@ async def test_a_burst_from_three_people_gets_every_question_answered_once(
             for k, text in enumerate(texts)
         )
     )
-    seen = await collect(stream, lambda e: e.kind == "chat", quiet=1.5)
-    await settled(*bots, timeout=10)
+    seen = await collect(gw, bots, people[0].client, stream, lambda e: e.kind == "chat", CAST_WAIT)
     questions = {e.id: e.payload["text"] for e in seen if e.from_ in ("alice", "bob", "carol")}
     assert sorted(questions.values()) == sorted(texts)
     answered = [cid for e in seen if e.from_.startswith("bot") for cid in e.correlation_ids()]

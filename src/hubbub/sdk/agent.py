@@ -275,6 +275,20 @@ class Agent:
             or self.floor.busy()
         )
 
+    @property
+    def idle(self) -> bool:
+        """Whether the agent has nothing in progress: not :meth:`busy`, no floor-control task
+        running (a CSMA check, a callback or wake-up hook) and every message it sent that the
+        gateway stores acknowledged. The idle-nudge timer is not work in progress."""
+        return (
+            not self.busy() and not self.floor.running() and not len(self.participant.client.outbox)
+        )
+
+    async def until_idle(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109
+        """Return once :attr:`idle` holds; raise :class:`~hubbub.errors.RequestTimeout` after
+        ``timeout``."""
+        await self.wait_until(lambda: self.idle, timeout)
+
     # ------------------------------------------------------------------ server markers
 
     async def schedule_callback(
@@ -381,6 +395,7 @@ class Agent:
         self._deciding.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("%s: failed to handle a message: %s", self.id, task.exception())
+        self.notify_changed()
 
     async def _decide_in_order(
         self, env: Envelope, previous: asyncio.Task[Decision] | None

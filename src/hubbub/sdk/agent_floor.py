@@ -189,6 +189,11 @@ class AgentFloor:
         """Whether a batch still waits for its CSMA delay or its turn."""
         return bool(self._waiting) or bool(self.coordinator.pending())
 
+    def running(self) -> bool:
+        """Whether a task floor control started still runs (a CSMA check, a note's hooks, a
+        nudge's turn)."""
+        return bool(self._tasks)
+
     def close(self) -> None:
         """Cancel every timer (the agent stops)."""
         self._closed = True
@@ -400,6 +405,7 @@ class AgentFloor:
         if turn.floor_key is not None:
             self.coordinator.finish(turn.floor_key)
         self.activity()
+        self.agent.notify_changed()
 
     # ------------------------------------------------------------------ the channel
 
@@ -582,6 +588,7 @@ class AgentFloor:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("%s: floor control failed: %s", self.id, task.exception())
+        self.agent.notify_changed()
 
 
 __all__ = ["NUDGE_NOTE", "AgentFloor", "FloorEvent", "FloorHost", "wall_ms"]
