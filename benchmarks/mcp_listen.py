@@ -125,6 +125,9 @@ async def fan_out(
     of one message to all of them listening (latency on the system-wide monotonic clock)."""
     results: dict[str, Any] = {"sessions": args.sessions, "workers": args.workers}
     ws = await sender(ws_url)
+    async with http_session(base, "warm-up") as s:  # the gateway's MCP server is built
+        await s.list_tools()
+    await asyncio.sleep(0.5)
     before = gw.memory_info().rss
     share = [args.sessions // args.workers + (w < args.sessions % args.workers)
              for w in range(args.workers)]  # fmt: skip
