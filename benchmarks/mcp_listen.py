@@ -1,16 +1,26 @@
 """MCP listen benchmark: a message sent → ``listen`` returns it, over HTTP and stdio; and 200
-concurrent HTTP MCP sessions listening in one channel (gateway RSS per session, delivery p99).
+concurrent HTTP MCP sessions listening in one channel (gateway RSS per session, delivery p50 /
+p99, gateway CPU per ``listen`` round trip).
 
 Usage::
 
     .venv/bin/python benchmarks/mcp_listen.py [--messages 200] [--sessions 200]
-        [--store memory|sqlite] [--json out.json]
+        [--workers 4] [--rounds 5] [--store memory|sqlite] [--profile gw.txt] [--json out.json]
 
 The gateway runs as ``hubbub serve`` (``--store``: memory, or SQLite in a temporary folder;
-rate limit off) in its own process, so its RSS is the gateway's alone. ``--sessions 0``
-skips the 200-session part. Each ``listen`` that returns messages first stores the
-participant's listen cursor (``/mcp``; docs/mcp.md), so with SQLite it includes a commit.
-The settle window is 0 here: a real listen adds it (document 001's 5 s by default).
+rate limit off) in its own process, so its RSS and CPU are the gateway's alone. ``--messages
+0`` skips the one-session part, ``--sessions 0`` the fan-out. Each ``listen`` that returns
+messages first stores the participant's listen cursor (``/mcp``; docs/mcp.md), so with
+SQLite it includes a commit. The settle window is 0 here: a real listen adds it (document
+001's 5 s by default).
+
+The fan-out's MCP clients (the official ``mcp`` SDK) run in ``--workers`` processes of their
+own, so the measurement is not bound by one client process; each stamps its results with
+``time.monotonic()`` (CLOCK_MONOTONIC: one clock for every process on Linux) against the
+sender's stamp. One unmeasured warm-up round comes first: the SDK client lists the tools and
+compiles a tool's ``outputSchema`` validator on a session's first call of it. ``--profile``
+records the gateway (and the first client process, ``<path>.client``) with py-spy (``pip
+install py-spy``) during the measured rounds, as raw collapsed stacks.
 Targets (issue 23): p99 <= 20 ms + settle window; <= 64 KiB per idle session.
 """
 
@@ -173,9 +183,12 @@ async def fan_out(
         # a session's first call of a tool)
         await round_("warm-up")
         spies = []
+        py_spy = Path(sys.executable).with_name("py-spy")
+        if args.profile and not py_spy.exists():
+            raise SystemExit(f"--profile needs py-spy next to {sys.executable}: pip install py-spy")
         if args.profile:  # py-spy samples the gateway (and one client process) in the rounds
             for pid, out in ((gw.pid, args.profile), (workers[0].pid, f"{args.profile}.client")):
-                spy = [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(pid),
+                spy = [str(py_spy), "record", "--pid", str(pid),
                        "--format", "raw", "--rate", "200", "-o", str(out)]  # fmt: skip
                 spies.append(subprocess.Popen(spy, stdout=DEVNULL, stderr=DEVNULL))
             await asyncio.sleep(1.0)
