@@ -1,16 +1,26 @@
 """MCP listen benchmark: a message sent → ``listen`` returns it, over HTTP and stdio; and 200
-concurrent HTTP MCP sessions listening in one channel (gateway RSS per session, delivery p99).
+concurrent HTTP MCP sessions listening in one channel (gateway RSS per session, delivery p50 /
+p99, gateway CPU per ``listen`` round trip).
 
 Usage::
 
     .venv/bin/python benchmarks/mcp_listen.py [--messages 200] [--sessions 200]
-        [--store memory|sqlite] [--json out.json]
+        [--workers 4] [--rounds 5] [--store memory|sqlite] [--profile gw.txt] [--json out.json]
 
 The gateway runs as ``hubbub serve`` (``--store``: memory, or SQLite in a temporary folder;
-rate limit off) in its own process, so its RSS is the gateway's alone. ``--sessions 0``
-skips the 200-session part. Each ``listen`` that returns messages first stores the
-participant's listen cursor (``/mcp``; docs/mcp.md), so with SQLite it includes a commit.
-The settle window is 0 here: a real listen adds it (document 001's 5 s by default).
+rate limit off) in its own process, so its RSS and CPU are the gateway's alone. ``--messages
+0`` skips the one-session part, ``--sessions 0`` the fan-out. Each ``listen`` that returns
+messages first stores the participant's listen cursor (``/mcp``; docs/mcp.md), so with
+SQLite it includes a commit. The settle window is 0 here: a real listen adds it (document
+001's 5 s by default).
+
+The fan-out's MCP clients (the official ``mcp`` SDK) run in ``--workers`` processes of their
+own, so the measurement is not bound by one client process; each stamps its results with
+``time.monotonic()`` (CLOCK_MONOTONIC: one clock for every process on Linux) against the
+sender's stamp. One unmeasured warm-up round comes first: the SDK client lists the tools and
+compiles a tool's ``outputSchema`` validator on a session's first call of it. ``--profile``
+records the gateway (and the first client process, ``<path>.client``) with py-spy (``pip
+install py-spy``) during the measured rounds, as raw collapsed stacks.
 Targets (issue 23): p99 <= 20 ms + settle window; <= 64 KiB per idle session.
 """
 
@@ -21,6 +31,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -28,6 +39,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from subprocess import DEVNULL, PIPE
 from typing import Any
 
 import httpx2
@@ -95,58 +107,20 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                     if (await c.get(base + "/health")).status_code == 200:
                         break
             await asyncio.sleep(0.1)
-        ws = await sender(ws_url)
-        async with http_session(base, "bench-http") as s:
-            lat = await one_by_one(s, ws, args.messages)
-        results["http"] = {"p50_ms": statistics.median(lat), "p99_ms": pct(lat, 99)}
-        args_ = ["mcp", "--gateway", ws_url, "--id", "bench-stdio"]
-        params = StdioServerParameters(command=HUBBUB, env=ENV, args=args_)
-        async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
-            await s.initialize()
-            lat = await one_by_one(s, ws, args.messages)
-        results["stdio"] = {"p50_ms": statistics.median(lat), "p99_ms": pct(lat, 99)}
-        if not args.sessions:
+        if args.messages:
+            ws = await sender(ws_url)
+            async with http_session(base, "bench-http") as s:
+                lat = await one_by_one(s, ws, args.messages)
+            results["http"] = {"p50_ms": statistics.median(lat), "p99_ms": pct(lat, 99)}
+            args_ = ["mcp", "--gateway", ws_url, "--id", "bench-stdio"]
+            params = StdioServerParameters(command=HUBBUB, env=ENV, args=args_)
+            async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+                await s.initialize()
+                lat = await one_by_one(s, ws, args.messages)
+            results["stdio"] = {"p50_ms": statistics.median(lat), "p99_ms": pct(lat, 99)}
             await ws.close()
-            return results
-        gw = psutil.Process(proc.pid)
-        before = gw.memory_info().rss
-        sessions: list[ClientSession] = []
-        ready, stop = asyncio.Event(), asyncio.Event()
-
-        async def hold(i: int) -> None:
-            async with http_session(base, f"idle-{i}") as s:
-                sessions.append(s)
-                if len(sessions) == args.sessions:
-                    ready.set()
-                await stop.wait()
-
-        holders = [asyncio.create_task(hold(i)) for i in range(args.sessions)]
-        await ready.wait()
-        await asyncio.sleep(1.0)
-        after = gw.memory_info().rss
-        results["sessions"] = args.sessions
-        results["rss_per_session_kib"] = (after - before) / args.sessions / 1024
-        lat: list[float] = []
-        me = psutil.Process()
-        gw_cpu0, me_cpu0 = sum(gw.cpu_times()[:2]), sum(me.cpu_times()[:2])
-        for round_ in range(5):
-            calls = [
-                asyncio.create_task(s.call_tool("listen", {"timeout_s": 30})) for s in sessions
-            ]
-            await asyncio.sleep(1.0)
-            t0 = time.perf_counter()
-            await ws.send(json.dumps({"kind": "chat", "channel": "#general",
-                                      "payload": {"text": f"all{round_}"}}))  # fmt: skip
-            for done in asyncio.as_completed(calls):
-                await done
-                lat.append((time.perf_counter() - t0) * 1000)
-        results["fanout_gateway_cpu_s"] = sum(gw.cpu_times()[:2]) - gw_cpu0
-        results["fanout_clients_cpu_s"] = sum(me.cpu_times()[:2]) - me_cpu0
-        results["fanout_p50_ms"] = statistics.median(lat)
-        results["fanout_p99_ms"] = pct(lat, 99)
-        stop.set()
-        await asyncio.gather(*holders, return_exceptions=True)
-        await ws.close()
+        if args.sessions:
+            results |= await fan_out(args, base, ws_url, psutil.Process(proc.pid))
     finally:
         proc.terminate()
         proc.wait(10)
@@ -154,13 +128,177 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
+async def fan_out(
+    args: argparse.Namespace, base: str, ws_url: str, gw: psutil.Process
+) -> dict[str, Any]:
+    """``--sessions`` idle sessions spread over ``--workers`` client processes, then rounds
+    of one message to all of them listening (latency on the system-wide monotonic clock)."""
+    results: dict[str, Any] = {"sessions": args.sessions, "workers": args.workers}
+    ws = await sender(ws_url)
+    async with http_session(base, "warm-up") as s:  # the gateway's MCP server is built
+        await s.list_tools()
+    await asyncio.sleep(0.5)
+    before = gw.memory_info().rss
+    share = [args.sessions // args.workers + (w < args.sessions % args.workers)
+             for w in range(args.workers)]  # fmt: skip
+    workers = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            __file__,
+            "--worker",
+            base,
+            "--first",
+            str(sum(share[:w])),
+            "--sessions",
+            str(share[w]),
+            stdin=PIPE,
+            stdout=PIPE,
+            env=ENV,
+        )
+        for w in range(args.workers)
+    ]
+
+    async def ask(order: str) -> list[dict[str, Any]]:
+        for w in workers:
+            assert w.stdin is not None
+            w.stdin.write(order.encode() + b"\n")
+        return [json.loads(await w.stdout.readline()) for w in workers if w.stdout]
+
+    try:
+        await ask("ready")
+        await asyncio.sleep(1.0)
+        results["rss_per_session_kib"] = (gw.memory_info().rss - before) / args.sessions / 1024
+        procs = [gw, *(psutil.Process(w.pid) for w in workers)]
+
+        async def round_(text: str) -> list[float]:
+            await ask("listen")  # every worker's listens are sent
+            await quiet(procs)  # ... and waiting in the gateway
+            t0 = time.monotonic()
+            await ws.send(json.dumps({"kind": "chat", "channel": "#general",
+                                      "payload": {"text": text}}))  # fmt: skip
+            return [(t - t0) * 1000 for r in await ask("collect") for t in r["done"]]
+
+        # a warm-up round, not measured: each client lists the tools and compiles the
+        # outputSchema validator of `listen` once per session (the mcp SDK client does that on
+        # a session's first call of a tool)
+        await round_("warm-up")
+        spies = []
+        py_spy = Path(sys.executable).with_name("py-spy")
+        if args.profile and not py_spy.exists():
+            raise SystemExit(f"--profile needs py-spy next to {sys.executable}: pip install py-spy")
+        if args.profile:  # py-spy samples the gateway (and one client process) in the rounds
+            for pid, out in ((gw.pid, args.profile), (workers[0].pid, f"{args.profile}.client")):
+                spy = [str(py_spy), "record", "--pid", str(pid),
+                       "--format", "raw", "--rate", "200", "-o", str(out)]  # fmt: skip
+                spies.append(subprocess.Popen(spy, stdout=DEVNULL, stderr=DEVNULL))
+            await asyncio.sleep(1.0)
+        lat: list[float] = []
+        gw_cpu0 = sum(gw.cpu_times()[:2])
+        cpu0 = sum(r["cpu_s"] for r in await ask("cpu"))
+        for i in range(args.rounds):
+            lat += await round_(f"all{i}")
+        gw_cpu = sum(gw.cpu_times()[:2]) - gw_cpu0
+        clients_cpu = sum(r["cpu_s"] for r in await ask("cpu")) - cpu0
+        for spy in spies:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(30)
+        listens = args.sessions * args.rounds
+        assert len(lat) == listens, (len(lat), listens)
+        results["fanout_p50_ms"] = statistics.median(lat)
+        results["fanout_p90_ms"] = pct(lat, 90)
+        results["fanout_p99_ms"] = pct(lat, 99)
+        results["fanout_max_ms"] = max(lat)
+        results["fanout_gateway_cpu_s"] = gw_cpu
+        results["gateway_cpu_ms_per_listen"] = gw_cpu / listens * 1000
+        results["clients_cpu_ms_per_listen"] = clients_cpu / listens * 1000
+        await ask("stop")
+    finally:
+        for w in workers:
+            with contextlib.suppress(ProcessLookupError):
+                w.kill()
+            await w.wait()
+        await ws.close()
+    return results
+
+
+async def quiet(procs: list[psutil.Process], window_s: float = 0.2) -> None:
+    """Return once ``procs`` together used under 2 % of a core for ``window_s`` (at least 1 s
+    from now): every ``listen`` request has reached the gateway and waits there."""
+    await asyncio.sleep(1.0)
+    used = sum(sum(p.cpu_times()[:2]) for p in procs)
+    while True:
+        await asyncio.sleep(window_s)
+        now = sum(sum(p.cpu_times()[:2]) for p in procs)
+        if now - used < 0.02 * window_s:
+            return
+        used = now
+
+
+async def worker(base: str, first: int, n: int) -> None:
+    """A client process: ``n`` sessions; answers the orders of :func:`fan_out` on stdin."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    sessions: list[ClientSession] = []
+    ready, stop = asyncio.Event(), asyncio.Event()
+
+    async def hold(i: int) -> None:
+        async with http_session(base, f"idle-{i}") as s:
+            sessions.append(s)
+            if len(sessions) == n:
+                ready.set()
+            await stop.wait()
+
+    holders = [asyncio.create_task(hold(first + i)) for i in range(n)]
+    done: list[float] = []
+    calls: list[asyncio.Task[None]] = []
+
+    async def one(s: ClientSession) -> None:
+        result = await s.call_tool("listen", {"timeout_s": 30})
+        done.append(time.monotonic())
+        assert result.structured_content and result.structured_content["messages"], result
+
+    def answer(x: dict[str, Any]) -> None:
+        sys.stdout.write(json.dumps(x) + "\n")
+        sys.stdout.flush()
+
+    while order := (await reader.readline()).decode().strip():
+        if order == "ready":
+            await ready.wait()
+            answer({"ready": n})
+        elif order == "cpu":
+            answer({"cpu_s": sum(psutil.Process().cpu_times()[:2])})
+        elif order == "listen":
+            done.clear()
+            calls = [asyncio.create_task(one(s)) for s in sessions]
+            await asyncio.sleep(0)
+            answer({"listening": n})
+        elif order == "collect":
+            await asyncio.gather(*calls)
+            answer({"done": done})
+        elif order == "stop":
+            break
+    stop.set()
+    await asyncio.gather(*holders, return_exceptions=True)
+    answer({"stopped": n})
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--messages", type=int, default=200)
     ap.add_argument("--sessions", type=int, default=200)
+    ap.add_argument("--workers", type=int, default=4, help="client processes for --sessions")
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--store", choices=["memory", "sqlite"], default="memory")
+    ap.add_argument("--profile", type=Path, help="py-spy raw samples of the gateway's rounds")
     ap.add_argument("--json", type=Path)
-    out = asyncio.run(main(ap.parse_args()))
+    ap.add_argument("--worker", metavar="BASE", help=argparse.SUPPRESS)
+    ap.add_argument("--first", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        asyncio.run(worker(args.worker, args.first, args.sessions))
+        sys.exit(0)
+    out = asyncio.run(main(args))
     print(json.dumps(out, indent=2))
-    if ap.parse_args().json:
-        ap.parse_args().json.write_text(json.dumps(out, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2))

@@ -29,11 +29,24 @@ def setup_logging(level: str) -> None:
     )
 
 
+YOUNG_GC_THRESHOLD = 20_000
+"""Allocations (net of deallocations) between two young garbage collections; Python's
+default is 700. Objects that live across a young collection move to older generations, and
+enough of them trigger a full collection over the whole heap: with 200 ``/mcp`` sessions
+each waiting in ``listen`` (the SDK's tasks, streams and task groups of every request), the
+default made one full collection of ~180 ms per round of deliveries
+(``benchmarks/mcp_listen.py``, docs/performance.md). At 20,000 the short-lived objects of a
+request are freed by their reference counts before a collection looks at them."""
+
+
 def freeze_start_up_objects() -> None:
     """Leave the objects made at start-up (modules, classes, settings) out of later garbage
-    collections: a full collection over them paused the event loop for 100-200 ms."""
+    collections: a full collection over them paused the event loop for 100-200 ms; and
+    collect the young generation less often (:data:`YOUNG_GC_THRESHOLD`)."""
     gc.collect()
     gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(YOUNG_GC_THRESHOLD, older, oldest)
 
 
 LOOP_ENV = "HUBBUB_LOOP"
