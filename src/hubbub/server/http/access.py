@@ -7,9 +7,9 @@ from ``Authorization: Bearer`` or, for browsers' EventSource which cannot set he
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from aiohttp import web
 
@@ -162,3 +162,24 @@ def _check(viewer: Viewer, need: Need) -> None:
             f"{who} and kind {viewer.kind!r}: the dashboard needs role observer or admin, "
             f"and the operator console a human participant ({fix.format('observer')})",
         )
+
+
+DirectoryT = TypeVar("DirectoryT", bound=Directory)
+ViewerHandler = Callable[[web.Request, DirectoryT, Viewer], Awaitable[web.StreamResponse]]
+
+
+def as_viewer(
+    key: web.AppKey[DirectoryT], need: Need, handler: ViewerHandler[DirectoryT]
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """A route handler that runs ``handler`` for a caller :func:`resolve_viewer` lets do
+    ``need``, and answers anyone else with the refusal."""
+
+    async def run(request: web.Request) -> web.StreamResponse:
+        router = request.app[key]
+        try:
+            viewer = resolve_viewer(router, request, need)
+        except AccessDenied as exc:
+            return exc.response()
+        return await handler(request, router, viewer)
+
+    return run

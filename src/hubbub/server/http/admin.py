@@ -15,7 +15,7 @@ from aiohttp import web
 from hubbub.protocol.ids import is_participant_id
 from hubbub.server.admission.keys import KeyBindings
 from hubbub.server.core.moderation import Moderation
-from hubbub.server.http.access import AccessDenied, Directory, resolve_viewer
+from hubbub.server.http.access import Directory, Viewer, as_viewer
 from hubbub.server.json_body import json_body
 
 
@@ -45,13 +45,8 @@ def add_admin_routes(app: web.Application, key: web.AppKey[GatewayT]) -> None:
     ``GET /admin/keys`` and ``POST /admin/keys/{name}/forget``."""
 
     def handler(action: str) -> Any:
-        async def run(request: web.Request) -> web.Response:
-            router = request.app[key]
+        async def run(request: web.Request, router: GatewayT, viewer: Viewer) -> web.Response:
             pid = request.match_info["pid"]
-            try:
-                viewer = resolve_viewer(router, request, "admin")
-            except AccessDenied as exc:
-                return exc.response()
             if not is_participant_id(pid):
                 return json_body(
                     {"error": "invalid_id", "message": f"{pid!r} is not a legal participant id"},
@@ -76,34 +71,19 @@ def add_admin_routes(app: web.Application, key: web.AppKey[GatewayT]) -> None:
             await router.durable()  # the answer promises the ban is stored
             return json_body(out)
 
-        return run
+        return as_viewer(key, "admin", run)
 
-    async def bans(request: web.Request) -> web.Response:
-        router = request.app[key]
-        try:
-            viewer = resolve_viewer(router, request, "admin")
-        except AccessDenied as exc:
-            return exc.response()
+    async def bans(request: web.Request, router: GatewayT, viewer: Viewer) -> web.Response:
         sid = viewer.space.id
         return json_body({"space": sid, "banned": router.bans.banned(sid)})
 
-    async def keys(request: web.Request) -> web.Response:
-        router = request.app[key]
-        try:
-            viewer = resolve_viewer(router, request, "admin")
-        except AccessDenied as exc:
-            return exc.response()
+    async def keys(request: web.Request, router: GatewayT, viewer: Viewer) -> web.Response:
         sid = viewer.space.id
         bound = [{"name": n, "pubkey": pem} for n, pem in router.keys.bound(sid).items()]
         return json_body({"space": sid, "bound": bound})
 
-    async def forget(request: web.Request) -> web.Response:
-        router = request.app[key]
+    async def forget(request: web.Request, router: GatewayT, viewer: Viewer) -> web.Response:
         name = request.match_info["name"]
-        try:
-            viewer = resolve_viewer(router, request, "admin")
-        except AccessDenied as exc:
-            return exc.response()
         sid = viewer.space.id
         pem = router.keys.forget(sid, name)
         if pem is None:
@@ -121,6 +101,6 @@ def add_admin_routes(app: web.Application, key: web.AppKey[GatewayT]) -> None:
 
     for action in ("disconnect", "ban", "unban"):
         app.router.add_post(f"/admin/participants/{{pid}}/{action}", handler(action))
-    app.router.add_get("/admin/bans", bans)
-    app.router.add_get("/admin/keys", keys)
-    app.router.add_post("/admin/keys/{name}/forget", forget)
+    app.router.add_get("/admin/bans", as_viewer(key, "admin", bans))
+    app.router.add_get("/admin/keys", as_viewer(key, "admin", keys))
+    app.router.add_post("/admin/keys/{name}/forget", as_viewer(key, "admin", forget))

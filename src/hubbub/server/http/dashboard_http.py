@@ -20,7 +20,13 @@ from aiohttp import web
 
 from hubbub.server.gateway import Gateway
 from hubbub.server.http import observe
-from hubbub.server.http.access import AccessDenied, Viewer, request_token, resolve_viewer
+from hubbub.server.http.access import (
+    AccessDenied,
+    Viewer,
+    as_viewer,
+    request_token,
+    resolve_viewer,
+)
 from hubbub.server.json_body import json_body
 from hubbub.server.state.activity import Event
 from hubbub.server.state.space import SpaceState
@@ -111,20 +117,10 @@ def add_dashboard_routes(app: web.Application, key: web.AppKey[Gateway]) -> None
             return page_response("dashboard", status, **{"X-Hubbub-Error": exc.error})
         return page_response("dashboard")
 
-    async def session(request: web.Request) -> web.Response:
-        router = request.app[key]
-        try:
-            viewer = resolve_viewer(router, request, "page")
-        except AccessDenied as exc:
-            return exc.response()
+    async def session(request: web.Request, router: Gateway, viewer: Viewer) -> web.Response:
         return json_body(viewer.describe())
 
-    async def events(request: web.Request) -> web.StreamResponse:
-        router = request.app[key]
-        try:
-            viewer = resolve_viewer(router, request, "observe")
-        except AccessDenied as exc:
-            return exc.response()
+    async def events(request: web.Request, router: Gateway, viewer: Viewer) -> web.StreamResponse:
         resp = web.StreamResponse(
             headers={
                 "Content-Type": "text/event-stream",
@@ -145,12 +141,7 @@ def add_dashboard_routes(app: web.Application, key: web.AppKey[Gateway]) -> None
             streams.discard(task)
         return resp
 
-    async def proposal(request: web.Request) -> web.Response:
-        router = request.app[key]
-        try:
-            viewer = resolve_viewer(router, request, "observe")
-        except AccessDenied as exc:
-            return exc.response()
+    async def proposal(request: web.Request, router: Gateway, viewer: Viewer) -> web.Response:
         found = observe.proposal_payload(viewer.space, request.match_info["pid"])
         if found is None:
             return web.json_response(
@@ -171,6 +162,6 @@ def add_dashboard_routes(app: web.Application, key: web.AppKey[Gateway]) -> None
     app.on_shutdown.append(close_streams)
     app.router.add_get("/dashboard", page)
     app.router.add_get("/dashboard/", page)
-    app.router.add_get("/dashboard/session", session)
-    app.router.add_get("/dashboard/events", events)
-    app.router.add_get("/dashboard/proposals/{pid}", proposal)
+    app.router.add_get("/dashboard/session", as_viewer(key, "page", session))
+    app.router.add_get("/dashboard/events", as_viewer(key, "observe", events))
+    app.router.add_get("/dashboard/proposals/{pid}", as_viewer(key, "observe", proposal))
