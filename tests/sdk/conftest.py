@@ -31,6 +31,19 @@ MakeParticipant = Callable[..., Awaitable[Participant]]
 MakeClient = Callable[..., Awaitable[Client]]
 
 
+async def tool_owner(make: MakeParticipant) -> Participant:
+    """``calc``: a service participant with one tool, ``add(a, b)``, connected."""
+    calc = await make("calc", connect=False, kind="service")
+
+    @calc.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    await calc.connect()
+    return calc
+
+
 @pytest.fixture
 async def participant(gw: RunningGateway) -> AsyncIterator[MakeParticipant]:
     """``await participant("id", **options)``: a connected Participant, closed at teardown."""

@@ -13,28 +13,16 @@ import asyncio
 import mcp.types as mt
 
 from hubbub.protocol.envelope import Envelope
-from hubbub.sdk import Client, Participant
+from hubbub.sdk import Client
 from tests.conftest import RunningGateway
-from tests.sdk.conftest import PROPOSER_CAPS, MakeClient, MakeParticipant
+from tests.sdk.conftest import PROPOSER_CAPS, MakeClient, MakeParticipant, tool_owner
 from tests.timing import until
-
-
-async def _calc(make: MakeParticipant) -> Participant:
-    calc = await make("calc", connect=False, kind="service")
-
-    @calc.tool
-    def add(a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
-
-    await calc.connect()
-    return calc
 
 
 async def test_a_bystanders_response_and_reject_do_not_answer_a_proposal(
     participant: MakeParticipant, client: MakeClient
 ) -> None:
-    await _calc(participant)
+    await tool_owner(participant)
     agent = await participant("agent", capabilities=PROPOSER_CAPS)
     human = await participant("human", kind="human")
     mallory = await client("mallory", capabilities=PROPOSER_CAPS)

@@ -10,22 +10,10 @@ import pytest
 
 from hubbub.errors import CapabilityDenied, ProposalRejected, ProposalWithdrawn, RequestTimeout
 from hubbub.protocol.envelope import Envelope
-from hubbub.sdk import Participant, Proposal
+from hubbub.sdk import Proposal
 from tests.conftest import RunningGateway
-from tests.sdk.conftest import PROPOSER_CAPS, MakeClient, MakeParticipant
+from tests.sdk.conftest import PROPOSER_CAPS, MakeClient, MakeParticipant, tool_owner
 from tests.timing import until
-
-
-async def tool_owner(make: MakeParticipant) -> Participant:
-    calc = await make("calc", connect=False, kind="service")
-
-    @calc.tool
-    def add(a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
-
-    await calc.connect()
-    return calc
 
 
 async def test_proposal_approve_result(participant: MakeParticipant) -> None:
