@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from hubbub.protocol.ids import UlidGenerator
 from hubbub.server.memory_report import sqlite_bytes
 from hubbub.store import SqliteStore
@@ -43,18 +45,9 @@ def test_the_page_caches_stop_growing_after_the_first_1500_messages(tmp_path: Pa
     assert later - warm < 128 * 1024, f"SQLite grew {(later - warm) / 1024:.0f} KiB"
 
 
-async def test_id_records_are_per_sender_and_the_latest_wins() -> None:
-    store = MemoryStore()
-    first = MessageRef("ts-agent-1", "agent", "#general", 1, 5, 11)
-    other = MessageRef("ts-agent-1", "bob", "#general", 2, 6)
-    again = MessageRef("ts-agent-1", "agent", "#general", 3, 7, 33)
-    for seq, ref in enumerate((first, other, again), start=1):
-        store.append("s", "#general", seq, b"x", ref)
-    assert await store.message_refs("s", 0, 100) == [other, again]
-
-
-async def test_sqlite_id_records_are_per_sender_and_the_latest_wins(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "h.db")
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_id_records_are_per_sender_and_the_latest_wins(kind: str, tmp_path: Path) -> None:
+    store = MemoryStore() if kind == "memory" else SqliteStore(tmp_path / "h.db")
     await store.open()
     try:
         first = MessageRef("ts-agent-1", "agent", "#general", 1, 5, 11)
