@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import msgspec
 
 from hubbub.server.config import Limits
 from tests.conftest import RunningGateway, WsClient, start_gateway, stop_gateway
@@ -35,9 +36,11 @@ async def _last_seq(gw: RunningGateway) -> int:
 
 
 def _stored_ids(data_dir: Path) -> int:
-    """How many id records the gateway's SQLite file holds."""
+    """How many id records the gateway's SQLite file holds (a commit's are one msgpack row)."""
     with sqlite3.connect(data_dir / "hubbub.db") as db:
-        return int(db.execute("SELECT count(*) FROM msg_refs").fetchone()[0])
+        return sum(
+            len(msgspec.msgpack.decode(b)) for (b,) in db.execute("SELECT refs FROM ref_batches")
+        )
 
 
 async def test_resends_after_the_index_turned_over(tmp_path: Path) -> None:

@@ -1,8 +1,10 @@
-"""The SQLite store's own memory is warm within the first minute of a busy gateway."""
+"""The SQLite store: its own memory is warm within the first minute of a busy gateway, and
+its id records (read back after a restart, also from a file of an older layout)."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -58,3 +60,41 @@ async def test_id_records_are_per_sender_and_the_latest_wins(kind: str, tmp_path
         assert await store.message_refs("s", 0, 100) == [other, again]
     finally:
         await store.close()
+
+
+async def test_a_file_with_the_old_id_table_keeps_its_records(tmp_path: Path) -> None:
+    """A history written before id records were stored a batch per row is read once into the
+    new table; the records (the latest per sender and id) and the resend window survive."""
+    path = tmp_path / "h.db"
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "CREATE TABLE msg_refs (space TEXT NOT NULL, id TEXT NOT NULL, sender TEXT NOT NULL,"
+            " place TEXT NOT NULL, seq INTEGER NOT NULL, ts INTEGER NOT NULL,"
+            " digest INTEGER NOT NULL, PRIMARY KEY (space, sender, id)) WITHOUT ROWID"
+        )
+        db.executemany(
+            "INSERT INTO msg_refs VALUES (?,?,?,?,?,?,?)",
+            [
+                ("s", "m-1", "alice", "#general", 1, 10, 7),
+                ("s", "m-2", "bob", "#general", 2, 20, 0),
+                ("t", "m-1", "carol", "@dm", 1, 15, 0),
+            ],
+        )
+    store = SqliteStore(path)
+    await store.open()
+    try:
+        assert await store.message_refs("s", 0, 100) == [
+            MessageRef("m-1", "alice", "#general", 1, 10, 7),
+            MessageRef("m-2", "bob", "#general", 2, 20, 0),
+        ]
+        assert await store.message_refs("s", 15, 100) == [
+            MessageRef("m-2", "bob", "#general", 2, 20, 0)
+        ]
+        assert await store.message_refs("t", 0, 1) == [MessageRef("m-1", "carol", "@dm", 1, 15)]
+        store.append("s", "#general", 3, b"x", MessageRef("m-3", "alice", "#general", 3, 30))
+        assert [r.id for r in await store.message_refs("s", 0, 2)] == ["m-2", "m-3"]
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "msg_refs" not in tables

@@ -13,6 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from hubbub.store.base import (
     DM_STREAM,
     Durability,
@@ -67,15 +69,26 @@ CREATE TABLE IF NOT EXISTS channels (
     PRIMARY KEY (space, channel)
 );
 DROP TABLE IF EXISTS msg_ids;
-CREATE TABLE IF NOT EXISTS msg_refs (
-    space TEXT NOT NULL, id TEXT NOT NULL, sender TEXT NOT NULL, place TEXT NOT NULL,
-    seq INTEGER NOT NULL, ts INTEGER NOT NULL, digest INTEGER NOT NULL,
-    PRIMARY KEY (space, sender, id)
-) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ref_batches (
+    space TEXT NOT NULL, ts INTEGER NOT NULL, refs BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ref_batches_by_time ON ref_batches (space, ts);
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY, value TEXT NOT NULL
 );
 """
+
+_REFS_BEFORE_BATCHES = "msg_refs"
+"""The id records' table before they were stored a commit's batch per row (one B-tree insert
+per message cost as much as the message's own row): read into ``ref_batches`` and dropped
+when such a file is opened."""
+
+_REFS_PER_ROW = 64
+"""Id records per ``ref_batches`` row at most: pruning drops whole rows, so this bounds what
+it leaves behind (a burst can commit thousands of messages at once)."""
+
+_encode_refs = msgspec.msgpack.Encoder().encode
+_decode_refs = msgspec.msgpack.Decoder(list[MessageRef]).decode
 
 _RECORDS_TABLE = """CREATE TABLE IF NOT EXISTS records (
     space TEXT NOT NULL, tbl TEXT NOT NULL, key TEXT NOT NULL, data TEXT NOT NULL,
@@ -122,6 +135,38 @@ def explain(path: Path, exc: Exception) -> Exception:
     return StoreError(why)
 
 
+def _parts(refs: list[MessageRef]) -> list[list[MessageRef]]:
+    """``refs`` in rows of at most ``_REFS_PER_ROW``."""
+    if len(refs) <= _REFS_PER_ROW:
+        return [refs]
+    return [refs[i : i + _REFS_PER_ROW] for i in range(0, len(refs), _REFS_PER_ROW)]
+
+
+def _adopt_old_refs(db: sqlite3.Connection) -> None:
+    """Move the id records of a file written before ``ref_batches`` into it."""
+    found = db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (_REFS_BEFORE_BATCHES,)
+    ).fetchone()
+    if found is None:
+        return
+    by_space: dict[str, list[MessageRef]] = {}
+    for space, *ref in db.execute(
+        "SELECT space, id, sender, place, seq, ts, digest FROM msg_refs ORDER BY ts, seq"
+    ):
+        by_space.setdefault(str(space), []).append(MessageRef(*ref))
+    db.execute("BEGIN")
+    db.executemany(
+        "INSERT INTO ref_batches (space, ts, refs) VALUES (?,?,?)",
+        [
+            (space, part[-1].ts_ms, _encode_refs(part))
+            for space, refs in by_space.items()
+            for part in _parts(refs)
+        ],
+    )
+    db.execute(f"DROP TABLE {_REFS_BEFORE_BATCHES}")
+    db.execute("COMMIT")
+
+
 class SqliteStore(Store):
     """SQLite behind a single worker thread, so reads see every earlier write in order.
 
@@ -148,7 +193,8 @@ class SqliteStore(Store):
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hubbub-sqlite")
         self._pending_msgs: list[tuple[str, str, int, bytes]] = []
         self._pending_dms: list[tuple[str, int, list[str], bytes]] = []
-        self._pending_refs: list[tuple[str, str, str, str, int, int, int]] = []
+        self._pending_refs: dict[str, list[MessageRef]] = {}
+        """Id records by space: each space's become one ``ref_batches`` row of the commit."""
         self._pending_marks: dict[tuple[str, str], int | None] = {}
         """DM marks by (space, participant): the latest value of a batch wins."""
         self._pending_rows: list[tuple[str, tuple[Any, ...]]] = []
@@ -176,6 +222,7 @@ class SqliteStore(Store):
             # the WAL is checkpointed (with its fsyncs) on the worker thread, never by a commit
             db.execute("PRAGMA wal_autocheckpoint=0")
         db.executescript(_SCHEMA)
+        _adopt_old_refs(db)
         self._rdb = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._rdb.execute(f"PRAGMA cache_size=-{_CACHE_KIB}")
         row = db.execute("SELECT value FROM meta WHERE key='epoch'").fetchone()
@@ -232,7 +279,7 @@ class SqliteStore(Store):
         """Queue a channel message for the next group commit."""
         self._pending_msgs.append((space, channel, seq, data))
         if ref is not None:
-            self._pending_refs.append((space, *ref))
+            self._queue_ref(space, ref)
         self._kick()
 
     def append_dm(
@@ -241,31 +288,51 @@ class SqliteStore(Store):
         """Queue a direct message for the next group commit."""
         self._pending_dms.append((space, seq, parties, data))
         if ref is not None:
-            self._pending_refs.append((space, *ref))
+            self._queue_ref(space, ref)
         self._kick()
+
+    def _queue_ref(self, space: str, ref: MessageRef) -> None:
+        refs = self._pending_refs.get(space)
+        if refs is None:
+            self._pending_refs[space] = [ref]
+        else:
+            refs.append(ref)
 
     def after_commit(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` after the commit that holds everything queued so far."""
         self._group.after_commit(fn)
 
     def forget_refs(self, space: str, before_ms: int) -> None:
-        """Queue dropping id records older than ``before_ms``."""
-        self._queue_row("DELETE FROM msg_refs WHERE space=? AND ts<?", space, before_ms)
+        """Queue dropping id records older than ``before_ms`` (a batch goes with its newest)."""
+        self._queue_row("DELETE FROM ref_batches WHERE space=? AND ts<?", space, before_ms)
 
     async def message_refs(self, space: str, since_ms: int, limit: int) -> list[MessageRef]:
-        """Id records since ``since_ms``, oldest first (the newest ``limit``)."""
+        """Id records since ``since_ms``, oldest first (the newest ``limit``), the latest per
+        (sender, id)."""
         await self.flush()
-        rows = await self._run(
-            lambda: self._rdb.execute(  # type: ignore[union-attr]
-                "SELECT id, sender, place, seq, ts, digest FROM msg_refs"
-                " WHERE space=? AND ts>=? ORDER BY ts DESC, seq DESC LIMIT ?",
-                (space, since_ms, limit),
-            ).fetchall()
+        return list(await self._run(self._refs_sync, space, since_ms, limit))
+
+    def _refs_sync(self, space: str, since_ms: int, limit: int) -> list[MessageRef]:
+        db = self._rdb
+        assert db is not None, "store is not open"
+        newest_first: list[MessageRef] = []
+        seen: set[tuple[str, str]] = set()
+        rows = db.execute(
+            "SELECT refs FROM ref_batches WHERE space=? AND ts>=? ORDER BY ts DESC, rowid DESC",
+            (space, since_ms),
         )
-        rows.reverse()
-        return [
-            MessageRef(str(i), str(s), str(p), int(q), int(t), int(d)) for i, s, p, q, t, d in rows
-        ]
+        for (blob,) in rows:
+            for ref in reversed(_decode_refs(blob)):
+                key = (ref.sender, ref.id)
+                if ref.ts_ms < since_ms or key in seen:
+                    continue
+                seen.add(key)
+                newest_first.append(ref)
+                if len(newest_first) >= limit:
+                    newest_first.reverse()
+                    return newest_first
+        newest_first.reverse()
+        return newest_first
 
     def put_callback(self, space: str, cb_id: str, data: bytes | None) -> None:
         """Queue saving (or, with None, deleting) a pending callback for the next commit."""
@@ -357,7 +424,7 @@ class SqliteStore(Store):
             self._pending_marks,
             self._pending_rows,
         )
-        self._pending_msgs, self._pending_dms, self._pending_refs = [], [], []
+        self._pending_msgs, self._pending_dms, self._pending_refs = [], [], {}
         self._pending_marks, self._pending_rows = {}, []
         return batch if any(batch) else None
 
@@ -425,7 +492,7 @@ class SqliteStore(Store):
         self,
         msgs: list[tuple[str, str, int, bytes]],
         dms: list[tuple[str, int, list[str], bytes]],
-        refs: list[tuple[str, str, str, str, int, int, int]],
+        refs: dict[str, list[MessageRef]],
         marks: dict[tuple[str, str], int | None],
         rows: list[tuple[str, tuple[Any, ...]]],
     ) -> None:
@@ -438,9 +505,12 @@ class SqliteStore(Store):
                 msgs,
             )
             db.executemany(
-                "INSERT OR REPLACE INTO msg_refs (space, id, sender, place, seq, ts, digest)"
-                " VALUES (?,?,?,?,?,?,?)",
-                refs,
+                "INSERT INTO ref_batches (space, ts, refs) VALUES (?,?,?)",
+                [
+                    (space, max(r.ts_ms for r in part), _encode_refs(part))
+                    for space, space_refs in refs.items()
+                    for part in _parts(space_refs)
+                ],
             )
             for (space, pid), mark in marks.items():
                 if mark is None:
