@@ -1,4 +1,5 @@
-"""The message pipeline without sockets: admission, sequencer and delivery on a MemoryStore.
+"""The message pipeline without sockets: admission, sequencer and delivery, on a MemoryStore
+and on SQLite (whose group commit delivers a burst of one channel's messages in one go).
 
 Each participant is a recorded connection (frames decoded as they are sent), each frame goes
 through :meth:`Gateway.receive` exactly as the WebSocket hands it over, and the engines run on
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import struct
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any, cast
 
 import msgspec
@@ -24,6 +26,7 @@ from hubbub.server.gateway import Gateway
 from hubbub.server.state.connection import Connection
 from hubbub.server.state.space import Session
 from hubbub.store.memory import MemoryStore
+from hubbub.store.sqlite import SqliteStore
 
 
 def _frames(buf: bytes) -> list[bytes]:
@@ -45,16 +48,18 @@ def _frames(buf: bytes) -> list[bytes]:
 
 
 class Recorded(Connection):
-    """A MEW connection that keeps every envelope sent to it, decoded."""
+    """A MEW connection that keeps every envelope sent to it, decoded, and counts the sends."""
 
-    __slots__ = ("got",)
+    __slots__ = ("got", "sends")
 
     def __init__(self) -> None:
         super().__init__(cast(asyncio.Transport, None), MEW, 1 << 20, lambda c: None, "test")
         self.got: list[dict[str, Any]] = []
+        self.sends = 0
 
     def send(self, frame: bytes) -> bool:
         self.got.extend(msgspec.json.decode(p) for p in _frames(frame))
+        self.sends += 1
         return True
 
     def close(self, code: int, reason: str) -> None:
@@ -97,7 +102,7 @@ class Peer:
 
 
 class Pipeline:
-    """A gateway over a MemoryStore with recorded connections."""
+    """A gateway over a store with recorded connections."""
 
     def __init__(self, gw: Gateway, clock: Clock) -> None:
         self.gw = gw
@@ -116,13 +121,17 @@ class Pipeline:
         for _ in range(3):
             await self.gw.durable()
             await asyncio.sleep(0)
+        while self.gw.tasks.running:  # a resend's echo reads the store in the background
+            await asyncio.sleep(0.001)
+            await self.gw.durable()
 
 
-@pytest.fixture
-async def pipe() -> AsyncIterator[Pipeline]:
+@pytest.fixture(params=["memory", "sqlite"])
+async def pipe(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Pipeline]:
     clock = Clock()
-    limits = Limits(presence_coalesce_ms=0)
-    gw = Gateway([open_space()], MemoryStore(), limits, engine_clock=clock)
+    limits = Limits(presence_coalesce_ms=0, rate_per_s=0)
+    store = MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "h.db")
+    gw = Gateway([open_space()], store, limits, engine_clock=clock)
     await gw.start()
     yield Pipeline(gw, clock)
     await gw.stop()
@@ -255,3 +264,40 @@ async def test_unknown_destination_is_refused_before_markers_schedule(pipe: Pipe
     assert pipe.gw.coordination.participant_state(alice.session.space, "alice") == {
         "pending_callbacks": 0
     }
+
+
+async def test_a_burst_keeps_its_order_around_dms_and_sleepers(pipe: Pipeline) -> None:
+    """Messages accepted in one turn reach every member in the order they were accepted,
+    DMs and the sleepers' buffers included; a run of one channel's messages that one commit
+    stores reaches a member in one write (SQLite's group commit; MemoryStore has none)."""
+    alice, bob, carol, dave = [await pipe.attach(p) for p in ("alice", "bob", "carol", "dave")]
+    sends = carol.conn.sends
+    for i in range(20):
+        (alice, bob)[i % 2].send(chat(f"first {i}"))
+    alice.send(chat("just for carol", to=["carol"], private=True))
+    for i in range(20):
+        (bob, alice)[i % 2].send(chat(f"then {i}"))
+    await pipe.settle()
+    burst = [f"first {i}" for i in range(20)] + [f"then {i}" for i in range(20)]
+    got = carol.got("chat")
+    assert [e["payload"]["text"] for e in got] == [*burst[:20], "just for carol", *burst[20:]]
+    seqs = [e["seq"] for e in got if e.get("channel") == "#general"]
+    assert seqs == sorted(seqs) and len(set(seqs)) == 40
+    assert alice.texts() == [*burst[:20], "just for carol", *burst[20:]]
+    assert bob.texts() == dave.texts() == burst
+    if isinstance(pipe.gw.store, SqliteStore):  # three runs: before the DM, the DM, after it
+        assert carol.conn.sends - sends == 3
+
+    dave.send(chat("@@sleep:60s:buffer@@"))
+    await pipe.settle()
+    for i in range(10):
+        (alice, bob)[i % 2].send(chat(f"asleep {i}"))
+    await pipe.settle()
+    later = [f"asleep {i}" for i in range(10)]
+    assert bob.texts()[40:] == later
+    pipe.clock.ms += 61_000
+    pipe.gw.coordination.run_due()
+    await pipe.settle()
+    wake, *held = dave.got("chat")[40:]
+    assert wake["payload"]["buffered"] == 10
+    assert [e["payload"]["text"] for e in held] == later

@@ -87,6 +87,11 @@ class GroupCommit(Generic[_Batch]):
         if self._task is None or self._task.done():
             self.kick()
 
+    def is_last(self, fn: Callable[[], None]) -> bool:
+        """Whether ``fn`` is the callback registered last and not yet taken by a commit."""
+        waiters = self.waiters
+        return bool(waiters) and waiters[-1] is fn
+
     def kick(self) -> None:
         """Make sure a commit follows what was just queued."""
         if self._task is None or self._task.done():
@@ -162,6 +167,12 @@ class Store(ABC):
 
         Callbacks run in the order they were registered: the gateway delivers and
         acknowledges through this, so nothing is shown before it is stored."""
+
+    def is_last_callback(self, fn: Callable[[], None]) -> bool:
+        """Whether ``fn`` is the callback registered last and still waits for a commit that
+        also holds everything appended since: work added to it then runs in its place, in
+        order (the sequencer delivers a burst of one channel's messages in one go)."""
+        return False
 
     @abstractmethod
     async def flush(self) -> None:

@@ -508,6 +508,10 @@ class RedisStore(Store):
         else:
             self._queue(["rec", space, table, key, json.dumps(data, separators=(",", ":"))])
 
+    def is_last_callback(self, fn: Callable[[], None]) -> bool:
+        """Whether ``fn`` is the callback registered last, not yet taken by a commit."""
+        return not self._fenced and self._group.is_last(fn)
+
     def after_commit(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` after the commit that holds everything queued so far (never, once fenced)."""
         if self._fenced:

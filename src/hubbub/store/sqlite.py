@@ -298,6 +298,10 @@ class SqliteStore(Store):
         else:
             refs.append(ref)
 
+    def is_last_callback(self, fn: Callable[[], None]) -> bool:
+        """Whether ``fn`` is the callback registered last, not yet taken by a commit."""
+        return self._group.is_last(fn)
+
     def after_commit(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` after the commit that holds everything queued so far."""
         self._group.after_commit(fn)

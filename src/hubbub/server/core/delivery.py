@@ -173,6 +173,22 @@ class Delivery:
             if other is not None and pid not in ch.members:
                 self.send(other, env)
 
+    def channel_run(self, ch: Channel, envs: Sequence[Envelope], datas: Sequence[bytes]) -> None:
+        """Committed channel messages, in order, for its awake members alone (no sleepers, no
+        recipient outside it): each member gets them in one write, framed once per dialect."""
+        n = 0
+        groups = ch.groups
+        for dname, conns in ch.by_dialect.items():
+            if conns or groups[dname]:
+                dialect = DIALECTS[dname]
+                if dialect.frames_are_envelopes:
+                    frames = [ws_text_frame(d) for d in datas]
+                else:
+                    frames = [f for f in (ws_text_frames(dialect.encode(e)) for e in envs) if f]
+                if frames:
+                    n += _send_to_listeners(ch, dname, b"".join(frames)) * len(frames)
+        self.metrics.messages_out += n
+
     def dm(self, sender: Sender, env: Envelope, data: bytes, extra: Sequence[str]) -> None:
         """A committed direct message: written to its online parties (sleepers buffer it; the
         offline get it from the store when they come back), each party's mark moved."""

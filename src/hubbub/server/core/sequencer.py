@@ -44,6 +44,25 @@ def clamp_seq(value: int) -> int:
     return max(0, min(value, MAX_SEQ))
 
 
+class _ChannelRun:
+    """Consecutive messages of one channel, with nothing else to do after their delivery, that
+    one commit makes durable: one callback delivers them all, one write per member."""
+
+    __slots__ = ("ch", "datas", "envs", "sequencer", "space")
+
+    def __init__(
+        self, sequencer: Sequencer, space: SpaceState, ch: Channel, env: Envelope, data: bytes
+    ) -> None:
+        self.sequencer = sequencer
+        self.space = space
+        self.ch = ch
+        self.envs = [env]
+        self.datas = [data]
+
+    def __call__(self) -> None:
+        self.sequencer._run_committed(self)
+
+
 class Sequencer:
     """Numbers, stores and releases the messages of every channel and the DM stream."""
 
@@ -66,6 +85,9 @@ class Sequencer:
         self.clock = clock
         self.epoch = ""
         """The store's history identity, sent in every welcome (see docs/reliability.md)."""
+        self._run: _ChannelRun | None = None
+        """The newest run of channel messages waiting for their commit, which the next message
+        of its channel joins while it is the store's last callback (nothing queued after it)."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -118,12 +140,36 @@ class Sequencer:
             self.store.forget_refs(space.id, horizon)
         if ch is not None:
             self.store.append(space.id, place, env.seq, data, ref)
-            self.store.after_commit(
-                lambda: self._channel_committed(space, ch, env, data, extra, after)
-            )
+            if extra or after is not None:
+                self.store.after_commit(
+                    lambda: self._channel_committed(space, ch, env, data, extra, after)
+                )
+                return
+            run = self._run
+            if run is not None and run.ch is ch and self.store.is_last_callback(run):
+                run.envs.append(env)
+                run.datas.append(data)
+            else:
+                self._run = run = _ChannelRun(self, space, ch, env, data)
+                self.store.after_commit(run)
         else:
             self.store.append_dm(space.id, env.seq, [sender.id, *(env.to or ())], data, ref)
             self.store.after_commit(lambda: self._dm_committed(sender, env, data, extra, after))
+
+    def _run_committed(self, run: _ChannelRun) -> None:
+        """A run of one channel's messages is durable: shown to every member in one go."""
+        if self._run is run:
+            self._run = None
+        ch = run.ch
+        if ch.sleepers:  # the sleepers' hook sees each message between two deliveries
+            for env, data in zip(run.envs, run.datas, strict=True):
+                self._channel_committed(run.space, ch, env, data, (), None)
+            return
+        recent = ch.recent
+        for env, data in zip(run.envs, run.datas, strict=True):
+            ch.seq = env.seq or ch.seq
+            recent.append((ch.seq, data))
+        self.delivery.channel_run(ch, run.envs, run.datas)
 
     def _channel_committed(
         self,
