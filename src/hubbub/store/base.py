@@ -71,10 +71,16 @@ class GroupCommit(Generic[_Batch]):
         take: Callable[[], _Batch | None],
         commit: Callable[[_Batch], Awaitable[bool]],
         queued: Callable[[], bool],
+        *,
+        gather: bool = False,
     ) -> None:
         self._take = take
         self._commit = commit
         self._queued = queued
+        self._gather = gather
+        """Let the event loop run once between a commit's callbacks and the next batch, so
+        that frames already waiting join it (for a commit that never awaits, as SQLite's
+        inline one)."""
         self.waiters: list[Callable[[], None]] = []
         """Callbacks to run after the commit that holds everything queued before them."""
         self.stopped = False
@@ -113,6 +119,8 @@ class GroupCommit(Generic[_Batch]):
                     fn()
                 except Exception:
                     log.exception("a callback after a commit failed")
+            if self._gather and self.pending:
+                await asyncio.sleep(0)
 
     async def cancel(self) -> None:
         """Stop the commit in progress (a store closing while its commits keep failing)."""

@@ -199,7 +199,9 @@ class SqliteStore(Store):
         """DM marks by (space, participant): the latest value of a batch wins."""
         self._pending_rows: list[tuple[str, tuple[Any, ...]]] = []
         """Single-row saves and deletions (callbacks, bans, capabilities, channels), in order."""
-        self._group = GroupCommit(self._take_batch, self._commit_batch, self._pending_work)
+        self._group = GroupCommit(
+            self._take_batch, self._commit_batch, self._pending_work, gather=True
+        )
         self._kick = self._group.kick
         """Make sure a commit follows what was just queued."""
         self._records_table = False
@@ -444,7 +446,7 @@ class SqliteStore(Store):
             try:
                 if self.durability == "process":
                     self._commit_sync(*batch)
-                    await self._after_inline_commit()
+                    self._after_inline_commit()
                 else:
                     await self._run(self._commit_sync, *batch)
                 self.available, self.problem = True, None
@@ -461,16 +463,14 @@ class SqliteStore(Store):
                 )
                 await asyncio.sleep(pause)
 
-    async def _after_inline_commit(self) -> None:
-        """Checkpoint the WAL on the worker thread every ``_CHECKPOINT_EVERY`` commits, and
-        let the loop read more frames before the next batch (they join it)."""
+    def _after_inline_commit(self) -> None:
+        """Checkpoint the WAL on the worker thread every ``_CHECKPOINT_EVERY`` commits."""
         self._since_checkpoint += 1
         if self._since_checkpoint >= _CHECKPOINT_EVERY and not self._checkpointing:
             self._since_checkpoint = 0
             self._checkpointing = True
             task = asyncio.get_running_loop().create_task(self._run(self._checkpoint_sync))
             task.add_done_callback(self._checkpointed)
-        await asyncio.sleep(0)
 
     def _checkpointed(self, task: asyncio.Task[Any]) -> None:
         self._checkpointing = False
