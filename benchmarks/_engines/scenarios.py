@@ -294,7 +294,9 @@ def engine_bytes_per_callback(cfg: MemoryConfig) -> float:
     try:
         before = tracemalloc.get_traced_memory()[0]
         timers = TimerQueue()
-        engine = CallbackEngine(timers, max_per_agent=cfg.per_agent, scope="default")
+        engine = CallbackEngine(
+            timers, max_per_agent=cfg.per_agent, max_per_space=n, scope="default"
+        )
         now = time.time() * 1000
         i = 0
         for _ in range(cfg.per_agent):
