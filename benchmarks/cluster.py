@@ -37,6 +37,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import importlib.util
 import json
 import os
 import platform
@@ -275,6 +276,11 @@ async def part_workers(plan: Plan) -> list[CpuRun]:
 
 
 async def part_uvloop(plan: Plan) -> list[CpuRun]:
+    if importlib.util.find_spec("uvloop") is None:
+        raise RuntimeError(
+            "not run: uvloop is not installed (`.venv/bin/pip install uvloop` to compare it "
+            "with asyncio's loop; hubbub itself does not need it)"
+        )
     runs: list[CpuRun] = []
     attempt = 0
     for k in plan.ks:

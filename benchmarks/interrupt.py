@@ -79,7 +79,7 @@ import psutil
 from aiohttp import web
 
 from hubbub.protocol.envelope import Envelope
-from hubbub.protocol.ids import ulid_time_ms
+from hubbub.protocol.ids import iso_to_ms
 from hubbub.sdk import Agent, AgentConfig, Participant
 from hubbub.sdk.runtime import AgentMessage, Delivery
 from pile_on import pct, start_gateway
@@ -496,7 +496,7 @@ async def yield_once(b: Bench, k: int) -> Sample | str:
     claim = Envelope(
         kind="floor/responding-to",
         channel="#general",
-        payload={"msg_id": question.id, "started_at": ulid_time_ms(question.id)},
+        payload={"msg_id": question.id, "started_at": iso_to_ms(question.ts)},
     )
     sent = time.monotonic()
     await b.rival.client.send(claim)
