@@ -135,11 +135,21 @@ def explain(path: Path, exc: Exception) -> Exception:
     return StoreError(why)
 
 
-def _parts(refs: list[MessageRef]) -> list[list[MessageRef]]:
-    """``refs`` in rows of at most ``_REFS_PER_ROW``."""
-    if len(refs) <= _REFS_PER_ROW:
-        return [refs]
-    return [refs[i : i + _REFS_PER_ROW] for i in range(0, len(refs), _REFS_PER_ROW)]
+_INSERT_REFS = "INSERT INTO ref_batches (space, ts, refs) VALUES (?,?,?)"
+
+
+def _ref_rows(by_space: dict[str, list[MessageRef]]) -> list[tuple[str, int, bytes]]:
+    """The ``ref_batches`` rows of id records by space: at most ``_REFS_PER_ROW`` records a
+    row, each row with its newest record's time (pruning goes by it)."""
+    rows: list[tuple[str, int, bytes]] = []
+    for space, refs in by_space.items():
+        parts = (
+            [refs]
+            if len(refs) <= _REFS_PER_ROW
+            else [refs[i : i + _REFS_PER_ROW] for i in range(0, len(refs), _REFS_PER_ROW)]
+        )
+        rows.extend((space, max(r.ts_ms for r in part), _encode_refs(part)) for part in parts)
+    return rows
 
 
 def _adopt_old_refs(db: sqlite3.Connection) -> None:
@@ -155,14 +165,7 @@ def _adopt_old_refs(db: sqlite3.Connection) -> None:
     ):
         by_space.setdefault(str(space), []).append(MessageRef(*ref))
     db.execute("BEGIN")
-    db.executemany(
-        "INSERT INTO ref_batches (space, ts, refs) VALUES (?,?,?)",
-        [
-            (space, part[-1].ts_ms, _encode_refs(part))
-            for space, refs in by_space.items()
-            for part in _parts(refs)
-        ],
-    )
+    db.executemany(_INSERT_REFS, _ref_rows(by_space))
     db.execute(f"DROP TABLE {_REFS_BEFORE_BATCHES}")
     db.execute("COMMIT")
 
@@ -508,14 +511,7 @@ class SqliteStore(Store):
                 "INSERT OR REPLACE INTO messages (space, channel, seq, data) VALUES (?,?,?,?)",
                 msgs,
             )
-            db.executemany(
-                "INSERT INTO ref_batches (space, ts, refs) VALUES (?,?,?)",
-                [
-                    (space, max(r.ts_ms for r in part), _encode_refs(part))
-                    for space, space_refs in refs.items()
-                    for part in _parts(space_refs)
-                ],
-            )
+            db.executemany(_INSERT_REFS, _ref_rows(refs))
             for (space, pid), mark in marks.items():
                 if mark is None:
                     db.execute("DELETE FROM dm_marks WHERE space=? AND id=?", (space, pid))

@@ -173,22 +173,6 @@ class Delivery:
             if other is not None and pid not in ch.members:
                 self.send(other, env)
 
-    def channel_run(self, ch: Channel, envs: Sequence[Envelope], datas: Sequence[bytes]) -> None:
-        """Committed channel messages, in order, for its awake members alone (no sleepers, no
-        recipient outside it): each member gets them in one write, framed once per dialect."""
-        n = 0
-        groups = ch.groups
-        for dname, conns in ch.by_dialect.items():
-            if conns or groups[dname]:
-                dialect = DIALECTS[dname]
-                if dialect.frames_are_envelopes:
-                    frames = [ws_text_frame(d) for d in datas]
-                else:
-                    frames = [f for f in (ws_text_frames(dialect.encode(e)) for e in envs) if f]
-                if frames:
-                    n += _send_to_listeners(ch, dname, b"".join(frames)) * len(frames)
-        self.metrics.messages_out += n
-
     def dm(self, sender: Sender, env: Envelope, data: bytes, extra: Sequence[str]) -> None:
         """A committed direct message: written to its online parties (sleepers buffer it; the
         offline get it from the store when they come back), each party's mark moved."""
@@ -230,19 +214,27 @@ class Delivery:
                     n += _send_to_listeners(ch, dname, buf)
         self.metrics.messages_out += n
 
-    def fanout_all(self, ch: Channel, envs: Sequence[Envelope]) -> None:
-        """Write several envelopes to every awake member, in order, one write per member."""
+    def fanout_all(
+        self, ch: Channel, envs: Sequence[Envelope], datas: Sequence[bytes] | None = None
+    ) -> None:
+        """Write several envelopes to every awake member, in order, one write per member
+        (``datas``: their MEW encodings, when the caller has them: a committed run)."""
         if len(envs) == 1:
-            self.fanout(ch, envs[0])
+            self.fanout(ch, envs[0], datas[0] if datas is not None else None)
             return
         n = 0
         for dname, conns in ch.by_dialect.items():
             if not conns and not ch.groups[dname]:
                 continue
-            buf = b"".join(_frames(DIALECTS[dname], e) for e in envs)
-            if buf:
-                n += _send_to_listeners(ch, dname, buf)
-        self.metrics.messages_out += n * len(envs)
+            dialect = DIALECTS[dname]
+            if datas is None:
+                framed = [_frames(dialect, e) for e in envs]
+            else:
+                framed = [_frames(dialect, e, d) for e, d in zip(envs, datas, strict=True)]
+            frames = [f for f in framed if f]  # those the dialect can express
+            if frames:
+                n += _send_to_listeners(ch, dname, b"".join(frames)) * len(frames)
+        self.metrics.messages_out += n
 
     # ------------------------------------------------------------------ the whole space
 

@@ -169,7 +169,7 @@ class Sequencer:
         for env, data in zip(run.envs, run.datas, strict=True):
             ch.seq = env.seq or ch.seq
             recent.append((ch.seq, data))
-        self.delivery.channel_run(ch, run.envs, run.datas)
+        self.delivery.fanout_all(ch, run.envs, run.datas)
 
     def _channel_committed(
         self,
