@@ -667,7 +667,7 @@ HANDSHAKE_CASES: list[tuple[str, Frame, str]] = [
     ("mew-chat-first", {"kind": "chat", "payload": {"text": "hi"}}, "must be"),
     ("unknown-type-first", {"type": "HELLO", "name": "x"}, "must be"),
     ("invalid-json-first", '{"type": "join", "participantId": ', "not valid JSON"),
-    ("invalid-utf8-first", b'{"type":"join","participantId":"\xff"}', "not valid JSON"),
+    ("invalid-utf8-first", b'{"type":"join","participantId":"\xff"}', "not valid UTF-8"),
     ("array-first", '["join"]', "must be a JSON object"),
     ("deeply-nested-first", "[" * 5000, "nests too deeply"),
     # json.loads accepts a lone surrogate; it used to crash token hashing (close 1006)

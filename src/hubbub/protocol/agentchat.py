@@ -12,7 +12,13 @@ from typing import Any
 import msgspec
 
 from hubbub.protocol.dialect import Reply
-from hubbub.protocol.envelope import Envelope, check_payload_depth, decode_envelope, encode
+from hubbub.protocol.envelope import (
+    Envelope,
+    check_payload_depth,
+    decode_envelope,
+    encode,
+    not_json_error,
+)
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.hello import KEY_PROVEN, Hello
 from hubbub.protocol.ids import SERVER_ID, Clock, iso_to_ms
@@ -345,24 +351,21 @@ class AgentchatDialect:
                 raise ProtocolError(
                     ErrorCode.UNSUPPORTED, f"{kind} is not supported: {UNSUPPORTED[kind]}"
                 )
+            if isinstance(raw, dict) and kind not in CLIENT_TYPES:
+                what = (
+                    "the frame is missing its `type`"
+                    if "type" not in raw
+                    else f"unknown frame type {raw['type']!r} (`$.type`)"
+                )
+                raise ProtocolError(
+                    ErrorCode.UNKNOWN_KIND, f"{what}; expected one of " + ", ".join(CLIENT_TYPES)
+                )
             frame = _read_frame(data)
-        except msgspec.DecodeError as exc:
-            text = str(exc)
-            if text.startswith("JSON is malformed") or "truncated" in text:
-                raise ProtocolError(
-                    ErrorCode.INVALID_JSON, f"frame is not valid JSON: {text}"
-                ) from None
-            if "`$.type`" in text or "Object missing required field `type`" in text:
-                raise ProtocolError(
-                    ErrorCode.UNKNOWN_KIND,
-                    f"unknown or missing frame type ({text}); expected one of "
-                    + ", ".join(CLIENT_TYPES),
-                ) from None
-            raise ProtocolError(ErrorCode.INVALID_ENVELOPE, f"invalid frame: {text}") from None
-        except UnicodeDecodeError as exc:
-            raise ProtocolError(
-                ErrorCode.INVALID_JSON, f"frame is not valid UTF-8: {exc}"
-            ) from None
+        except (msgspec.DecodeError, ValueError) as exc:  # and UnicodeDecodeError before 0.23
+            not_json = not_json_error(data, exc)
+            if not_json is not None:
+                raise not_json from None
+            raise ProtocolError(ErrorCode.INVALID_ENVELOPE, f"invalid frame: {exc}") from None
         except RecursionError:
             raise ProtocolError(
                 ErrorCode.INVALID_ENVELOPE, "frame nests objects/arrays too deeply"

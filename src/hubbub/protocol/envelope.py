@@ -110,22 +110,51 @@ def check_payload_depth(payload: dict[str, Any]) -> None:
         raise _too_deep()
 
 
+def _utf8_error(data: bytes | str) -> str | None:
+    """Where ``data`` is not valid UTF-8 ("byte 31 (0xff)"), or None when it is."""
+    try:
+        if isinstance(data, str):
+            data.encode()  # a lone surrogate: a str that no UTF-8 bytes could have made
+        else:
+            data.decode()
+    except UnicodeError as exc:
+        at = exc.start if isinstance(exc, UnicodeDecodeError | UnicodeEncodeError) else 0
+        bad = data[at] if isinstance(data, bytes) else ord(data[at])
+        return f"byte {at} (0x{bad:02x})" if isinstance(data, bytes) else f"character {at}"
+    return None
+
+
+def not_json_error(data: bytes | str, exc: Exception) -> ProtocolError | None:
+    """The ``invalid_json`` error for a frame that failed to parse, or None for a schema error.
+
+    Decided by what the frame is, not by msgspec's wording or exception class of one version:
+    a ``msgspec.ValidationError`` is JSON of the wrong shape (the caller says which); anything
+    else is bad UTF-8 when the bytes are not UTF-8 (msgspec 0.19-0.22 raised
+    ``UnicodeDecodeError``, 0.23 a ``DecodeError``), otherwise malformed JSON.
+    """
+    if isinstance(exc, msgspec.ValidationError):
+        return None
+    where = _utf8_error(data)
+    if where is not None:
+        return ProtocolError(
+            ErrorCode.INVALID_JSON,
+            f"frame is not valid UTF-8 (at {where}): send JSON text encoded as UTF-8",
+        )
+    return ProtocolError(ErrorCode.INVALID_JSON, f"frame is not valid JSON: {exc}")
+
+
 def decode_envelope(data: bytes | str) -> Envelope:
     """Parse and type-check one envelope, raising ``ProtocolError`` naming what is wrong."""
     try:
         env = _decoder.decode(data)
-    except msgspec.DecodeError as exc:
-        text = str(exc)
-        if text.startswith("JSON is malformed") or "Input data was truncated" in text:
-            raise ProtocolError(
-                ErrorCode.INVALID_JSON, f"frame is not valid JSON: {text}"
-            ) from None
+    except (msgspec.DecodeError, ValueError) as exc:  # and UnicodeDecodeError before 0.23
+        not_json = not_json_error(data, exc)
+        if not_json is not None:
+            raise not_json from None
         raise ProtocolError(
             ErrorCode.INVALID_ENVELOPE,
-            f"invalid envelope: {text} (see the envelope format in docs/protocol.md)",
+            f"invalid envelope: {exc} (see the envelope format in docs/protocol.md)",
         ) from None
-    except UnicodeDecodeError as exc:
-        raise ProtocolError(ErrorCode.INVALID_JSON, f"frame is not valid UTF-8: {exc}") from None
     except RecursionError:
         raise _too_deep() from None
     # Nesting deeper than MAX_NESTING needs more opening brackets than that: a cheap pre-check.

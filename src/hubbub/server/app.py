@@ -16,7 +16,7 @@ from aiohttp import WSMsgType, web
 from hubbub.protocol.agentchat import is_agentchat_frame, is_agentchat_hello
 from hubbub.protocol.dialect import Dialect
 from hubbub.protocol.dialects import AGENTCHAT, MEW, dialect_of_hello
-from hubbub.protocol.envelope import PROTOCOL, Envelope
+from hubbub.protocol.envelope import PROTOCOL, Envelope, not_json_error
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.hello import KEY_PROVEN
 from hubbub.protocol.ids import SERVER_ID, Clock
@@ -85,8 +85,9 @@ def _read_first(data: str | bytes) -> tuple[object, str]:
         return msgspec.json.decode(data), ""
     except RecursionError:
         return None, " (it nests too deeply)"
-    except ValueError as exc:  # msgspec.DecodeError and UnicodeDecodeError are ValueErrors
-        return None, f" (it is not valid JSON: {exc})"
+    except (msgspec.DecodeError, ValueError) as exc:  # and UnicodeDecodeError before 0.23
+        not_json = not_json_error(data, exc)
+        return None, f" ({not_json.message if not_json else exc})"
 
 
 def _before_identify(frame: object) -> str | None:
