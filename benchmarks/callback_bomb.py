@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import os
 import shlex
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,9 @@ from typing import Any
 import aiohttp
 
 SRC = Path(__file__).resolve().parent.parent / "src"
+sys.path.insert(0, str(SRC.parent))  # tests.ports: one place for test servers' ports
+from tests.ports import reserve_port  # noqa: E402
+
 BOMB = "x " + "@@cb:3600s@@p" * 50
 
 
@@ -48,13 +50,6 @@ def rss_mib(pid: int) -> float:
 def disk_mb(folder: Path) -> float:
     """The size of the SQLite files in ``folder`` in MB."""
     return sum(p.stat().st_size for p in folder.glob("hubbub.db*")) / 1e6
-
-
-def free_port() -> int:
-    """A port nothing listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def pending(http: aiohttp.ClientSession, base: str) -> int:
@@ -96,7 +91,7 @@ async def flood(
 async def main(args: argparse.Namespace) -> None:
     """Run the flood against a fresh gateway and print what it left."""
     folder = Path(tempfile.mkdtemp(prefix="cb-bomb-"))
-    port = free_port()
+    port = reserve_port()
     env = {**os.environ, "PYTHONPATH": f"{SRC}:{os.environ.get('PYTHONPATH', '')}"}
     env["AGENTCHAT_CB_GRACE_S"] = str(args.grace_s)
     cmd = [sys.executable, "-m", "hubbub", "serve", "--port", str(port), "--data-dir", str(folder)]

@@ -44,7 +44,6 @@ import contextlib
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -59,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.processes,
 
 import aiohttp
 from tests import processes
+from tests.ports import reserve_port
 
 from hubbub.errors import HubbubError
 from hubbub.sdk import Client
@@ -66,13 +66,6 @@ from hubbub.sdk import Client
 ROOT = Path(__file__).resolve().parents[1]
 ADMIN_TOKEN = "hb_crash_admin_token_0123456789"
 GRANTED = {"kind": "reasoning/*"}
-
-
-def free_port() -> int:
-    """A TCP port free on loopback now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -353,9 +346,9 @@ async def run(
                 (data / f"node{i}").mkdir()
                 args = ["--cluster", redis.url, "--node", f"node{i}", "--lease-ms", "1500"]
                 args += ["--space-config", str(side)] if handoffs else []
-                gws.append(Gateway(data / f"node{i}", free_port(), config, cluster=args))
+                gws.append(Gateway(data / f"node{i}", reserve_port(), config, cluster=args))
         else:
-            gws = [Gateway(data, free_port(), config)]
+            gws = [Gateway(data, reserve_port(), config)]
         for g in gws:
             await g.start()
         gw = gws[0]

@@ -29,7 +29,7 @@ from pathlib import Path
 import aiohttp
 import websockets
 
-from _fanout.servers import free_port, wait_listening  # the script's directory is on sys.path
+from _fanout.servers import reserve_port, wait_listening  # the script's directory is on sys.path
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
@@ -125,7 +125,7 @@ def main() -> None:
     ap.add_argument("--pushes", type=int, default=20)
     ap.add_argument("--src", type=Path, default=SRC)
     args = ap.parse_args()
-    port = free_port()
+    port = reserve_port()
     env = dict(
         os.environ,
         PYTHONPATH=f"{args.src}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",

@@ -32,7 +32,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -47,6 +46,9 @@ import psutil
 import websockets
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.ports
+from tests.ports import reserve_port
 
 HUBBUB = str(Path(sys.executable).with_name("hubbub"))
 ENV = {**os.environ, "HUBBUB_MCP_SETTLE_MS": "0", "HUBBUB_MCP_NUDGE_S": "30",
@@ -91,9 +93,7 @@ async def http_session(base: str, pid: str) -> Any:
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = reserve_port()
     data = tempfile.TemporaryDirectory(prefix="mcp-listen-")
     store = ["--store", "memory"] if args.store == "memory" else ["--data-dir", data.name]
     proc = subprocess.Popen([HUBBUB, "serve", "--port", str(port), *store], env=ENV,

@@ -34,7 +34,7 @@ import psutil
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from _fanout.servers import free_port, hubbub_env, wait_listening
+from _fanout.servers import hubbub_env, reserve_port, wait_listening
 
 HUBBUB = str(Path(sys.executable).with_name("hubbub"))
 
@@ -93,7 +93,7 @@ def serve_aiohttp(port: int) -> None:
 
 
 async def measure(kind: str, sessions: int) -> dict[str, Any]:
-    port = free_port()
+    port = reserve_port()
     env = hubbub_env() | {"HUBBUB_RATE_PER_S": "0"}
     if kind == "hubbub":
         argv = [HUBBUB, "serve", "--port", str(port), "--store", "memory"]

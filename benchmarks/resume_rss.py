@@ -30,7 +30,7 @@ from pathlib import Path
 import psutil
 import websockets
 
-from _fanout.servers import free_port, wait_listening  # the script's directory is on sys.path
+from _fanout.servers import reserve_port, wait_listening  # the script's directory is on sys.path
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
@@ -99,7 +99,7 @@ def main() -> None:
     ap.add_argument("--watch", type=float, default=10.0)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
+        port = reserve_port()
         proc = _serve(port, Path(tmp))
         try:
             asyncio.run(wait_listening(port))

@@ -22,6 +22,9 @@ from typing import Any, ClassVar, Protocol
 import psutil
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))  # tests.ports: one place for test servers' ports
+from tests.ports import reserve_port  # noqa: E402
+
 BARE_SERVER = Path(__file__).resolve().with_name("bare_server.py")
 HOST = "127.0.0.1"
 
@@ -32,13 +35,6 @@ def raise_nofile_limit() -> int:
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 async def wait_listening(port: int) -> None:
@@ -98,7 +94,7 @@ class ServerProc:
 
     @classmethod
     def bare(cls, technique: str, loop: str = "asyncio") -> ServerProc:
-        port = free_port()
+        port = reserve_port()
         argv = [sys.executable, str(BARE_SERVER), "--port", str(port), "--technique", technique]
         return cls(f"bare/{technique}", [*argv, "--loop", loop], port, None)
 
@@ -112,7 +108,7 @@ class ServerProc:
         extra: Sequence[str] = (),
     ) -> ServerProc:
         """``hubbub serve`` on SQLite, or a node of the cluster on Redis ``cluster``."""
-        port = free_port()
+        port = reserve_port()
         env = hubbub_env() | {"HUBBUB_LOOP": loop}
         server = cls(node or "hubbub", [], port, env)
         server.argv = [

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -20,6 +19,7 @@ from hubbub.sdk import Client, Participant
 from hubbub.server.config import Limits, ParticipantConfig, SpaceConfig, hash_token
 from tests.chat.terminal import START_TIMEOUT, TIMEOUT, Terminal
 from tests.conftest import MakeGateway, RunningGateway, start_gateway, stop_gateway
+from tests.ports import reserve_port
 from tests.sdk.conftest import FAST, PROPOSER_CAPS
 
 pytestmark = pytest.mark.slow  # `hubbub chat` in a pseudo-terminal
@@ -438,12 +438,6 @@ async def test_quitting_is_clean(sdk: Any, start_chat: StartChat, how: str) -> N
 # ---------------------------------------------------------------------- errors
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def failure(term: Terminal, code: int = 1) -> str:
     """What the program printed before exiting with ``code`` (one line, no traceback)."""
     assert await term.exit_status() == code, term.output
@@ -454,7 +448,7 @@ async def failure(term: Terminal, code: int = 1) -> str:
 
 
 async def test_an_unreachable_gateway_is_one_clear_line() -> None:
-    term = Terminal(["--url", f"ws://127.0.0.1:{_free_port()}/ws", "--id", "alice"])
+    term = Terminal(["--url", f"ws://127.0.0.1:{reserve_port()}/ws", "--id", "alice"])
     try:
         out = await failure(term)
     finally:

@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import resource
-import socket
 import subprocess
 import sys
 import time
@@ -19,16 +18,10 @@ import aiohttp
 
 from tests import processes
 from tests.conftest import Door, WsClient
+from tests.ports import reserve_port
 from tests.timing import SLOW_WAIT, WAIT
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    """A TCP port free on loopback now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -40,7 +33,7 @@ class ClusterNode(Door):
     name: str
     redis_url: str
     workdir: Path
-    port: int = field(default_factory=free_port)
+    port: int = field(default_factory=reserve_port)
     extra: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     nofile: int | None = None

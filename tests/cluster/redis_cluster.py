@@ -9,7 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.cluster.redis_server import START_TIMEOUT_S, RedisServer, free_port
+from tests.cluster.redis_server import START_TIMEOUT_S, RedisServer
+from tests.ports import reserve_port
 
 NODE_TIMEOUT_MS = 1000
 """``cluster-node-timeout``: a dead master is replaced by its replica a few times this later."""
@@ -20,7 +21,7 @@ def _cluster_args(directory: Path) -> tuple[str, ...]:
         *("--cluster-enabled", "yes"),
         *("--cluster-config-file", str(directory / "nodes.conf")),
         *("--cluster-node-timeout", str(NODE_TIMEOUT_MS)),
-        *("--cluster-port", str(free_port())),  # the bus, not at port + 10000 (may be > 65535)
+        *("--cluster-port", str(reserve_port())),  # the bus, not at port + 10000 (may be > 65535)
         *("--save", "", "--appendonly", "yes", "--appendfsync", "always"),
     )
 

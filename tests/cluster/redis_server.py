@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from tests import processes
+from tests.ports import reserve_port
 from tests.timing import SLOW_WAIT
 
 DEFAULT_ARGS: tuple[str, ...] = (
@@ -24,13 +25,6 @@ DEFAULT_ARGS: tuple[str, ...] = (
 
 START_TIMEOUT_S = SLOW_WAIT
 """How long a start (or the AOF reload of a restart) may take before the test fails."""
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class RedisServer:
@@ -56,7 +50,7 @@ class RedisServer:
         self.directory = directory
         self.args = args + (("--requirepass", password) if password else ())
         self.password = password
-        self.port = free_port()
+        self.port = reserve_port()
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = directory / "redis.log"
 

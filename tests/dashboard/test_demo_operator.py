@@ -6,19 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-import socket
 
 import pytest
 from playwright.async_api import expect
 
 from hubbub.demo.scene import run_demo
 from tests.dashboard.conftest import WAIT_S, WatchedPage
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.ports import reserve_port
 
 
 async def _printed(capsys: pytest.CaptureFixture[str], seen: list[str], text: str) -> str:
@@ -34,7 +28,7 @@ async def _printed(capsys: pytest.CaptureFixture[str], seen: list[str], text: st
 async def test_the_operator_approves_the_demo_proposal(
     watched: WatchedPage, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    demo = asyncio.create_task(run_demo(_free_port(), once=False))
+    demo = asyncio.create_task(run_demo(reserve_port(), once=False))
     seen: list[str] = []
     try:
         out = await _printed(capsys, seen, "still serving: approve coder's proposal at")

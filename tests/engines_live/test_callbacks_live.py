@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -18,6 +17,7 @@ import websockets
 from hubbub.server.config import ParticipantConfig, SpaceConfig, hash_token
 from tests.conftest import WsClient, stop_gateway
 from tests.engines_live.conftest import EngineGateway, ManualClock, start_engine_gateway
+from tests.ports import reserve_port
 
 
 def _chat(text: str, channel: str = "#general") -> dict[str, Any]:
@@ -296,12 +296,6 @@ async def _schedule_before_the_restart(url: str) -> list[WsClient]:
     return [a, bot, b]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def _first_life_stopped(data_dir: Path, clock: ManualClock) -> None:
     """Schedule on an in-process gateway, then shut it down as every restart test does."""
     gw = await start_engine_gateway(data_dir, clock)
@@ -312,7 +306,7 @@ async def _first_life_stopped(data_dir: Path, clock: ManualClock) -> None:
 async def _first_life_killed(data_dir: Path, clock: ManualClock) -> None:
     """Schedule on a ``hubbub serve`` process, then kill it (SIGKILL): nothing is shut down,
     its state is just gone and the next gateway reopens the SQLite file it left."""
-    port = _free_port()
+    port = reserve_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "hubbub", "serve", "--port", str(port), "--data-dir", str(data_dir)],
         stderr=subprocess.DEVNULL,

@@ -19,12 +19,7 @@ from click.testing import CliRunner
 
 from hubbub.cli import main
 from hubbub.server.config import hash_token, load_space
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.ports import reserve_port
 
 
 async def _wait_ready(proc: subprocess.Popen[str], port: int) -> None:
@@ -42,7 +37,7 @@ async def _wait_ready(proc: subprocess.Popen[str], port: int) -> None:
 
 @pytest.mark.slow  # a `hubbub serve` process
 async def test_serve_logs_url_and_closes_clients_with_1001_on_sigterm(tmp_path: Path) -> None:
-    port = _free_port()
+    port = reserve_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "hubbub", "serve", "--port", str(port), "--data-dir", str(tmp_path)],
         stderr=subprocess.PIPE,
@@ -124,7 +119,7 @@ def test_serve_refuses_a_bad_origin_or_connection_limit_with_the_flag_named(
 async def test_serve_accepts_browsers_only_from_its_own_and_the_allowed_origins(
     tmp_path: Path,
 ) -> None:
-    port = _free_port()
+    port = reserve_port()
     app = "http://app.example:3000"
     argv = ["serve", "--port", str(port), "--data-dir", str(tmp_path), "--allow-origin", app]
     proc = subprocess.Popen(
@@ -159,7 +154,7 @@ def test_serve_refuses_a_bad_allowed_host_with_the_flag_named() -> None:
 
 @pytest.mark.slow  # a `hubbub serve` process
 async def test_serve_answers_the_hosts_it_is_told(tmp_path: Path) -> None:
-    port = _free_port()
+    port = reserve_port()
     argv = ["serve", "--port", str(port), "--data-dir", str(tmp_path), "--host", "localhost"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "hubbub", *argv, "--allowed-hosts", "a.test,.b.test"],

@@ -24,6 +24,7 @@ from websockets.exceptions import InvalidStatus
 
 from hubbub.server.config import Limits
 from tests.conftest import RunningGateway, WsClient, start_gateway, stop_gateway
+from tests.ports import reserve_port
 from tests.timing import SLOW_WAIT
 
 PARTIAL = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: slow"
@@ -161,7 +162,7 @@ async def test_connections_that_never_finish_their_request_are_cut_at_the_timeou
 @pytest.mark.slow  # a `hubbub serve` process
 async def test_out_of_file_descriptors_logs_once_a_second_and_recovers(tmp_path: Path) -> None:
     """Caps set above the open-file limit: accept() fails with EMFILE, as on main under flood."""
-    port = _free_port()
+    port = reserve_port()
     log_path = tmp_path / "serve.log"
 
     def low_fd_limit() -> None:
@@ -211,12 +212,6 @@ async def test_out_of_file_descriptors_logs_once_a_second_and_recovers(tmp_path:
     assert "does not fit the open-file limit of 200" in text
     assert "Traceback" not in text, text[-2000:]
     assert len(text) < 20_000
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def _until_up(gw: RunningGateway) -> int:

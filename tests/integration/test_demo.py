@@ -16,6 +16,7 @@ import aiohttp
 import pytest
 
 from hubbub.demo.scene import gateway, run_demo
+from tests.ports import reserve_port
 
 
 @pytest.mark.slow  # the whole scripted scene
@@ -115,9 +116,7 @@ def _stop(proc: subprocess.Popen[str], sig: signal.Signals, out: list[str]) -> N
 def test_ctrl_c_mid_scene_stops_everything_cleanly() -> None:
     """`hubbub demo` interrupted while the agents are busy: exit 0, no traceback, port freed,
     even when started with SIGINT ignored (a background job)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
+    port = reserve_port()
     proc = _start_demo(port)
     out: list[str] = []
     try:
@@ -135,9 +134,7 @@ def test_ctrl_c_mid_scene_stops_everything_cleanly() -> None:
 def test_a_quick_rerun_keeps_the_port() -> None:
     """Stop the demo (SIGTERM) and start it again at once: its connections' TIME_WAIT does
     not push the second run off the port."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
+    port = reserve_port()
     dashboard = f"http://127.0.0.1:{port}/dashboard"
     for _run in range(2):
         proc = _start_demo(port)

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import reserve_port
+
 pytestmark = pytest.mark.slow  # virtual environments and pip in subprocesses
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,9 +77,7 @@ def test_the_runtime_extras_hold_the_model_providers_mcp_and_the_terminal_ui() -
 
 
 def test_the_core_alone_serves_a_gateway_and_the_client_talks_to_it(tmp_path: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
+    port = reserve_port()
     serve = "from hubbub.cli import main\nmain()\n"
     server = subprocess.Popen(
         _python(serve, "serve", "--port", str(port), "--data-dir", str(tmp_path)),
@@ -164,7 +164,13 @@ def test_the_sdk_classes_without_the_extra_say_which_extra_to_install() -> None:
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
     """The Makefile and pyproject.toml in an empty directory, with a venv that exists."""
-    for name in ("Makefile", "pyproject.toml"):
+    (tmp_path / "requirements").mkdir()
+    for name in (
+        "Makefile",
+        "pyproject.toml",
+        "requirements/constraints.txt",
+        "requirements/tools.in",
+    ):
         shutil.copy(ROOT / name, tmp_path / name)
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
     (tmp_path / ".venv" / "bin" / "python").touch()
@@ -187,6 +193,7 @@ def _make(checkout: Path, target: str) -> list[str]:
 def test_make_demo_installs_the_agents_extra_not_the_test_tools(checkout: Path) -> None:
     installs = _make(checkout, "demo")
     assert len(installs) == 1 and "'.[agents]'" in installs[0], installs
+    assert "-c requirements/constraints.txt" in installs[0], installs  # the locked versions
     assert _make(checkout, "demo") == []  # a second run installs nothing
 
 
@@ -194,6 +201,7 @@ def test_make_test_after_make_demo_installs_the_test_extras(checkout: Path) -> N
     _make(checkout, "demo")
     installs = _make(checkout, "test")
     assert len(installs) == 1 and "'.[test]'" in installs[0], installs
+    assert "-c requirements/constraints.txt" in installs[0], installs
     assert _make(checkout, "test") == []
 
 
@@ -208,3 +216,35 @@ def test_a_changed_pyproject_is_installed_again(checkout: Path) -> None:
     os.utime(checkout / "pyproject.toml", (future, future))
     installs = _make(checkout, "demo")
     assert len(installs) == 1, installs
+
+
+def test_a_changed_lock_is_installed_again(checkout: Path) -> None:
+    _make(checkout, "test")
+    future = time.time() + 5
+    os.utime(checkout / "requirements/constraints.txt", (future, future))
+    installs = _make(checkout, "test")
+    assert len(installs) == 1 and "-c requirements/constraints.txt" in installs[0], installs
+
+
+@pytest.mark.skipif(
+    os.environ.get("HUBBUB_UNPINNED") == "1",
+    reason="make test-latest installs the newest versions the ranges allow, on purpose",
+)
+def test_the_venv_holds_exactly_the_locked_versions() -> None:
+    """What `make test` installed is what requirements/constraints.txt pins, package by package."""
+    from importlib import metadata
+
+    from packaging.utils import canonicalize_name
+
+    pins: dict[str, str] = {}
+    for line in (ROOT / "requirements/constraints.txt").read_text().splitlines():
+        requirement = line.split(";")[0].strip()
+        if "==" in requirement and not requirement.startswith("#"):
+            name, version = requirement.split("==")
+            pins[canonicalize_name(name)] = version.strip()
+    installed = {canonicalize_name(d.metadata["Name"]): d.version for d in metadata.distributions()}
+    installed.pop("hubbub", None)
+    # pip's own build tools of an older venv, never imported by hubbub
+    for tool in ("setuptools", "wheel"):
+        installed.pop(tool, None)
+    assert {n: v for n, v in installed.items() if pins.get(n) != v} == {}

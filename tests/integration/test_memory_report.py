@@ -6,7 +6,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,15 +14,11 @@ from pathlib import Path
 import pytest
 import websockets.sync.client
 
+from tests.ports import reserve_port
+
 pytestmark = pytest.mark.slow  # `hubbub serve` processes
 
 SERVE = [sys.executable, "-m", "hubbub", "serve", "--rate-limit", "0"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _serve(tmp_path: Path, port: int, tracemalloc: str) -> subprocess.Popen[str]:
@@ -60,7 +55,7 @@ def _connect(port: int) -> websockets.sync.client.ClientConnection:
 
 
 def test_sigusr1_logs_what_grew_since_the_previous_report(tmp_path: Path) -> None:
-    port = _free_port()
+    port = reserve_port()
     proc = _serve(tmp_path, port, "1")
     seen: list[str] = []
     try:
@@ -91,7 +86,7 @@ def test_sigusr1_logs_what_grew_since_the_previous_report(tmp_path: Path) -> Non
 
 
 def test_a_bad_value_is_refused_with_the_fix(tmp_path: Path) -> None:
-    proc = _serve(tmp_path, _free_port(), "lots")
+    proc = _serve(tmp_path, reserve_port(), "lots")
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode != 0
     assert "HUBBUB_TRACEMALLOC='lots' is not a number of stack frames" in err

@@ -16,11 +16,12 @@ from typing import Any
 import aiohttp
 import pytest
 import websockets
-from benchmarks.crash import Gateway, free_port
+from benchmarks.crash import Gateway
 
 from hubbub.sdk import Client
 from hubbub.server.config import Limits
 from tests.conftest import RunningGateway, WsClient, start_gateway, stop_gateway
+from tests.ports import reserve_port
 from tests.timing import until
 
 
@@ -31,7 +32,7 @@ def _chat(text: str, **extra: Any) -> dict[str, Any]:
 async def _serve(tmp_path: Path) -> Gateway:
     config = tmp_path / "space.yaml"
     config.write_text("space: default\nopen: true\n")
-    gw = Gateway(tmp_path, free_port(), config)
+    gw = Gateway(tmp_path, reserve_port(), config)
     await gw.start()
     return gw
 

@@ -7,7 +7,6 @@ import contextlib
 import os
 import resource
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -20,6 +19,7 @@ import pytest
 from hubbub.store.base import MessageRef
 from hubbub.store.sqlite import SqliteStore
 from tests import processes
+from tests.ports import reserve_port
 
 pytestmark = pytest.mark.slow  # every test starts a gateway process
 
@@ -29,15 +29,9 @@ FILE_LIMIT = 2 * 1024 * 1024
 """The largest file the gateway may write in the disk-full test (RLIMIT_FSIZE)."""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _serve(data_dir: Path) -> subprocess.CompletedProcess[str]:
     """``hubbub serve`` on ``data_dir`` until it exits by itself (it must, the file is bad)."""
-    cmd = [sys.executable, "-m", "hubbub", "serve", "--port", str(_free_port())]
+    cmd = [sys.executable, "-m", "hubbub", "serve", "--port", str(reserve_port())]
     return subprocess.run(
         [*cmd, "--data-dir", str(data_dir)],
         capture_output=True,
@@ -127,7 +121,7 @@ class FullDisk(NamedTuple):
 async def _full_disk(tmp_path: Path) -> AsyncIterator[FullDisk]:
     """``hubbub serve`` that may write files of at most 2 MiB (RLIMIT_FSIZE: a write past it
     fails as on a full disk), posted to until a message is not acknowledged."""
-    port = _free_port()
+    port = reserve_port()
     log_path = tmp_path / "serve.log"
 
     def small_files() -> None:

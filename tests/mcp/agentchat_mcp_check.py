@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,9 @@ from typing import Any
 
 import websockets
 from mcp import ClientSession, StdioServerParameters, stdio_client
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests.ports
+from tests.ports import reserve_port
 
 HUBBUB = str(Path(sys.executable).with_name("hubbub"))
 
@@ -57,9 +59,7 @@ def text_of(result: Any) -> str:
 
 
 async def main(agentchat: Path) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = reserve_port()
     gateway = subprocess.Popen(
         [HUBBUB, "serve", "--port", str(port), "--store", "memory"], stderr=subprocess.DEVNULL
     )

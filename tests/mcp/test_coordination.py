@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from datetime import datetime
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from tests.mcp.conftest import (
     opener,
     stdio_session,
 )
+from tests.ports import reserve_port
 from tests.timing import until
 
 pytestmark = pytest.mark.timeout(90)
@@ -150,9 +150,7 @@ async def test_listen_across_a_gateway_restart(tmp_path: Path) -> None:
 @pytest.mark.slow  # starts `hubbub mcp` (stdio)
 async def test_hubbub_mcp_fails_over_to_the_next_gateway(gateway: RunningGateway) -> None:
     """Several --gateway URLs (the nodes of a cluster): a dead one is skipped."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        dead = f"ws://127.0.0.1:{sock.getsockname()[1]}/ws"
+    dead = f"ws://127.0.0.1:{reserve_port()}/ws"  # held, never listened on
     async with stdio_session(dead, "claude", "--gateway", gateway.url) as s:
         assert (await call(s, "channels"))["channels"][0]["joined"] is True
         assert "claude" in gateway.router.spaces["default"].online

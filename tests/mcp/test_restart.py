@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -21,6 +20,7 @@ from mcp import ClientSession
 
 from tests.conftest import Door, WsClient
 from tests.mcp.conftest import SHORT, call, opener
+from tests.ports import reserve_port
 from tests.processes import kill9, stop
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]  # `hubbub serve` processes
@@ -37,9 +37,7 @@ class GatewayProcess(Door):
 
     async def start(self) -> None:
         if not self.port:
-            with socket.socket() as sock:
-                sock.bind(("127.0.0.1", 0))
-                self.port = sock.getsockname()[1]
+            self.port = reserve_port()
         argv = ["serve", "--port", str(self.port), "--data-dir", str(self.data_dir)]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "hubbub", *argv],

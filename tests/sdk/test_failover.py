@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks.crash import free_port
 
 from hubbub.errors import AuthRefused, ConnectionFailed
 from hubbub.protocol.envelope import Envelope
 from hubbub.sdk import Client, Failover, Reconnecting
 from hubbub.server.config import Limits, ParticipantConfig, SpaceConfig, hash_token
 from tests.conftest import RunningGateway, start_gateway, stop_gateway
+from tests.ports import reserve_port
 from tests.sdk.conftest import FAST
 from tests.timing import until
 
@@ -25,7 +25,7 @@ OPEN = Limits(rate_per_s=0)
 
 def dead_url() -> str:
     """A URL where nothing listens."""
-    return f"ws://127.0.0.1:{free_port()}/ws"
+    return f"ws://127.0.0.1:{reserve_port()}/ws"
 
 
 def team(token: str) -> list[SpaceConfig]:
@@ -95,7 +95,7 @@ async def test_switching_gateways_loses_and_repeats_nothing(tmp_path: Path) -> N
     across the switch and on B reach the receiver once each, in order; a message A stored
     but never acknowledged to its sender is resent to B and delivered once."""
     a = await start_gateway(tmp_path, limits=OPEN)
-    b_port = free_port()
+    b_port = reserve_port()
     b_url = f"ws://127.0.0.1:{b_port}/ws"
     urls = [a.url, b_url]
     receiver = Client(gateway=urls, participant_id="receiver", **FAST)
