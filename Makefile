@@ -93,7 +93,7 @@ test-fast: $(STAMP)
 test-latest:
 	@# the newest versions pyproject.toml's ranges allow, in a venv of their own (.venv-latest),
 	@# then all of `make test` on it: a release that breaks hubbub shows here before a user
-	@# installs it. Not in CI (docs/development.md: what it found)
+	@# installs it. Not in CI (what it found: docs/dependencies.md)
 	@test -x .venv-latest/bin/python || $(PYTHON) -m venv .venv-latest
 	.venv-latest/bin/pip install --quiet --upgrade pip
 	.venv-latest/bin/pip install --quiet --upgrade --upgrade-strategy eager -e '.[test]'
