@@ -168,13 +168,9 @@ class KeyBindings:
             ident = Identity(
                 ident.space, ident.id, ident.kind, ident.role, ident.capabilities, name=hello.name
             )
-        if self.owned(cfg.space, ident.id):
-            if not hello.unique_name:
-                raise ProtocolError(
-                    ErrorCode.AUTH_FAILED,
-                    f"id {ident.id!r} belongs to a public key in space {cfg.space!r}; "
-                    "choose another id",
-                )
+        if not hello.unique_name:
+            self.check_unowned(cfg.space, ident.id)
+        elif self.owned(cfg.space, ident.id):  # agentchat: a free id derived from the name
             ident = Identity(
                 ident.space,
                 self.free_id(cfg.space, ident.id, set()),
@@ -184,6 +180,18 @@ class KeyBindings:
                 name=ident.name,
             )
         return ident
+
+    def check_unowned(self, space: str, pid: str) -> None:
+        """Refuse acting as ``pid`` without its key when a key owns it (a key's id, a name
+        bound on first use, a participant with ``pubkeys``): every door asks this of a
+        keyless identity — a join on either dialect, ``/mcp``, an HTTP post."""
+        if self.owned(space, pid):
+            raise ProtocolError(
+                ErrorCode.AUTH_FAILED,
+                f"id {pid!r} belongs to a public key in space {space!r}: only a client that "
+                "proves that key (agentchat IDENTIFY with its pubkey, then VERIFY_IDENTITY) "
+                "may act as it; choose another id",
+            )
 
     def owned(self, space: str, pid: str) -> bool:
         """Whether ``pid`` is an id that only a key may have."""

@@ -101,6 +101,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
                     "participant",
                     tuple(space.config.open_capabilities()),
                 )
+                router.keys.check_unowned(space.id, ident.id)  # the WebSocket's rule too
             elif ident.id != pid:
                 raise ProtocolError(
                     ErrorCode.AUTH_FAILED,

@@ -1,0 +1,112 @@
+"""Hostile input against agentchat public keys, round three: nobody acts as a key's id without
+the key (HTTP, MEW join, /mcp, agentchat IDENTIFY), a key takes no name that reads as the
+gateway's or looks like another's, and names bound on first use are bounded per address and
+per space (``GET /admin/keys`` in pages). Real gateways on real sockets, real Ed25519 keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from tests.conftest import RunningGateway, start_gateway, stop_gateway
+from tests.interop.test_agentchat_client import of_type
+from tests.interop.test_agentchat_identity import Keypair, keyed, keyed_space
+
+ADMIN = {"X-Hubbub-Request": "1"}  # open mode: loopback is admin
+CHAT = {"kind": "chat", "channel": "#general", "payload": {"text": "I am the key holder"}}
+
+
+async def post_as(gw: RunningGateway, pid: str) -> tuple[int, dict[str, Any]]:
+    """POST a chat message as ``pid`` without a token; the status and the answer."""
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{gw.http}/participants/{pid}/messages", json=CHAT) as resp,
+    ):
+        return resp.status, await resp.json()
+
+
+async def identify_keyed(gw: RunningGateway, name: str, key: Keypair) -> dict[str, Any]:
+    """IDENTIFY {name, pubkey}, answer the CHALLENGE; the WELCOME or the ERROR that came."""
+    c = await gw.connect()
+    await c.send({"type": "IDENTIFY", "name": name, "pubkey": key.pem})
+    challenge = await c.expect_type("CHALLENGE")
+    await c.send(key.answer(challenge))
+    return await c.next_where(lambda f: f.get("type") in ("WELCOME", "ERROR"))
+
+
+async def admin_keys(gw: RunningGateway, query: str = "") -> tuple[int, dict[str, Any]]:
+    """``GET /admin/keys?query`` from the gateway's machine (open mode: admin)."""
+    async with (
+        aiohttp.ClientSession(headers=ADMIN) as http,
+        http.get(f"{gw.http}/admin/keys{query}") as resp,
+    ):
+        return resp.status, await resp.json()
+
+
+# ---------------------------------------------------------------------------------------------
+# item 1: a key's id, or a name a key owns, is acted as only with the key — at every door
+# ---------------------------------------------------------------------------------------------
+
+
+async def test_http_cannot_post_as_a_key_id_or_a_name_bound_to_a_key(
+    gateway: RunningGateway,
+) -> None:
+    key = Keypair()
+    await keyed(gateway, "alice", key)
+    reader = await gateway.agentchat("reader")
+    for pid in (key.agent_id[1:], "alice"):  # its id, the name it took on first use
+        status, answer = await post_as(gateway, pid)
+        assert status == 401, answer
+        assert answer["error"] == "auth_failed"
+        assert f"id {pid!r} belongs to a public key" in answer["message"]
+        assert "VERIFY_IDENTITY" in answer["message"]  # how to prove it
+    await reader.silent(of_type("MSG", content="I am the key holder"))
+
+
+async def test_http_cannot_post_as_a_participant_with_configured_keys(tmp_path: Path) -> None:
+    gw = await start_gateway(tmp_path, spaces=[keyed_space(Keypair())])
+    try:
+        status, answer = await post_as(gw, "owner")
+        assert status == 401 and answer["error"] == "auth_failed"
+        assert "belongs to a public key" in answer["message"]
+        assert (await post_as(gw, "someone-else"))[0] == 202  # other open ids still post
+    finally:
+        await stop_gateway(gw)
+
+
+async def test_mew_join_and_mcp_initialize_as_a_key_id_are_refused(
+    gateway: RunningGateway,
+) -> None:
+    key = Keypair()
+    await keyed(gateway, "bob", key)
+    for pid in (key.agent_id[1:], "bob"):
+        mew = await gateway.connect()
+        await mew.send({"type": "join", "participantId": pid, "space": "default"})
+        err = (await mew.expect("system/error"))["payload"]
+        assert err["error"] == "auth_failed" and "belongs to a public key" in err["message"]
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "impostor", "version": "0"},
+            },
+        }
+        headers = {
+            "X-Hubbub-Participant": pid,
+            "Accept": "application/json, text/event-stream",
+        }
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(f"{gateway.http}/mcp", json=initialize, headers=headers) as resp,
+        ):
+            assert resp.status == 401
+            body = await resp.json()
+        assert body["error"] == "auth_failed" and "belongs to a public key" in body["message"]
+    # a keyless agentchat client asking for the id gets another one (agentchat's free name)
+    other = await gateway.agentchat(key.agent_id[1:])
+    assert other.welcome["agent_id"] != key.agent_id
