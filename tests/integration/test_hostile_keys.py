@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 
 from tests.conftest import RunningGateway, start_gateway, stop_gateway
 from tests.interop.test_agentchat_client import of_type
@@ -110,3 +111,64 @@ async def test_mew_join_and_mcp_initialize_as_a_key_id_are_refused(
     # a keyless agentchat client asking for the id gets another one (agentchat's free name)
     other = await gateway.agentchat(key.agent_id[1:])
     assert other.welcome["agent_id"] != key.agent_id
+
+
+# ---------------------------------------------------------------------------------------------
+# item 5: a key takes no name that reads as the gateway's, or looks like another's
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["server", "system", "Serv3r", "gate_way"])
+async def test_a_keyed_identify_named_like_the_gateway_is_refused_and_binds_nothing(
+    gateway: RunningGateway, name: str
+) -> None:
+    answer = await identify_keyed(gateway, name, Keypair())
+    assert answer["type"] == "ERROR", answer
+    assert answer["code"] == "INVALID_ID"
+    assert "reserved" in answer["message"] and "gateway's own name" in answer["message"]
+    assert (await admin_keys(gateway))[1]["bound"] == []
+
+
+async def test_a_configured_key_may_not_call_itself_server(tmp_path: Path) -> None:
+    owner = Keypair()
+    gw = await start_gateway(tmp_path, spaces=[keyed_space(owner)])
+    try:
+        answer = await identify_keyed(gw, "server", owner)
+        assert answer["type"] == "ERROR" and "reserved" in answer["message"]
+        assert (await keyed(gw, "the-owner", owner)).welcome["agent_id"] == "@owner"
+    finally:
+        await stop_gateway(gw)
+
+
+async def test_look_alike_names_are_refused_between_keys_and_plain_joins(
+    gateway: RunningGateway,
+) -> None:
+    await gateway.mew("alice")
+    answer = await identify_keyed(gateway, "aIice", Keypair())  # capital i for ell
+    assert answer["type"] == "ERROR" and answer["code"] == "INVALID_ID"
+    assert "looks like 'alice'" in answer["message"]
+    await keyed(gateway, "carol", Keypair())  # a key binds carol ...
+    mew = await gateway.connect()
+    await mew.send({"type": "join", "participantId": "Caro1", "space": "default"})
+    err = (await mew.expect("system/error"))["payload"]  # ... so no one joins as Caro1
+    assert err["error"] == "invalid_id" and "looks like 'carol'" in err["message"]
+    assert [b["name"] for b in (await admin_keys(gateway))[1]["bound"]] == ["carol"]
+
+
+async def test_a_name_bound_before_a_restart_still_keeps_look_alikes_out(tmp_path: Path) -> None:
+    key = Keypair()
+    gw = await start_gateway(tmp_path)
+    try:
+        await keyed(gw, "dora", key)
+        await gw.router.durable()
+    finally:
+        await stop_gateway(gw)
+    gw = await start_gateway(tmp_path)
+    try:
+        mew = await gw.connect()
+        await mew.send({"type": "join", "participantId": "D0ra", "space": "default"})
+        err = (await mew.expect("system/error"))["payload"]
+        assert err["error"] == "invalid_id" and "looks like 'dora'" in err["message"]
+        assert (await keyed(gw, "dora", key)).welcome["name"] == "dora"  # its owner is back
+    finally:
+        await stop_gateway(gw)

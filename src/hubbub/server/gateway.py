@@ -177,6 +177,7 @@ class Gateway:
         for space in self.spaces.values():
             await self.bans.load(space.id)
             await self.keys.load(space.id)
+            self.admission.names.add_key_names(space.id, self.keys.bound(space.id))
             await self.grants.load(space)
             await self.sequencer.load(space)
             await self.invitations.load(space)

@@ -15,6 +15,7 @@ The space's ``agentchat_keys`` policy (docs/configuration.md#agentchat-keys) dec
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 from hubbub.protocol.errors import ErrorCode, ProtocolError
@@ -73,8 +74,9 @@ class KeyBindings:
             self.store.put_record(space, TABLE, name, None)
         return pem
 
-    def keyed(self, cfg: SpaceConfig, hello: Hello) -> Identity:
-        """The identity of a client whose ``hello`` carries a proven public key."""
+    def keyed(self, cfg: SpaceConfig, hello: Hello, check_name: Callable[[str], None]) -> Identity:
+        """The identity of a client whose ``hello`` carries a proven public key;
+        ``check_name`` refuses the name it takes, as every name taken (before it is bound)."""
         if not hello.key_proven or hello.pubkey is None:
             raise ProtocolError(
                 ErrorCode.VERIFICATION_FAILED,
@@ -85,6 +87,7 @@ class KeyBindings:
         name = hello.name or hello.participant_id
         pid = self._configured_for(cfg, pem)
         if pid is not None:
+            check_name(name)
             p = cfg.participants[pid]
             caps = tuple(p.effective_capabilities())
             return Identity(
@@ -108,15 +111,20 @@ class KeyBindings:
                 "key to participants.<id>.pubkeys in space.yaml, or IDENTIFY with a 'token'",
             )
         kid = key_id(hello.pubkey)  # of the text as sent, as agentchat derives it
+        bind = False
         if policy.bind == "tofu" and is_participant_id(name) and not self._configured_id(cfg, name):
             owner = self._tofu[cfg.space].get(name)
             if owner is None:
-                self._tofu[cfg.space][name] = pem
-                self.store.put_record(cfg.space, TABLE, name, pem)
+                bind = True
             elif owner != pem:
                 name = kid  # the name belongs to another key
         elif self._configured_id(cfg, name):
             name = kid
+        if name != kid:
+            check_name(name)
+        if bind:
+            self._tofu[cfg.space][name] = pem
+            self.store.put_record(cfg.space, TABLE, name, pem)
         kind = hello.kind or cfg.defaults.kind
         caps = tuple(cfg.open_capabilities())
         return Identity(

@@ -130,7 +130,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
                 env.id = idem
             caps = router.capabilities_for(ident)
             router.check_rate(space, ident.id, *_source(request))
-            router.admission.names.check_id(space.id, space.known, ident.id)
+            router.admission.check_name(space, ident.id)  # the WebSocket's rule too
             space.met(ident.id, ident.kind)
             sender = HttpSender(space, ident, caps, resends=idem is not None)
             sent = router.route(sender, env, frame_len=len(body))
