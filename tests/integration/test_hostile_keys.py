@@ -10,8 +10,16 @@ from typing import Any
 
 import aiohttp
 import pytest
+import websockets
 
-from tests.conftest import RunningGateway, start_gateway, stop_gateway
+from hubbub.server.config import (
+    AgentchatKeys,
+    ConfigError,
+    Limits,
+    SpaceConfig,
+    limits_from_env,
+)
+from tests.conftest import MakeGateway, RunningGateway, WsClient, start_gateway, stop_gateway
 from tests.interop.test_agentchat_client import of_type
 from tests.interop.test_agentchat_identity import Keypair, keyed, keyed_space
 
@@ -172,3 +180,96 @@ async def test_a_name_bound_before_a_restart_still_keeps_look_alikes_out(tmp_pat
         assert (await keyed(gw, "dora", key)).welcome["name"] == "dora"  # its owner is back
     finally:
         await stop_gateway(gw)
+
+
+# ---------------------------------------------------------------------------------------------
+# item 6: names bound on first use are bounded per address and per space; /admin/keys pages
+# ---------------------------------------------------------------------------------------------
+
+
+async def test_new_bindings_per_address_are_bounded(gateways: MakeGateway) -> None:
+    gw = await gateways(limits=Limits(key_bindings_per_address_per_hour=3))
+    keys = [Keypair() for _ in range(4)]
+    for i, key in enumerate(keys[:3]):
+        assert (await identify_keyed(gw, f"agent-{i}", key))["type"] == "WELCOME"
+    refused = await identify_keyed(gw, "agent-3", keys[3])
+    assert refused["type"] == "ERROR" and refused["code"] == "RATE_LIMITED"
+    assert "key_bindings_per_address_per_hour" in refused["message"]
+    assert "127.0.0.1" in refused["message"]
+    # a key coming back to its own name binds nothing new: still welcome
+    again = await identify_keyed(gw, "agent-0", keys[0])
+    assert again["type"] == "WELCOME" and again["name"] == "agent-0"
+    assert len((await admin_keys(gw))[1]["bound"]) == 3
+    # another address has a budget of its own
+    ws = await websockets.connect(gw.url, local_addr=("127.0.0.2", 0))
+    other = WsClient(ws, gw)
+    gw.clients.append(other)
+    await other.send({"type": "IDENTIFY", "name": "agent-3", "pubkey": keys[3].pem})
+    await other.send(keys[3].answer(await other.expect_type("CHALLENGE")))
+    assert (await other.expect_type("WELCOME"))["name"] == "agent-3"
+
+
+async def test_bindings_per_space_are_bounded_and_forgetting_makes_room(
+    gateways: MakeGateway,
+) -> None:
+    cfg = SpaceConfig(space="default", open=True, agentchat_keys=AgentchatKeys(max_bindings=2))
+    cfg.validate()
+    gw = await gateways(spaces=[cfg])
+    assert (await identify_keyed(gw, "one", Keypair()))["type"] == "WELCOME"
+    assert (await identify_keyed(gw, "two", Keypair()))["type"] == "WELCOME"
+    third = Keypair()
+    refused = await identify_keyed(gw, "three", third)
+    assert refused["type"] == "ERROR" and refused["code"] == "NOT_ALLOWED"
+    assert "agentchat_keys.max_bindings" in refused["message"] and "2" in refused["message"]
+    assert "/admin/keys" in refused["message"]  # the cure: forget unused ones
+    async with (
+        aiohttp.ClientSession(headers=ADMIN) as http,
+        http.post(f"{gw.http}/admin/keys/one/forget") as resp,
+    ):
+        assert resp.status == 200
+    assert (await identify_keyed(gw, "three", third))["type"] == "WELCOME"
+
+
+async def test_the_server_wide_bound_applies_to_a_space_without_its_own(
+    gateways: MakeGateway,
+) -> None:
+    gw = await gateways(limits=Limits(key_bindings_max=1))
+    assert (await identify_keyed(gw, "one", Keypair()))["type"] == "WELCOME"
+    refused = await identify_keyed(gw, "two", Keypair())
+    assert refused["type"] == "ERROR" and "key_bindings_max" in refused["message"]
+
+
+async def test_admin_keys_come_in_pages(gateways: MakeGateway) -> None:
+    gw = await gateways()
+    names = ["ann", "ben", "cat", "dan", "eve"]
+    pems = {}
+    for name in names:
+        key = Keypair()
+        pems[name] = key.pem.strip()
+        assert (await identify_keyed(gw, name, key))["type"] == "WELCOME"
+    status, first = await admin_keys(gw, "?limit=2")
+    assert status == 200
+    assert first["bound"] == [{"name": n, "pubkey": pems[n]} for n in ("ann", "ben")]
+    assert (first["has_more"], first["next_after"], first["total"]) == (True, "ben", 5)
+    _, second = await admin_keys(gw, f"?limit=2&after={first['next_after']}")
+    assert [b["name"] for b in second["bound"]] == ["cat", "dan"] and second["has_more"]
+    _, last = await admin_keys(gw, f"?limit=2&after={second['next_after']}")
+    assert [b["name"] for b in last["bound"]] == ["eve"] and last["has_more"] is False
+    _, everything = await admin_keys(gw)  # the default page holds them all
+    assert [b["name"] for b in everything["bound"]] == names
+    status, bad = await admin_keys(gw, "?limit=many")
+    assert status == 400 and "limit" in bad["message"]
+
+
+def test_binding_bounds_are_checked_and_read_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HUBBUB_KEY_BINDINGS_MAX", "7")
+    monkeypatch.setenv("HUBBUB_KEY_BINDINGS_PER_ADDRESS_PER_HOUR", "2")
+    lim = limits_from_env()
+    assert (lim.key_bindings_max, lim.key_bindings_per_address_per_hour) == (7, 2)
+    with pytest.raises(ConfigError, match="key_bindings_max"):
+        Limits(key_bindings_max=-1).validate()
+    cfg = SpaceConfig(agentchat_keys=AgentchatKeys(max_bindings=-1))
+    with pytest.raises(ConfigError, match=r"agentchat_keys\.max_bindings"):
+        cfg.validate()

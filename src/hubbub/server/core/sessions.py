@@ -74,8 +74,9 @@ class Sessions:
 
     # ------------------------------------------------------------------ connect
 
-    def authenticate(self, hello: Hello) -> Identity:
-        """Check the hello's token and id; raises ProtocolError on refusal."""
+    def authenticate(self, hello: Hello, address: str = "") -> Identity:
+        """Check the hello (from client ``address``): its token, key and id; raises
+        ProtocolError on refusal."""
         cfg = self.auth.spaces.get(hello.space)
         if cfg is not None and hello.pubkey is not None and not hello.token:
             keyed_space = self.spaces[cfg.space]
@@ -83,6 +84,7 @@ class Sessions:
                 cfg,
                 hello,
                 lambda name: self.admission.check_name(keyed_space, name, key_name=True),
+                address,
             )
         else:
             ident = self.auth.authenticate(hello)
