@@ -197,7 +197,7 @@ async def open_session(
     """Authenticate a hello and attach its connection: the session, or why it is refused."""
     try:
         hello = dialect.parse_hello(frame)
-        ident = router.authenticate(hello)
+        ident = router.authenticate(hello, conn.peer)
     except ProtocolError as exc:
         router.metrics.errors[exc.code.value] += 1
         return None, exc

@@ -141,6 +141,13 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Connections served at once; more are answered 503 (0: derived from the open-file limit)."""
     max_connections_per_ip: int = 0
     """Connections one address may hold at once (0: half of max_connections)."""
+    key_bindings_max: int = 10_000
+    """Most names agentchat keys may bind on first use per space (``bind: tofu``; a space's
+    ``agentchat_keys.max_bindings`` overrides it; 0: no bound)."""
+    key_bindings_per_address_per_hour: int = 60
+    """New names one client address may bind per space and hour (a bucket of this many that
+    refills over an hour; ``agentchat_keys.bindings_per_address_per_hour`` overrides it; 0,
+    or ``rate_per_s`` 0: no bound)."""
     allowed_origins: list[str] = msgspec.field(default_factory=list)
     """Browser origins besides the gateway's own that may open /ws and send state-changing
     requests (``scheme://host[:port]``)."""
@@ -200,6 +207,11 @@ class Limits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             raise ConfigError(
                 "limits.max_connections and limits.max_connections_per_ip must be >= 0 "
                 "(0: derived from the open-file limit)"
+            )
+        if self.key_bindings_max < 0 or self.key_bindings_per_address_per_hour < 0:
+            raise ConfigError(
+                "limits.key_bindings_max and limits.key_bindings_per_address_per_hour must be "
+                ">= 0 (0: no bound)"
             )
         if self.max_connections and self.max_connections_per_ip > self.max_connections:
             raise ConfigError(
@@ -270,6 +282,12 @@ class AgentchatKeys(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """What an open space lets a keyless agentchat client do."""
     allowlist: Literal["off", "strict"] = "off"
     """strict: only configured keys (and tokens) may connect; others get NOT_ALLOWED."""
+    max_bindings: int | None = None
+    """Most names bound on first use in the space (None: ``limits.key_bindings_max``;
+    0: no bound); a new binding past it is refused with NOT_ALLOWED."""
+    bindings_per_address_per_hour: int | None = None
+    """New names one client address may bind in the space per hour (None:
+    ``limits.key_bindings_per_address_per_hour``; 0: no bound); past it RATE_LIMITED."""
 
 
 class SpaceDefaults(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -361,6 +379,13 @@ class SpaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                     p.capabilities = validate_capabilities(p.capabilities)
                 except CapabilityError as exc:
                     raise ConfigError(f"{source}: participants.{pid}.capabilities: {exc}") from None
+        for name in ("max_bindings", "bindings_per_address_per_hour"):
+            value = getattr(self.agentchat_keys, name)
+            if value is not None and value < 0:
+                raise ConfigError(
+                    f"{source}: agentchat_keys.{name} must be >= 0 (0: no bound; leave it out "
+                    "for the server's limit)"
+                )
         if self.defaults.capabilities is not None:
             try:
                 self.defaults.capabilities = validate_capabilities(self.defaults.capabilities)

@@ -84,7 +84,7 @@ class Gateway:
         self.bans = BanList(self.store)  # admin kill switch (hubbub.server.admission.bans, admin)
         self.grants = Grants(self.store)
         self.invitations = Invitations(self.store)
-        self.keys = KeyBindings(self.store, configs)
+        self.keys = KeyBindings(self.store, configs, limits)
         self.rates = RateBuckets(limits.rate_per_s, limits.rate_burst)
         marks = DmMarks(self.store)
         self.delivery = Delivery(
@@ -177,6 +177,7 @@ class Gateway:
         for space in self.spaces.values():
             await self.bans.load(space.id)
             await self.keys.load(space.id)
+            self.admission.names.add_key_names(space.id, self.keys.bound(space.id))
             await self.grants.load(space)
             await self.sequencer.load(space)
             await self.invitations.load(space)
@@ -229,9 +230,10 @@ class Gateway:
             self.auth.addressed_space(space if isinstance(space, str) else None), pubkey
         )
 
-    def authenticate(self, hello: Hello) -> Identity:
-        """Check the hello's token and id; raises ProtocolError on refusal."""
-        return self.sessions.authenticate(hello)
+    def authenticate(self, hello: Hello, address: str = "") -> Identity:
+        """Check the hello (from client ``address``): its token, key and id; raises
+        ProtocolError on refusal."""
+        return self.sessions.authenticate(hello, address)
 
     async def attach(self, ident: Identity, conn: Connection, hello: Hello) -> Session:
         """Register a connection, welcome it, join its channels, replay its missed DMs."""

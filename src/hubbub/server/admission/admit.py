@@ -18,7 +18,13 @@ from typing import Any, Final, NamedTuple
 
 from hubbub.protocol.envelope import Envelope, content_digest, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.protocol.ids import DEFAULT_CHANNEL, DM_STREAM, GATEWAY_ADDRESSES, is_participant_id
+from hubbub.protocol.ids import (
+    DEFAULT_CHANNEL,
+    DM_STREAM,
+    GATEWAY_ADDRESSES,
+    is_participant_id,
+    reserved_id_error,
+)
 from hubbub.protocol.kinds import HANDSHAKE_KINDS, MAX_KIND_LEN, kind_spec
 from hubbub.protocol.streams import is_stream_frame
 from hubbub.server.admission.authorization import channel_access, check_send
@@ -88,6 +94,18 @@ class Admission:
         """Each participant's stream data bytes/s."""
         self.names = NameGuard(limits.allow_lookalike_names)
         """New ids and channel names that look like existing ones (admission/names.py)."""
+
+    # ------------------------------------------------------------------ names
+
+    def check_name(self, space: SpaceState, name: str, *, key_name: bool = False) -> None:
+        """Refuse a name a participant takes in ``space`` — its id (a join on either dialect,
+        ``/mcp``, an HTTP post) or, with ``key_name``, the name an agentchat key takes — when
+        it reads as the gateway's own name or looks like an id or key's name the space has;
+        else remember it. Every way of taking a name asks this."""
+        reserved = reserved_id_error(name)
+        if reserved is not None:
+            raise ProtocolError(ErrorCode.INVALID_ID, reserved)
+        self.names.check_id(space.id, space.known, name, key_name=key_name)
 
     # ------------------------------------------------------------------ the frame
 

@@ -9,7 +9,7 @@ from typing import Any
 from hubbub.protocol.capabilities import Capability, CapabilityError, CapabilitySet, narrowed
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.hello import Hello
-from hubbub.protocol.ids import is_participant_id, reserved_id_error
+from hubbub.protocol.ids import is_participant_id
 from hubbub.server.config import SpaceConfig, hash_token
 
 log = logging.getLogger("hubbub.auth")
@@ -202,15 +202,13 @@ class Authenticator:
 
 def check_open_id(pid: object) -> str:
     """``pid`` as an open-mode participant's id (a join, an IDENTIFY, an HTTP post); raise
-    ``invalid_id`` when it is not legal or reads as the gateway's own name."""
+    ``invalid_id`` when it is not legal (a name that reads as the gateway's own is refused
+    later, by ``Admission.check_name``, as every name taken)."""
     if not isinstance(pid, str) or not is_participant_id(pid):
         raise ProtocolError(
             ErrorCode.INVALID_ID,
             f"participant id {pid!r} is not legal: use 1-32 of [A-Za-z0-9_.-]",
         )
-    reserved = reserved_id_error(pid)
-    if reserved is not None:
-        raise ProtocolError(ErrorCode.INVALID_ID, reserved)
     return pid
 
 

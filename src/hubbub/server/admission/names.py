@@ -77,17 +77,39 @@ class NameGuard:
         self.allow = allow
         self._ids: dict[str, LookAlikes] = {}
         self._channels: dict[str, LookAlikes] = {}
+        self._key_names: dict[str, LookAlikes] = {}
+        """The names agentchat keys took (shown as their ``from_name``; their ids are key
+        ids): apart from the ids, whose index follows the space's known ids."""
 
-    def check_id(self, space: str, known: Collection[str], pid: str) -> None:
+    def add_key_names(self, space: str, names: Collection[str]) -> None:
+        """Remember names keys took in an earlier run (bound on first use)."""
+        table = self._key_names.setdefault(space, LookAlikes())
+        for name in names:
+            table.add(name)
+
+    def check_id(
+        self, space: str, known: Collection[str], pid: str, *, key_name: bool = False
+    ) -> None:
         """Refuse ``pid`` (new in ``space``, whose ids are ``known``) if it looks like a known
-        id; else remember it."""
-        other = self._clash(self._ids, space, known, pid, remember=True)
+        id or a name a key took; else remember it (``key_name``: as a name a key takes)."""
+        other = None
+        if not self.allow:
+            keys = self._key_names.setdefault(space, LookAlikes())
+            other = self._clash(self._ids, space, known, pid, remember=False)
+            if other is None and pid not in known:
+                other = keys.clash(pid)
+            if other is None:
+                if key_name:
+                    keys.add(pid)
+                elif pid not in known:
+                    self._ids[space].add(pid)
         if other is not None:
+            what = "name" if key_name else "participant id"
             raise ProtocolError(
                 ErrorCode.INVALID_ID,
-                f"participant id {pid!r} looks like {other!r}, who is already in space "
-                f"{space!r} (ids that differ only by case or by I/l/1, O/0 are refused): "
-                f"connect as {other!r} if that is you, or pick another id",
+                f"{what} {pid!r} looks like {other!r}, who is already in space {space!r} "
+                f"({what}s that differ only by case or by I/l/1, O/0 are refused): connect as "
+                f"{other!r} if that is you, or pick another {what.split()[-1]}",
             )
 
     def check_channel(self, space: str, channels: Collection[str], name: str) -> None:

@@ -74,11 +74,18 @@ class Sessions:
 
     # ------------------------------------------------------------------ connect
 
-    def authenticate(self, hello: Hello) -> Identity:
-        """Check the hello's token and id; raises ProtocolError on refusal."""
+    def authenticate(self, hello: Hello, address: str = "") -> Identity:
+        """Check the hello (from client ``address``): its token, key and id; raises
+        ProtocolError on refusal."""
         cfg = self.auth.spaces.get(hello.space)
         if cfg is not None and hello.pubkey is not None and not hello.token:
-            ident = self.keys.keyed(cfg, hello)
+            keyed_space = self.spaces[cfg.space]
+            ident = self.keys.keyed(
+                cfg,
+                hello,
+                lambda name: self.admission.check_name(keyed_space, name, key_name=True),
+                address,
+            )
         else:
             ident = self.auth.authenticate(hello)
             if not ident.by_token:
@@ -90,7 +97,7 @@ class Sessions:
                 ident.space, free, ident.kind, ident.role, ident.capabilities, name=ident.name
             )
         self.bans.check(ident.space, ident.id)  # admin kill switch: a banned id is refused
-        self.admission.names.check_id(space.id, space.known, ident.id)
+        self.admission.check_name(space, ident.id)  # every door's rule for names
         return ident
 
     async def attach(self, ident: Identity, conn: Connection, hello: Hello) -> Session:

@@ -12,11 +12,18 @@ from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 
+from hubbub.protocol.errors import ProtocolError
 from hubbub.protocol.ids import is_participant_id
 from hubbub.server.admission.keys import KeyBindings
 from hubbub.server.core.moderation import Moderation
 from hubbub.server.http.access import Directory, Viewer, as_viewer
+from hubbub.server.http.params import page_limit
 from hubbub.server.json_body import json_body
+
+KEYS_PAGE = 100
+"""Names in a page of ``GET /admin/keys`` unless ``limit`` asks for fewer or more."""
+KEYS_PAGE_MAX = 1000
+"""Most names in one page of ``GET /admin/keys``."""
 
 
 class AdminGateway(Directory, Protocol):
@@ -79,8 +86,21 @@ def add_admin_routes(app: web.Application, key: web.AppKey[GatewayT]) -> None:
 
     async def keys(request: web.Request, router: GatewayT, viewer: Viewer) -> web.Response:
         sid = viewer.space.id
-        bound = [{"name": n, "pubkey": pem} for n, pem in router.keys.bound(sid).items()]
-        return json_body({"space": sid, "bound": bound})
+        try:
+            limit = page_limit(request, KEYS_PAGE, KEYS_PAGE_MAX)
+        except ProtocolError as exc:
+            return json_body(exc.payload(), status=400)
+        after = request.query.get("after") or None
+        rows, has_more = router.keys.page(sid, after, limit)
+        return json_body(
+            {
+                "space": sid,
+                "bound": [{"name": n, "pubkey": pem} for n, pem in rows],
+                "has_more": has_more,
+                "next_after": rows[-1][0] if rows else after,
+                "total": router.keys.count(sid),
+            }
+        )
 
     async def forget(request: web.Request, router: GatewayT, viewer: Viewer) -> web.Response:
         name = request.match_info["name"]

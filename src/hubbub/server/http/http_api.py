@@ -16,6 +16,7 @@ from hubbub.server.admission.authorization import channel_access
 from hubbub.server.admission.sender import HttpSender
 from hubbub.server.core import pages
 from hubbub.server.gateway import Gateway
+from hubbub.server.http.params import int_param, page_limit
 from hubbub.server.json_body import json_body
 from hubbub.server.state.space import SpaceState
 from hubbub.server.web_guard import FORWARDED_BY_NODE
@@ -101,6 +102,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
                     "participant",
                     tuple(space.config.open_capabilities()),
                 )
+                router.keys.check_unowned(space.id, ident.id)  # the WebSocket's rule too
             elif ident.id != pid:
                 raise ProtocolError(
                     ErrorCode.AUTH_FAILED,
@@ -129,7 +131,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
                 env.id = idem
             caps = router.capabilities_for(ident)
             router.check_rate(space, ident.id, *_source(request))
-            router.admission.names.check_id(space.id, space.known, ident.id)
+            router.admission.check_name(space, ident.id)  # the WebSocket's rule too
             space.met(ident.id, ident.kind)
             sender = HttpSender(space, ident, caps, resends=idem is not None)
             sent = router.route(sender, env, frame_len=len(body))
@@ -180,9 +182,9 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
                 )
             else:  # the WebSocket's rule (server/admission/authorization.py)
                 channel_access(router.bans, space, ident.id, router.capabilities_for(ident), name)
-            after = _int_param(request, "after_seq")
-            before = _int_param(request, "before_seq")
-            limit = min(_int_param(request, "limit") or 50, router.limits.history_page_max)
+            after = int_param(request, "after_seq")
+            before = int_param(request, "before_seq")
+            limit = page_limit(request, 50, router.limits.history_page_max)
         except ProtocolError as exc:
             return _error(exc)
         store, size = router.store, router.limits.history_page_bytes
@@ -222,18 +224,3 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
     app.router.add_get("/participants", participants)
     app.router.add_get("/channels/{channel}/messages", channel_messages)
     app.router.add_get("/metrics", metrics)
-
-
-def _int_param(request: web.Request, name: str) -> int | None:
-    raw = request.query.get(name)
-    if raw is None or raw == "":
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ProtocolError(
-            ErrorCode.INVALID_ENVELOPE, f"query parameter {name}={raw!r} must be an integer"
-        ) from None
-    if value < 0:
-        raise ProtocolError(ErrorCode.INVALID_ENVELOPE, f"query parameter {name} must be >= 0")
-    return value
