@@ -52,6 +52,8 @@ async def test_the_operator_approves_the_demo_proposal(
         assert "calculator runs add(1234, 4321) = 5555" in out
         assert re.search(r"\[dm\]       coder → alice: .*5555", out), out
     finally:
+        # the page first: a dashboard whose gateway stops reconnects and logs the refusal
+        await watched.page.close()
         demo.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await demo
