@@ -25,7 +25,8 @@ cover. A revoke must remove something (:func:`changed_capabilities`): one that w
 nothing is refused and says what the recipient holds instead.
 
 **Sending** (:func:`check_send`): an envelope is refused when no capability matches it, or
-when matching it ran past the CPU budget of one envelope (``MATCH_BUDGET_S``).
+when matching it ran past the CPU budget of one envelope (``MATCH_BUDGET_S``). A
+``channel/join`` is judged by channel access alone (:func:`may_join`), on both dialects.
 """
 
 from __future__ import annotations
@@ -50,7 +51,11 @@ from hubbub.server.state.space import Channel, SpaceState
 def check_send(
     caps: CapabilitySet, kind: str, payload: Mapping[str, Any], correlation_id: str | None
 ) -> None:
-    """Raise ``capability_violation`` unless ``caps`` allow an envelope of ``kind``/``payload``."""
+    """Raise ``capability_violation`` unless ``caps`` allow an envelope of ``kind``/``payload``.
+    ``channel/join`` is left to :func:`channel_access`, which asks :func:`may_join` (``#general``
+    always), so that both dialects and every door join by that one rule."""
+    if kind == "channel/join":
+        return
     verdict = caps.verdict(kind, payload)
     if verdict == "allowed":
         return

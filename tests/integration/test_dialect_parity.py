@@ -1,0 +1,69 @@
+"""Where the two WebSocket dialects and HTTP must answer as MEW's and agentchat's own servers
+do: #general for a participant without channel/join, agentchat's channel-name error, the
+floor holder's display name, and system/register over HTTP (MEW e2e scenario 4)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hubbub.server.config import ParticipantConfig, SpaceConfig, hash_token
+from tests.conftest import RunningGateway, start_gateway, stop_gateway
+
+CHAT_ONLY = [{"kind": "chat"}]
+"""MEW's default capabilities for a participant: no channel/join."""
+
+
+def space() -> SpaceConfig:
+    def member(token: str, **extra: Any) -> ParticipantConfig:
+        return ParticipantConfig(token_hash=hash_token(token), **extra)
+
+    cfg = SpaceConfig(
+        space="team",
+        channels=["#general", "#ops"],
+        participants={
+            "bot": member("bot-token", capabilities=CHAT_ONLY),
+            "mbot": member("mbot-token", capabilities=CHAT_ONLY),
+            "claimer": member("claimer-token"),
+            "asker": member("asker-token", kind="human"),
+        },
+    )
+    cfg.validate()
+    return cfg
+
+
+@pytest.fixture
+async def team(tmp_path: Path) -> AsyncIterator[RunningGateway]:
+    gw = await start_gateway(tmp_path, spaces=[space()])
+    yield gw
+    await stop_gateway(gw)
+
+
+def of_type(type_: str, **fields: Any) -> Any:
+    """A predicate: an agentchat frame of ``type_`` whose ``fields`` have these values."""
+    return lambda f: f.get("type") == type_ and all(f.get(k) == v for k, v in fields.items())
+
+
+async def test_chat_only_capabilities_are_in_general_on_both_dialects(team: RunningGateway) -> None:
+    """Being in a space means being in #general (the one may_join rule): an agentchat client
+    with MEW's default ``[chat]`` is auto-joined to it, posts there and may JOIN it, as a MEW
+    client with the same capabilities; #ops still needs channel/join."""
+    mew = await team.mew("mbot", space="team", token="mbot-token")
+    bot = await team.agentchat("Bot Display", space="team", token="bot-token")
+    await bot.send({"type": "MSG", "to": "#general", "content": "no JOIN needed"})
+    got = await mew.expect("chat")
+    assert (got["from"], got["payload"]["text"]) == ("bot", "no JOIN needed")
+    await bot.send({"type": "JOIN", "channel": "#general"})
+    joined = await bot.expect_type("JOINED")
+    assert joined["channel"] == "#general"
+    await mew.send({"kind": "channel/join", "payload": {"channel": "#general"}})
+    assert (await mew.expect("channel/joined"))["payload"]["channel"] == "#general"
+    await bot.send({"type": "JOIN", "channel": "#ops"})
+    err = await bot.expect_type("ERROR")
+    assert err["code"] == "CAPABILITY_VIOLATION" and "#ops" in err["message"]
+    await mew.send({"kind": "channel/join", "payload": {"channel": "#ops"}})
+    refused = await mew.expect("system/error")
+    assert refused["payload"]["error"] == "capability_violation"
