@@ -67,3 +67,25 @@ async def test_chat_only_capabilities_are_in_general_on_both_dialects(team: Runn
     await mew.send({"kind": "channel/join", "payload": {"channel": "#ops"}})
     refused = await mew.expect("system/error")
     assert refused["payload"]["error"] == "capability_violation"
+
+
+async def test_a_bad_channel_name_is_invalid_msg_on_agentchat(gateway: RunningGateway) -> None:
+    """agentchat's server answers a bad channel name with INVALID_MSG "Invalid channel name";
+    MEW clients keep hubbub's invalid_channel, with the same sentence."""
+    bot = await gateway.agentchat("bot")
+    for frame in (
+        {"type": "JOIN", "channel": "general"},
+        {"type": "CREATE_CHANNEL", "channel": "bad name"},
+    ):
+        await bot.send(frame)
+        err = await bot.expect_type("ERROR")
+        assert err["code"] == "INVALID_MSG", err
+        assert err["message"].startswith("Invalid channel name"), err
+        assert "write '#' then 1-31" in err["message"]
+    mew = await gateway.mew("asker")
+    for payload in ({"channel": "general"}, {"channel": "bad name"}):
+        kind = "channel/join" if payload["channel"] == "general" else "channel/create"
+        await mew.send({"kind": kind, "payload": payload})
+        refused = (await mew.expect("system/error"))["payload"]
+        assert refused["error"] == "invalid_channel", refused
+        assert refused["message"].startswith("Invalid channel name")

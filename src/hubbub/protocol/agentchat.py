@@ -105,6 +105,7 @@ _FRAME_OF_KIND = {
 """How this dialect names the kinds that error messages mention."""
 _CODE_ON_WIRE = {
     "unknown_channel": "CHANNEL_NOT_FOUND",
+    "invalid_channel": "INVALID_MSG",  # agentchat: INVALID_MSG "Invalid channel name"
     "invalid_envelope": "INVALID_MSG",
     "invalid_json": "INVALID_MSG",
     "unknown_kind": "INVALID_MSG",

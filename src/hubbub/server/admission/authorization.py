@@ -83,6 +83,15 @@ def may_join(caps: CapabilitySet, name: str) -> bool:
     return name == DEFAULT_CHANNEL or caps.allows("channel/join", {"channel": name})
 
 
+def invalid_channel(name: object) -> ProtocolError:
+    """The refusal of a channel name that is not one (agentchat's wording first: its dialect
+    writes the code as ``INVALID_MSG``, as agentchat's server does)."""
+    return ProtocolError(
+        ErrorCode.INVALID_CHANNEL,
+        f"Invalid channel name {name!r}: write '#' then 1-31 of [A-Za-z0-9_-], e.g. '#general'",
+    )
+
+
 def visible(ch: Channel, pid: str | None) -> bool:
     """Whether ``pid`` may see channel ``ch`` at all: it is public, or ``pid`` is invited."""
     return not ch.private or (pid is not None and pid in ch.invited)
@@ -107,10 +116,7 @@ def channel_access(
     ch = space.channels.get(name) if isinstance(name, str) else None
     if ch is None or not isinstance(name, str):
         if not isinstance(name, str) or not is_channel(name):
-            raise ProtocolError(
-                ErrorCode.INVALID_CHANNEL,
-                f"{name!r} is not a channel name: write '#' then 1-31 of [A-Za-z0-9_-]",
-            )
+            raise invalid_channel(name)
         raise ProtocolError(
             ErrorCode.UNKNOWN_CHANNEL,
             f"channel {name} does not exist in space {space.id!r}; "

@@ -175,9 +175,7 @@ class Sessions:
         allowed = [
             n
             for n in names
-            if n in space.channels
-            and visible(space.channels[n], s.id)
-            and may_join(s.caps, n)
+            if n in space.channels and visible(space.channels[n], s.id) and may_join(s.caps, n)
         ]
         return allowed[:AUTO_JOIN_MAX]
 
