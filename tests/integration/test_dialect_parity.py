@@ -12,6 +12,7 @@ import pytest
 
 from hubbub.server.config import ParticipantConfig, SpaceConfig, hash_token
 from tests.conftest import RunningGateway, start_gateway, stop_gateway
+from tests.interop.test_agentchat_identity import Keypair, keyed
 
 CHAT_ONLY = [{"kind": "chat"}]
 """MEW's default capabilities for a participant: no channel/join."""
@@ -89,3 +90,26 @@ async def test_a_bad_channel_name_is_invalid_msg_on_agentchat(gateway: RunningGa
         refused = (await mew.expect("system/error"))["payload"]
         assert refused["error"] == "invalid_channel", refused
         assert refused["message"].startswith("Invalid channel name")
+
+
+async def test_floor_claimed_names_the_holder_by_its_display_name(
+    gateway: RunningGateway,
+) -> None:
+    """A keyed agentchat client's id is its key's hash and its name what it IDENTIFYed with:
+    FLOOR_CLAIMED's holder_name is that name, as agentchat's server writes it."""
+    asker = await gateway.mew("asker", kind="human")
+    key = Keypair()
+    claimer = await keyed(gateway, "Claire", key)
+    holder = key.agent_id
+    assert claimer.welcome["agent_id"] == holder and holder != "@Claire"
+    watcher = await gateway.agentchat("watcher")
+    await asker.send({"kind": "chat", "channel": "#general", "payload": {"text": "who?"}})
+    q = await claimer.expect_type("MSG")
+    await watcher.expect_type("MSG")
+    claim = {"type": "RESPONDING_TO", "msg_id": q["msg_id"], "channel": "#general",
+             "started_at": q["ts"] + 5}  # fmt: skip
+    await claimer.send(claim)
+    claimed = await watcher.next_where(of_type("FLOOR_CLAIMED", holder=holder))
+    assert (claimed["holder_name"], claimed["agent"]) == ("Claire", holder)
+    mine = await claimer.next_where(of_type("FLOOR_CLAIMED", holder=holder))
+    assert mine["holder_name"] == "Claire"

@@ -642,7 +642,7 @@ class AgentchatDialect:
                         "msg_id": p.get("msg_id"),
                         "agent": at(str(p.get("holder", ""))),
                         "holder": at(str(p.get("holder", ""))),
-                        "holder_name": _name(str(p.get("holder", ""))),
+                        "holder_name": p.get("holder_name") or _name(str(p.get("holder", ""))),
                         "started_at": p.get("started_at"),
                         "expires_at": p.get("expires_at"),
                         "channel": env.channel,
