@@ -4,10 +4,12 @@ floor holder's display name, and system/register over HTTP (MEW e2e scenario 4).
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from hubbub.server.config import ParticipantConfig, SpaceConfig, hash_token
@@ -113,3 +115,31 @@ async def test_floor_claimed_names_the_holder_by_its_display_name(
     assert (claimed["holder_name"], claimed["agent"]) == ("Claire", holder)
     mine = await claimer.next_where(of_type("FLOOR_CLAIMED", holder=holder))
     assert mine["holder_name"] == "Claire"
+
+
+async def test_http_system_register_is_refused_as_mew_refuses_it(team: RunningGateway) -> None:
+    """MEW e2e scenario 4: an HTTP system/register answers 400 invalid_request "system/register
+    is reserved for the gateway…", and the sender's connection gets that system/error too."""
+    limited = await team.mew("mbot", space="team", token="mbot-token")
+    body = {"id": "sysreg-1", "kind": "system/register", "payload": {"capabilities": []}}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            team.http + "/participants/mbot/messages?space=team",
+            data=json.dumps(body),
+            headers={"Authorization": "Bearer mbot-token", "Content-Type": "application/json"},
+        ) as resp,
+    ):
+        status, answer = resp.status, await resp.json()
+    assert status == 400 and answer["error"] == "invalid_request", answer
+    assert answer["message"].startswith("system/register is reserved for the gateway")
+    assert "capability/grant" in answer["message"]
+    err = await limited.expect("system/error")
+    assert err["payload"]["error"] == "invalid_request"
+    assert err["payload"]["message"] == answer["message"]
+    assert err["correlation_id"] == ["sysreg-1"]
+    # over the WebSocket, as MEW's gateway: the same system/error
+    await limited.send({"id": "sysreg-2", "kind": "system/register", "payload": {}})
+    err = await limited.expect("system/error")
+    assert err["payload"]["error"] == "invalid_request"
+    assert err["correlation_id"] == ["sysreg-2"]

@@ -19,7 +19,7 @@ from typing import Any, Final, NamedTuple
 from hubbub.protocol.envelope import Envelope, content_digest, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import DEFAULT_CHANNEL, DM_STREAM, GATEWAY_ADDRESSES, is_participant_id
-from hubbub.protocol.kinds import HANDSHAKE_KINDS, MAX_KIND_LEN, kind_spec
+from hubbub.protocol.kinds import HANDSHAKE_KINDS, MAX_KIND_LEN, RESERVED_KINDS, kind_spec
 from hubbub.protocol.streams import is_stream_frame
 from hubbub.server.admission.authorization import channel_access, check_send
 from hubbub.server.admission.bans import BanList
@@ -187,6 +187,9 @@ class Admission:
         kind = env.kind
         client_id = env.id or None
         spec = kind_spec(kind)
+        reserved = RESERVED_KINDS.get(kind)
+        if reserved is not None:
+            raise ProtocolError(ErrorCode.INVALID_REQUEST, reserved, correlation_id=client_id)
         if spec is None or spec.sender != "client":
             if spec is not None or kind in HANDSHAKE_KINDS:
                 raise ProtocolError(
