@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import datetime
 from pathlib import Path
 
@@ -330,3 +331,49 @@ async def test_http_next_session_rejoins_the_channels_joined_with_the_tools(
             assert texts == ["one", "two #ops"]
     finally:
         await stop_gateway(gw)
+
+
+async def test_concurrent_initializes_of_one_id_one_wins_the_rest_409(
+    gateway: RunningGateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    """30 clients initialize ``/mcp`` as the same participant at once: those that overlap an
+    initialize in progress get 409 and a sentence, never a 500; the log has no traceback; a
+    later initialize opens a working session."""
+    url = gateway.http + "/mcp"
+    headers = {**ACCEPT, "X-Hubbub-Participant": "twin"}
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+
+    async def one(http: httpx2.AsyncClient) -> list[httpx2.Response]:
+        opened = await http.post(url, json=INIT, headers=headers)
+        if opened.status_code != 200:
+            return [opened]
+        more = {**headers, "mcp-session-id": opened.headers["mcp-session-id"],
+                "mcp-protocol-version": "2025-06-18"}  # fmt: skip
+        return [opened, await http.post(url, json=note, headers=more),
+                await http.post(url, json=listing, headers=more)]  # fmt: skip
+
+    async with opener("http", gateway.http, gateway.url)("twin") as s:
+        await call(s, "who")  # a cursor: each initialize below resumes from it
+    caplog.set_level(logging.INFO)
+    clients = [httpx2.AsyncClient(timeout=30) for _ in range(30)]
+    try:
+        answers = await asyncio.gather(*(one(c) for c in clients))
+    finally:
+        for c in clients:
+            await c.aclose()
+    firsts = [a[0] for a in answers]
+    assert {r.status_code for r in firsts} <= {200, 409}, [r.text for r in firsts]
+    assert any(r.status_code == 200 for r in firsts)
+    refused = [r for r in firsts if r.status_code == 409]
+    assert refused, "30 initializes at once: some overlap"
+    for r in refused:
+        body = r.json()
+        assert body["error"] == "duplicate_id"
+        assert "twin" in body["message"] and "initialize" in body["message"]
+    rest = [r.status_code for a in answers for r in a[1:]]
+    assert set(rest) <= {200, 202}, rest
+    assert "twin" in gateway.router.spaces["default"].online
+    async with opener("http", gateway.http, gateway.url)("twin") as s:  # none is left "opening"
+        assert {p["id"] for p in (await call(s, "who"))["participants"]} == {"twin"}
+    assert not [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]

@@ -433,12 +433,13 @@ def classify(prompt: str, tools: Sequence[ToolSpec], script: OfflineScript) -> d
     """The verdict on a classification prompt: ``{should_respond, confidence, reason}``.
 
     The prompt names the agent's tools on a line ``Your tools: ...`` and the message on a line
-    ``New message from SENDER: TEXT`` (as :mod:`hubbub.sdk.decide` writes it).
+    ``New message from SENDER: TEXT`` (as :mod:`hubbub.sdk.decide` writes it; a text's further
+    lines follow behind ``"  | "``, as :mod:`hubbub.protocol.transcript` quotes them).
     """
     tools_line = re.search(r"^Your tools: (.*)$", prompt, re.MULTILINE)
     skills_line = re.search(r"^Your skills: (.*)$", prompt, re.MULTILINE)
-    message_line = re.search(r"^New message from [^:]*: (.*)$", prompt, re.MULTILINE)
-    text = message_line.group(1) if message_line else prompt
+    message_line = re.search(r"^New message from [^:]*: (.*(?:\n  \| .*)*)$", prompt, re.M)
+    text = message_line.group(1).replace("\n  | ", "\n") if message_line else prompt
     tool_names = [t.strip() for t in tools_line.group(1).split(",")] if tools_line else []
     specs = [ToolSpec(name=n, display_name=n) for n in tool_names if n and n != "none"]
     specs += list(tools)

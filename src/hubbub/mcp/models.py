@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hubbub.mcp.desk import Desk, Floor
 from hubbub.protocol.envelope import Envelope
+from hubbub.protocol.transcript import said
 
 
 class _Model(BaseModel):
@@ -222,7 +223,8 @@ def present_of(entry: Mapping[str, Any]) -> Present:
 
 
 def message_line(m: Message) -> str:
-    """One message as a line a model reads well."""
+    """One message as a model reads it: a header line, the text's further lines quoted
+    (:func:`hubbub.protocol.transcript.said`), so no text writes a header of its own."""
     where = m.channel or "DM"
     who = m.sender + (f" ({m.sender_kind})" if m.sender_kind else "")
     body = m.text if m.kind == "chat" else f"{m.kind} {m.payload}"
@@ -237,4 +239,4 @@ def message_line(m: Message) -> str:
         elif m.floor.holder:
             notes.append(f"floor: {m.floor.holder} is answering")
     seq = f" #{m.seq}" if m.seq is not None else ""
-    return f"[{where}{seq}] {who}: {body}  ({'; '.join(notes)})"
+    return said(f"[{where}{seq}] {who}", f"{body}  ({'; '.join(notes)})")

@@ -105,6 +105,7 @@ _FRAME_OF_KIND = {
 """How this dialect names the kinds that error messages mention."""
 _CODE_ON_WIRE = {
     "unknown_channel": "CHANNEL_NOT_FOUND",
+    "invalid_channel": "INVALID_MSG",  # agentchat: INVALID_MSG "Invalid channel name"
     "invalid_envelope": "INVALID_MSG",
     "invalid_json": "INVALID_MSG",
     "unknown_kind": "INVALID_MSG",
@@ -641,7 +642,7 @@ class AgentchatDialect:
                         "msg_id": p.get("msg_id"),
                         "agent": at(str(p.get("holder", ""))),
                         "holder": at(str(p.get("holder", ""))),
-                        "holder_name": _name(str(p.get("holder", ""))),
+                        "holder_name": p.get("holder_name") or _name(str(p.get("holder", ""))),
                         "started_at": p.get("started_at"),
                         "expires_at": p.get("expires_at"),
                         "channel": env.channel,

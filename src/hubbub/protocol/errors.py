@@ -14,6 +14,7 @@ class ErrorCode(StrEnum):
     INVALID_ENVELOPE = "invalid_envelope"
     UNKNOWN_KIND = "unknown_kind"
     INVALID_ID = "invalid_id"
+    INVALID_REQUEST = "invalid_request"
     DUPLICATE_ID = "duplicate_id"
     INVALID_CHANNEL = "invalid_channel"
     UNKNOWN_CHANNEL = "unknown_channel"

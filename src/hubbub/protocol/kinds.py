@@ -116,6 +116,11 @@ KINDS: Final[dict[str, KindSpec]] = {spec.name: spec for spec in _TABLE}
 
 HANDSHAKE_KINDS: Final = frozenset({"system/join"})
 """Kinds that only open a connection (MEW's join envelope): refused once connected."""
+RESERVED_KINDS: Final = {
+    "system/register": "system/register is reserved for the gateway. Use capability/grant instead.",
+}
+"""Kinds MEW's gateway refuses with ``invalid_request`` and these words (its WebSocket and
+HTTP alike; over HTTP it also tells the sender's connection): hubbub does the same."""
 
 STANDARD_KINDS: Final = frozenset(s.name for s in _TABLE if s.sender == "client" and s.standard)
 """Kinds of MEW v0.4 that a client sends and the gateway routes."""

@@ -47,6 +47,7 @@ from hubbub.llm.factory import create_model
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.ids import SERVER_ID
 from hubbub.protocol.markers import SleepMode
+from hubbub.protocol.transcript import said
 from hubbub.sdk.agent_config import AgentConfig, floor_env
 from hubbub.sdk.agent_floor import NUDGE_SENDER, AgentFloor
 from hubbub.sdk.decide import Decision, ResponsePolicy, chat_text, where
@@ -428,7 +429,7 @@ class Agent:
         now = asyncio.get_running_loop().time()  # one answer; none of them was addressed to me
         self.policy.answered(envelopes[0], "classifier", now)
         last = envelopes[-1]
-        content = "\n".join(f"{e.from_}: {chat_text(e)}" for e in envelopes)
+        content = "\n".join(said(e.from_, chat_text(e)) for e in envelopes)
         answers = [e.id for e in envelopes]
         if not await self._deliver(last, content, answers=answers, floor_key=key):
             self.floor.coordinator.finish(key)
@@ -436,11 +437,11 @@ class Agent:
     async def answer_note(self, note: CallbackFired | Wake) -> None:
         """Answer a fired callback or a wake-up (a hook asked for it): a turn reads its text."""
         env = note.envelope
-        await self._deliver(env, f"server: {chat_text(env)}", answers=[])
+        await self._deliver(env, said("server", chat_text(env)), answers=[])
 
     async def answer_nudge(self, note: str) -> None:
         """Take a turn on an idle nudge, a short system note (its answer goes to the channel)."""
-        message = AgentMessage(self.id, f"{NUDGE_SENDER}: {note}", sender=NUDGE_SENDER)
+        message = AgentMessage(self.id, said(NUDGE_SENDER, note), sender=NUDGE_SENDER)
         trigger = Envelope(kind="chat", id=message.id, payload={"text": note})
         await self._deliver(trigger, message.content, message, answers=[])
 
@@ -455,7 +456,7 @@ class Agent:
     ) -> bool:
         """Hand a message to the runtime; ``False`` if the inbox was full (sender told)."""
         if message is None:
-            text = content if content is not None else f"{env.from_}: {chat_text(env)}"
+            text = content if content is not None else said(env.from_, chat_text(env))
             message = AgentMessage(self.id, text, sender=env.from_, id=env.id)
         self.inbox.expect(message.id, env, answers, floor_key)
         try:

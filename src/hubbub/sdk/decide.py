@@ -40,6 +40,7 @@ from hubbub.llm.base import ChatModel, LLMError, Message
 from hubbub.llm.offline import fill
 from hubbub.protocol import mentions as mention_rule
 from hubbub.protocol.envelope import Envelope
+from hubbub.protocol.transcript import quoted, said
 from hubbub.sdk.agent_config import AgentConfig
 
 RATE_WINDOW_S: Final = 60.0
@@ -149,7 +150,7 @@ class ResponsePolicy:
         """Remember a chat message in its conversation's context window."""
         key = where(env, self.agent_id)
         window = self._context.setdefault(key, deque(maxlen=self.config.context_window))
-        window.append(f"{env.from_}: {chat_text(env)}")
+        window.append(said(env.from_, chat_text(env)))
 
     def context(self, conversation: str) -> list[str]:
         """The last ``context_window`` messages of a conversation, oldest first."""
@@ -207,7 +208,7 @@ class ResponsePolicy:
     def classify_prompt(self, env: Envelope, tool_names: Sequence[str]) -> str:
         """The classification prompt for ``env`` (the ``prompts.classify`` template)."""
         history = self.context(where(env, self.agent_id))
-        if history and history[-1] == f"{env.from_}: {chat_text(env)}":
+        if history and history[-1] == said(env.from_, chat_text(env)):
             history = history[:-1]
         values: dict[str, Any] = {
             "name": self.config.name,
@@ -215,7 +216,7 @@ class ResponsePolicy:
             "skills": ", ".join(self.config.skills) or "none",
             "history": "\n".join(history) or "(nothing yet)",
             "sender": env.from_,
-            "text": chat_text(env).replace("\n", " "),
+            "text": quoted(chat_text(env)),
         }
         return fill(self.config.prompts.classify, values)
 

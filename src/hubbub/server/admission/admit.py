@@ -25,7 +25,7 @@ from hubbub.protocol.ids import (
     is_participant_id,
     reserved_id_error,
 )
-from hubbub.protocol.kinds import HANDSHAKE_KINDS, MAX_KIND_LEN, kind_spec
+from hubbub.protocol.kinds import HANDSHAKE_KINDS, MAX_KIND_LEN, RESERVED_KINDS, kind_spec
 from hubbub.protocol.streams import is_stream_frame
 from hubbub.server.admission.authorization import channel_access, check_send
 from hubbub.server.admission.bans import BanList
@@ -205,6 +205,9 @@ class Admission:
         kind = env.kind
         client_id = env.id or None
         spec = kind_spec(kind)
+        reserved = RESERVED_KINDS.get(kind)
+        if reserved is not None:
+            raise ProtocolError(ErrorCode.INVALID_REQUEST, reserved, correlation_id=client_id)
         if spec is None or spec.sender != "client":
             if spec is not None or kind in HANDSHAKE_KINDS:
                 raise ProtocolError(

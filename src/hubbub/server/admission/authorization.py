@@ -25,7 +25,8 @@ cover. A revoke must remove something (:func:`changed_capabilities`): one that w
 nothing is refused and says what the recipient holds instead.
 
 **Sending** (:func:`check_send`): an envelope is refused when no capability matches it, or
-when matching it ran past the CPU budget of one envelope (``MATCH_BUDGET_S``).
+when matching it ran past the CPU budget of one envelope (``MATCH_BUDGET_S``). A
+``channel/join`` is judged by channel access alone (:func:`may_join`), on both dialects.
 """
 
 from __future__ import annotations
@@ -50,7 +51,11 @@ from hubbub.server.state.space import Channel, SpaceState
 def check_send(
     caps: CapabilitySet, kind: str, payload: Mapping[str, Any], correlation_id: str | None
 ) -> None:
-    """Raise ``capability_violation`` unless ``caps`` allow an envelope of ``kind``/``payload``."""
+    """Raise ``capability_violation`` unless ``caps`` allow an envelope of ``kind``/``payload``.
+    ``channel/join`` is left to :func:`channel_access`, which asks :func:`may_join` (``#general``
+    always), so that both dialects and every door join by that one rule."""
+    if kind == "channel/join":
+        return
     verdict = caps.verdict(kind, payload)
     if verdict == "allowed":
         return
@@ -78,6 +83,15 @@ def may_join(caps: CapabilitySet, name: str) -> bool:
     return name == DEFAULT_CHANNEL or caps.allows("channel/join", {"channel": name})
 
 
+def invalid_channel(name: object) -> ProtocolError:
+    """The refusal of a channel name that is not one (agentchat's wording first: its dialect
+    writes the code as ``INVALID_MSG``, as agentchat's server does)."""
+    return ProtocolError(
+        ErrorCode.INVALID_CHANNEL,
+        f"Invalid channel name {name!r}: write '#' then 1-31 of [A-Za-z0-9_-], e.g. '#general'",
+    )
+
+
 def visible(ch: Channel, pid: str | None) -> bool:
     """Whether ``pid`` may see channel ``ch`` at all: it is public, or ``pid`` is invited."""
     return not ch.private or (pid is not None and pid in ch.invited)
@@ -102,10 +116,7 @@ def channel_access(
     ch = space.channels.get(name) if isinstance(name, str) else None
     if ch is None or not isinstance(name, str):
         if not isinstance(name, str) or not is_channel(name):
-            raise ProtocolError(
-                ErrorCode.INVALID_CHANNEL,
-                f"{name!r} is not a channel name: write '#' then 1-31 of [A-Za-z0-9_-]",
-            )
+            raise invalid_channel(name)
         raise ProtocolError(
             ErrorCode.UNKNOWN_CHANNEL,
             f"channel {name} does not exist in space {space.id!r}; "

@@ -149,8 +149,12 @@ class Delivery:
             self.activity.publish(
                 "error", s.space.id, participant=s.id, code=exc.code.value, message=exc.message
             )
+        self.send(s, self.error_env(s.id, exc))
+
+    def error_env(self, pid: str, exc: ProtocolError) -> Envelope:
+        """The ``system/error`` that tells participant ``pid`` of ``exc``."""
         cid = [exc.correlation_id] if exc.correlation_id else None
-        self.send(s, self.server_env("system/error", exc.payload(), to=[s.id], correlation_id=cid))
+        return self.server_env("system/error", exc.payload(), to=[pid], correlation_id=cid)
 
     def deliver_to(self, s: Session, env: Envelope) -> None:
         """Send a stored or server-made envelope to one session (a DM counts as read)."""

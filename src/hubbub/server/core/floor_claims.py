@@ -136,19 +136,18 @@ class FloorClaims:
                 winner=out.winner,
             )
         if out.changed:
+            claimed: dict[str, Any] = {
+                "msg_id": msg_id,
+                "holder": h.holder,
+                "started_at": h.started_at,
+                "expires_at": int(h.expires_at),
+            }
+            holder = space.online.get(h.holder)
+            name = holder.identity().get("name") if holder is not None else None
+            if name is not None:  # its display name, when it has one (agentchat's holder_name)
+                claimed["holder_name"] = name
             self._relay(
-                ch,
-                self.delivery.server_env(
-                    "floor/claimed",
-                    {
-                        "msg_id": msg_id,
-                        "holder": h.holder,
-                        "started_at": h.started_at,
-                        "expires_at": int(h.expires_at),
-                    },
-                    channel=ch.name,
-                ),
-                burst,
+                ch, self.delivery.server_env("floor/claimed", claimed, channel=ch.name), burst
             )
 
     def _relay(self, ch: Channel, env: Envelope, burst: bool) -> None:

@@ -22,7 +22,12 @@ from hubbub.protocol.ids import DM_STREAM, is_channel, is_participant_id
 from hubbub.protocol.kinds import REQUEST_KINDS
 from hubbub.server.admission.admit import Admission, Destination
 from hubbub.server.admission.auth import Authenticator
-from hubbub.server.admission.authorization import changed_capabilities, check_grant, visible
+from hubbub.server.admission.authorization import (
+    changed_capabilities,
+    check_grant,
+    invalid_channel,
+    visible,
+)
 from hubbub.server.admission.grants import Grants
 from hubbub.server.admission.invitations import Invitations
 from hubbub.server.admission.sender import Sender
@@ -159,10 +164,7 @@ class Requests:
     def _create(self, sender: Sender, env: Envelope, now: int) -> None:
         name = env.payload.get("channel")
         if not isinstance(name, str) or not is_channel(name):
-            raise ProtocolError(
-                ErrorCode.INVALID_CHANNEL,
-                f"{name!r} is not a channel name: write '#' then 1-31 of [A-Za-z0-9_-]",
-            )
+            raise invalid_channel(name)
         space = sender.space
         if name in space.channels:
             raise ProtocolError(ErrorCode.CHANNEL_EXISTS, f"channel {name} already exists; join it")

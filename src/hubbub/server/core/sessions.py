@@ -174,16 +174,15 @@ class Sessions:
 
     def _auto_join_channels(self, s: Session) -> list[str]:
         """The channels joined on connect when the hello asks for auto-join: the space's
-        ``agentchat_auto_join`` list, or else every channel; only those ``s`` may join."""
+        ``agentchat_auto_join`` list, or else every channel; only those ``s`` may join
+        (:func:`may_join`: ``#general`` always, as for a MEW client)."""
         space = s.space
         listed = space.config.agentchat_auto_join
         names = list(space.channels) if listed is None else listed
         allowed = [
             n
             for n in names
-            if n in space.channels
-            and visible(space.channels[n], s.id)
-            and s.caps.allows("channel/join", {"channel": n})
+            if n in space.channels and visible(space.channels[n], s.id) and may_join(s.caps, n)
         ]
         return allowed[:AUTO_JOIN_MAX]
 

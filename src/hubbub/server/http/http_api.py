@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 from aiohttp import web
@@ -42,6 +42,11 @@ _STATUS = {
     ErrorCode.STREAM_LIMIT: 403,
     ErrorCode.INVITE_LIMIT: 403,
 }
+
+
+TOLD_TO_CONNECTION: Final = frozenset({ErrorCode.INVALID_REQUEST})
+"""HTTP refusals that also go to the sender's WebSocket connection as ``system/error``, as
+MEW's gateway sends them (a reserved kind such as ``system/register``)."""
 
 
 def _error(exc: ProtocolError) -> web.Response:
@@ -92,6 +97,7 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
     async def post_message(request: web.Request) -> web.Response:
         router = request.app[key]
         pid = request.match_info["pid"]
+        sender: HttpSender | None = None
         try:
             space, ident = _resolve(router, request)
             if ident is None:
@@ -137,6 +143,10 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
             sent = router.route(sender, env, frame_len=len(body))
         except ProtocolError as exc:
             router.metrics.errors[exc.code.value] += 1
+            if sender is not None and exc.code in TOLD_TO_CONNECTION:
+                connected = sender.space.online.get(sender.id)
+                if connected is not None:
+                    router.delivery.send(connected, router.delivery.error_env(sender.id, exc))
             return _error(exc)
         await router.durable()  # the 202 promises the message is stored
         router.metrics.messages_in += 1

@@ -77,6 +77,8 @@ _STATUS = {
     ErrorCode.UNKNOWN_SPACE: 404,
     ErrorCode.INVALID_ID: 400,
     ErrorCode.UNAVAILABLE: 503,
+    ErrorCode.DUPLICATE_ID: 409,
+    ErrorCode.SESSION_DISPLACED: 409,
 }
 
 
@@ -279,6 +281,8 @@ class _Open:
     """Requests of this session being served (its open event stream is one)."""
     last_active: float = 0.0
     """When its last request ended (the door's clock)."""
+    opening: tuple[str, str] | None = None
+    """(space, participant) while its ``initialize`` is being answered."""
 
 
 @dataclass
@@ -291,6 +295,8 @@ class McpDoor:
     sessions: dict[str, _Open] = field(default_factory=dict)
     cursors: ListenCursors | None = None
     clock: Callable[[], float] = time.monotonic
+    opening: set[tuple[str, str]] = field(default_factory=set)
+    """The participants whose ``initialize`` is being answered: one at a time each."""
     _runner: asyncio.Task[None] | None = None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -373,12 +379,39 @@ class McpDoor:
                 await self._runner
 
     async def open(self, caller: Caller) -> _Open:
-        """Attach a new participant connection for ``caller`` (raises ProtocolError)."""
+        """Attach a new participant connection for ``caller`` (raises ProtocolError: 409
+        while another ``initialize`` of the same participant is being answered); call
+        :meth:`opened` once its ``initialize`` is answered."""
+        hello = caller.hello(self.router)
+        key = (str(hello["space"]), str(hello["participantId"]))
+        if key in self.opening:
+            raise ProtocolError(
+                ErrorCode.DUPLICATE_ID,
+                f"another initialize of participant {key[1]!r} is being answered; use the "
+                "session it opens, or initialize again once it is answered (a new session "
+                "replaces the old one)",
+            )
+        self.opening.add(key)
+        try:
+            opened = await self._open(caller, hello)
+        except BaseException:
+            self.opening.discard(key)
+            raise
+        opened.opening = key
+        return opened
+
+    def opened(self, opened: _Open) -> None:
+        """``opened``'s ``initialize`` is answered: another may open the participant again."""
+        if opened.opening is not None:
+            self.opening.discard(opened.opening)
+            opened.opening = None
+
+    async def _open(self, caller: Caller, hello: dict[str, object]) -> _Open:
         from hubbub.mcp.desk import Desk
+        from hubbub.mcp.seat import SeatClosed
         from hubbub.mcp.settings import ListenSettings
         from hubbub.server.state.connection import Connection
 
-        hello = caller.hello(self.router)
         if self.cursors is None:
             self.cursors = ListenCursors(self.router.store)
         cursors = self.cursors
@@ -424,6 +457,13 @@ class McpDoor:
                 ErrorCode.UNAVAILABLE,
                 f"could not resume where this participant's listen stopped ({exc}); "
                 "open the session again in a moment",
+            ) from None
+        except SeatClosed as exc:  # another connection took the id meanwhile (a WebSocket)
+            await seat.close()
+            raise ProtocolError(
+                ErrorCode.SESSION_DISPLACED,
+                f"participant {hello['participantId']!r} was taken by another connection "
+                f"while this session opened ({exc}); initialize again to take it back",
             ) from None
         except BaseException:
             await seat.close()
@@ -532,6 +572,7 @@ def add_mcp_routes(
             response = await serve_asgi(request, door.manager.handle_request, on_start)
         finally:
             CURRENT_DESK.reset(desk_token)
+            door.opened(opened)
         if started:
             sid = started[0]
             opened.last_active = door.clock()
