@@ -30,6 +30,7 @@ from hubbub.server.state.activity import Activity
 from hubbub.server.state.connection import ws_text_frame, ws_text_frames
 from hubbub.server.state.metrics import Metrics
 from hubbub.server.state.space import Channel, Session, SpaceState
+from hubbub.server.state.visibility import announced_channels, sees_channel
 
 
 class SleepHook(Protocol):
@@ -55,6 +56,16 @@ def _send_to_listeners(ch: Channel, dialect: str, buf: bytes) -> int:
         group.send_many(buf, members)
         n += len(members)
     return n
+
+
+def _announced(space: SpaceState, entry: dict[str, Any]) -> dict[str, Any]:
+    """A presence entry as everyone connected may hear it: its ``channels`` list names the
+    public channels only (``state/visibility.py``); the entry itself when nothing is left out."""
+    names = entry.get("channels")
+    if not names:
+        return entry
+    shown = announced_channels(space, names)
+    return entry if len(shown) == len(names) else entry | {"channels": shown}
 
 
 def _frames(dialect: Dialect, env: Envelope, data: bytes | None = None) -> bytes:
@@ -170,7 +181,7 @@ class Delivery:
             self.sleepers.to_sleepers(space, ch, env)
         for pid in extra:
             other = space.online.get(pid)
-            if other is not None and pid not in ch.members:
+            if other is not None and pid not in ch.members and sees_channel(ch, pid):
                 self.send(other, env)
 
     def dm(self, sender: Sender, env: Envelope, data: bytes, extra: Sequence[str]) -> None:
@@ -239,20 +250,21 @@ class Delivery:
     # ------------------------------------------------------------------ the whole space
 
     def space(self, space: SpaceState, env: Envelope, but: str | None = None) -> None:
-        """Write a server envelope to everyone connected to ``space`` (a stream's opening,
-        closing, writers; an invitation), ``but`` one, encoded once per dialect; not stored."""
-        frames: dict[str, bytes] = {}
-        for s in list(space.online.values()):
-            if s.id != but:
-                self.send_shared(s, env, frames)
+        """Write a server envelope to everyone connected to ``space`` (an invitation into
+        the space), ``but`` one, encoded once per dialect; not stored."""
+        self.to_each([s for s in list(space.online.values()) if s.id != but], env)
 
-    def stream_frame(self, space: SpaceState, data: bytes, to: Sequence[str] | None) -> None:
-        """Relay a stream data frame as it arrived to ``to`` (None: everyone connected to
-        ``space``), on the dialects that carry stream frames; sleeping members skip it."""
-        if to is None:
-            recipients: Iterable[Session] = list(space.online.values())
-        else:
-            recipients = [space.online[p] for p in to if p in space.online]
+    def to_each(self, recipients: Iterable[Session], env: Envelope) -> None:
+        """Write a server envelope to each of ``recipients`` (a stream's audience, chosen by
+        ``state/visibility.py``), encoded once per dialect; not stored."""
+        frames: dict[str, bytes] = {}
+        for s in recipients:
+            self.send_shared(s, env, frames)
+
+    def stream_frame(self, recipients: Iterable[Session], data: bytes) -> None:
+        """Relay a stream data frame as it arrived to ``recipients`` (the stream's audience,
+        chosen by ``state/visibility.py``), on the dialects that carry stream frames;
+        sleeping members skip it."""
         buf = ws_text_frame(data)
         n = 0
         for s in recipients:
@@ -288,7 +300,9 @@ class Delivery:
                 runs[-1][2].append(entry)
             else:
                 runs.append((event, channel, [entry]))
-        for event, channel, entries in runs:
+        for event, channel, full in runs:
+            # a participant's channels, heard by everyone: the public ones only
+            entries = [_announced(space, e) for e in full]
             # MEW clients read payload.participant of every presence: a run keeps its first
             payload: dict[str, Any] = {"event": event, "participant": entries[0]}
             if len(entries) > 1:
@@ -315,7 +329,7 @@ class Delivery:
                 else:
                     self.send_shared(s, env, frames)
             if membership:
-                self._membership_by_channel(space, event, channel, entries)
+                self._membership_by_channel(space, event, channel, full, entries)
             elif event == "update" and per_channel:
                 self._update_to_co_members(space, entries)
 
@@ -344,16 +358,22 @@ class Delivery:
             self.metrics.messages_out += len(entries)
 
     def _membership_by_channel(
-        self, space: SpaceState, event: str, channel: str | None, entries: list[dict[str, Any]]
+        self,
+        space: SpaceState,
+        event: str,
+        channel: str | None,
+        full: list[dict[str, Any]],
+        entries: list[dict[str, Any]],
     ) -> None:
-        """Send join/leave events to the channel-scoped dialects: per channel, to its members
-        only, never to the participant the event is about."""
+        """Send join/leave events to the channel-scoped dialects: per channel (of the
+        ``full`` entries' lists), to its members only, never to the participant the event is
+        about; each carries its announced entry (``entries``: public channels only)."""
         by_channel: dict[str, list[dict[str, Any]]] = {}
         if channel is not None:
             by_channel[channel] = entries
         else:
-            for entry in entries:
-                for name in entry.get("channels", ()):
+            for whole, entry in zip(full, entries, strict=True):
+                for name in whole.get("channels", ()):
                     by_channel.setdefault(name, []).append(entry)
         for name, people in by_channel.items():
             ch = space.channels.get(name)

@@ -22,7 +22,7 @@ from hubbub.protocol.ids import DM_STREAM, is_channel, is_participant_id
 from hubbub.protocol.kinds import REQUEST_KINDS
 from hubbub.server.admission.admit import Admission, Destination
 from hubbub.server.admission.auth import Authenticator
-from hubbub.server.admission.authorization import changed_capabilities, check_grant, visible
+from hubbub.server.admission.authorization import changed_capabilities, check_grant
 from hubbub.server.admission.grants import Grants
 from hubbub.server.admission.invitations import Invitations
 from hubbub.server.admission.sender import Sender
@@ -38,6 +38,7 @@ from hubbub.server.core.streams import Streams
 from hubbub.server.core.tasks import Tasks
 from hubbub.server.core.verifications import VERIFY_TIMEOUT_MS, Verifications
 from hubbub.server.state.space import Channel, Session
+from hubbub.server.state.visibility import sees_channel, sees_name
 from hubbub.store.base import Store, StoredMessage
 
 Handler = Callable[[Sender, Envelope, int], None]
@@ -164,9 +165,9 @@ class Requests:
                 f"{name!r} is not a channel name: write '#' then 1-31 of [A-Za-z0-9_-]",
             )
         space = sender.space
-        if name in space.channels:
-            raise ProtocolError(ErrorCode.CHANNEL_EXISTS, f"channel {name} already exists; join it")
-        self.admission.names.check_channel(space.id, space.channels, name)
+        self.admission.names.check_channel(
+            space.id, space.channels, name, lambda other: sees_name(space, other, sender.id)
+        )
         most = self.limits.max_channels
         if len(space.channels) >= most:
             raise ProtocolError(
@@ -221,7 +222,7 @@ class Requests:
         chans = [
             {"name": c.name, "members": len(c.members), "private": c.private}
             for c in sender.space.channels.values()
-            if visible(c, sender.id)
+            if sees_channel(c, sender.id)
         ]
         self.reply(sender, env, "channel/list-response", {"channels": chans})
 
