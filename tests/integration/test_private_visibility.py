@@ -74,6 +74,16 @@ def _chat(text: str, channel: str = "#general") -> dict[str, Any]:
     return {"kind": "chat", "channel": channel, "payload": {"text": text}}
 
 
+def _presence_of(f: dict[str, Any], event: str, pid: str) -> bool:
+    """Whether ``f`` is a space-wide presence ``event`` about ``pid``."""
+    return bool(
+        f.get("kind") == "system/presence"
+        and f["payload"].get("event") == event
+        and "channel" not in f["payload"]
+        and f["payload"]["participant"]["id"] == pid
+    )
+
+
 async def _raw_until_fence(c: WsClient) -> list[str]:
     """Every frame (stream data frames too, unparsed) that reached ``c`` before the answer to
     a ``channel/list`` sent now, after the gateway settled."""
@@ -92,28 +102,19 @@ async def _raw_until_fence(c: WsClient) -> list[str]:
 
 
 async def test_mew_welcome_and_presence_name_no_private_channel(gw: RunningGateway) -> None:
-    """A presence event carries a participant's channels to everyone: the private ones are
-    left out; an outsider's welcome never lists a private channel, even one it asked for."""
-    await _secret(gw)
+    """A presence event carries a participant's channels: to each listener those it may
+    see (a member of the private channel hears it named, an outsider does not); an
+    outsider's welcome never lists a private channel, even one it asked for."""
+    alice = await _secret(gw)
     eve = await _mew(gw, "eve")
     bob = await _mew(gw, "bob", channels=["#general", SECRET])
-    joined = await eve.next_where(
-        lambda f: (
-            f.get("kind") == "system/presence"
-            and f["payload"].get("event") == "join"
-            and f["payload"]["participant"]["id"] == "bob"
-        )
-    )
-    assert joined["payload"]["participant"]["channels"] == ["#general"]
+    for listener, channels in ((eve, ["#general"]), (alice, ["#general", SECRET])):
+        joined = await listener.next_where(lambda f: _presence_of(f, "join", "bob"))
+        assert joined["payload"]["participant"]["channels"] == channels
     await bob.close()
-    left = await eve.next_where(
-        lambda f: (
-            f.get("kind") == "system/presence"
-            and f["payload"].get("event") == "leave"
-            and f["payload"]["participant"]["id"] == "bob"
-        )
-    )
-    assert left["payload"]["participant"]["channels"] == ["#general"]
+    for listener, channels in ((eve, ["#general"]), (alice, ["#general", SECRET])):
+        left = await listener.next_where(lambda f: _presence_of(f, "leave", "bob"))
+        assert left["payload"]["participant"]["channels"] == channels
     assert SECRET not in json.dumps(await eve.fence())
 
     c = await gw.connect()

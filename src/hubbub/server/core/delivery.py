@@ -58,14 +58,36 @@ def _send_to_listeners(ch: Channel, dialect: str, buf: bytes) -> int:
     return n
 
 
-def _announced(space: SpaceState, entry: dict[str, Any]) -> dict[str, Any]:
-    """A presence entry as everyone connected may hear it: its ``channels`` list names the
-    public channels only (``state/visibility.py``); the entry itself when nothing is left out."""
+def _announced(
+    space: SpaceState, entry: dict[str, Any], seen: Sequence[str] = ()
+) -> dict[str, Any]:
+    """A presence entry as a listener hears it: its ``channels`` list names the public
+    channels and, of the private ones, those in ``seen`` (the ones the listener may see:
+    ``state/visibility.py``); the entry itself when nothing is left out."""
     names = entry.get("channels")
     if not names:
         return entry
-    shown = announced_channels(space, names)
+    shown = sorted({*announced_channels(space, names), *(n for n in names if n in seen)})
     return entry if len(shown) == len(names) else entry | {"channels": shown}
+
+
+def _private_channels(space: SpaceState, entries: Iterable[dict[str, Any]]) -> list[str]:
+    """The private channels the ``channels`` lists of ``entries`` name, sorted."""
+    named = {n for e in entries for n in e.get("channels", ())}
+    return sorted(named.difference(announced_channels(space, named)))
+
+
+class _Variant:
+    """One wording of a presence run (the channels its listeners may see), framed once per
+    dialect for all of them."""
+
+    __slots__ = ("each", "entries", "env", "frames")
+
+    def __init__(self, env: Envelope, entries: list[dict[str, Any]]) -> None:
+        self.env = env
+        self.entries = entries
+        self.frames: dict[str, bytes] = {}
+        self.each: dict[str, bytes] = {}
 
 
 def _frames(dialect: Dialect, env: Envelope, data: bytes | None = None) -> bytes:
@@ -301,37 +323,55 @@ class Delivery:
             else:
                 runs.append((event, channel, [entry]))
         for event, channel, full in runs:
-            # a participant's channels, heard by everyone: the public ones only
-            entries = [_announced(space, e) for e in full]
-            # MEW clients read payload.participant of every presence: a run keeps its first
-            payload: dict[str, Any] = {"event": event, "participant": entries[0]}
-            if len(entries) > 1:
-                payload["participants"] = entries
+            # a participant's channels, heard by everyone: the public ones, and to each
+            # listener the private ones it may see (most hear one shared variant)
+            hidden = _private_channels(space, full)
+            variants: dict[tuple[str, ...], _Variant] = {}
             if channel is not None:
-                payload["channel"] = channel
                 ch = space.channels.get(channel)
                 recipients: Iterable[Session] = ch.members.values() if ch else ()
             else:
                 recipients = space.online.values()
-            env = self.server_env("system/presence", payload)
             membership = event in ("join", "leave")
             scoped = membership or event == "update"
-            frames: dict[str, bytes] = {}
-            each: dict[str, bytes] = {}
             per_channel = False  # someone online hears of it per channel (below)
             for s in list(recipients):
                 dialect = s.conn.dialect
                 if scoped and dialect.channel_presence:
                     per_channel = True
                     continue  # told per channel, below
-                if len(entries) > 1 and not s.presence_lists:
-                    self._send_each(s, event, channel, entries, each)
+                seen = tuple(n for n in hidden if sees_channel(space.channels[n], s.id))
+                v = variants.get(seen)
+                if v is None:
+                    v = variants[seen] = self._variant(space, event, channel, full, seen)
+                if len(v.entries) > 1 and not s.presence_lists:
+                    self._send_each(s, event, channel, v.entries, v.each)
                 else:
-                    self.send_shared(s, env, frames)
+                    self.send_shared(s, v.env, v.frames)
+            public = [_announced(space, e) for e in full]
             if membership:
-                self._membership_by_channel(space, event, channel, full, entries)
+                self._membership_by_channel(space, event, channel, full, public)
             elif event == "update" and per_channel:
-                self._update_to_co_members(space, entries)
+                self._update_to_co_members(space, public)
+
+    def _variant(
+        self,
+        space: SpaceState,
+        event: str,
+        channel: str | None,
+        full: list[dict[str, Any]],
+        seen: tuple[str, ...],
+    ) -> _Variant:
+        """A run of presence events as the listeners who may see the private channels
+        ``seen`` (of those the entries name) hear it."""
+        entries = [_announced(space, e, seen) for e in full]
+        # MEW clients read payload.participant of every presence: a run keeps its first
+        payload: dict[str, Any] = {"event": event, "participant": entries[0]}
+        if len(entries) > 1:
+            payload["participants"] = entries
+        if channel is not None:
+            payload["channel"] = channel
+        return _Variant(self.server_env("system/presence", payload), entries)
 
     def _send_each(
         self,
