@@ -513,3 +513,24 @@ async def test_keyed_agentchat_client_and_private_channel_across_nodes(
     await outsider.send({"type": "JOIN", "channel": "#hideout"})
     err = await outsider.next_where(lambda f: f.get("type") == "ERROR")
     assert err["code"] == "NOT_INVITED"
+    # the one visibility rule holds on a follower too: a look-alike create names nothing,
+    # and a MEW outsider's presence never lists the private channel
+    await outsider.send({"type": "CREATE_CHANNEL", "channel": "#HideOut"})
+    err = await outsider.next_where(lambda f: f.get("type") == "ERROR")
+    assert err["code"] == "CHANNEL_EXISTS" and "#hideout" not in err["message"]
+    watcher = await nodes[0].mew("watcher")
+    late = await nodes[2].agentchat("late-guest", join=False)
+    await owner.send({"type": "INVITE", "channel": "#hideout", "agent": "@late-guest"})
+    await late.next_where(lambda f: f.get("type") == "MSG" and "#hideout" in f["content"])
+    await late.close()
+    again = await nodes[2].mew("late-guest", channels=["#general", "#hideout"])
+    assert [c["name"] for c in again.welcome["payload"]["channels"]][:2] == ["#general", "#hideout"]
+    joined = await watcher.next_where(
+        lambda f: (
+            f.get("kind") == "system/presence"
+            and f["payload"].get("event") == "join"
+            and f["payload"]["participant"]["id"] == "late-guest"
+            and "#general" in f["payload"]["participant"].get("channels", ())
+        )  # its MEW connect
+    )
+    assert joined["payload"]["participant"]["channels"] == ["#general"]

@@ -308,8 +308,10 @@ async def test_stream_limits(mew: MakePeer, gateway: RunningGateway) -> None:
 
 
 async def test_a_stream_requested_over_http(mew: MakePeer, gateway: RunningGateway) -> None:
-    """Scenario 15 posts its request: the stream opens all the same."""
+    """Scenario 15 posts its request (its client is connected too: a stream belongs to a
+    connection): the stream opens all the same."""
     watcher = await mew("watcher")
+    await mew("client-a")
     async with aiohttp.ClientSession() as http:
         body = {
             "id": "stream-req-1",
@@ -353,6 +355,7 @@ async def test_a_hubbub_client_beside_a_stream_reads_on(
 async def test_stream_errors_over_http_have_mews_statuses(gateway: RunningGateway) -> None:
     """MEW's gateway answers its stream errors over HTTP with 404 and 403."""
     url = f"{gateway.http}/participants/client-a/messages"
+    await gateway.mew("client-a")  # a stream's owner is connected
     async with aiohttp.ClientSession() as http:
         body = {"kind": "stream/request", "payload": {"direction": "upload"}}
         async with http.post(url, data=json.dumps(body)) as resp:

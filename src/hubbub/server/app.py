@@ -34,6 +34,7 @@ from hubbub.server.listener import GuardedSite
 from hubbub.server.state.connection import CLOSE_POLICY, CLOSE_TOO_BIG, Connection, ws_text_frame
 from hubbub.server.state.metrics import Metrics
 from hubbub.server.state.space import Session
+from hubbub.server.state.visibility import sees_channel
 from hubbub.server.web_assets import add_asset_routes
 from hubbub.server.web_guard import browser_guard
 from hubbub.store.base import Durability, Store
@@ -392,7 +393,9 @@ def public_channels(router: Gateway) -> list[dict[str, object]]:
     if space is None:
         return []
     return [
-        {"name": c.name, "agents": len(c.members)} for c in space.channels.values() if not c.private
+        {"name": c.name, "agents": len(c.members)}
+        for c in space.channels.values()
+        if sees_channel(c, None)
     ]
 
 

@@ -15,8 +15,9 @@ on the WebSocket. Joining (and listing a channel's members) needs the join right
 
 A **private** (invite-only) channel adds one condition before all of these: ``pid`` is among
 its invited participants (``not_invited`` otherwise, for joins, posts, history and member
-lists alike; an unauthenticated reader is never invited). :func:`visible` says the same for
-listings: outsiders never see a private channel in ``channel/list``.
+lists alike; an unauthenticated reader is never invited). Who may *see* a private channel
+(listings, presence, welcomes, streams, the dashboard) is the one rule of
+:mod:`hubbub.server.state.visibility`, which this check asks too.
 
 **Changing capabilities** (:func:`check_grant`). ``capability/grant`` and ``capability/revoke``
 need, besides a capability for the kind, a role listed in the space's ``grant_roles``
@@ -46,6 +47,7 @@ from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.ids import DEFAULT_CHANNEL, is_channel
 from hubbub.server.admission.bans import BanList
 from hubbub.server.state.space import Channel, SpaceState
+from hubbub.server.state.visibility import sees_channel
 
 
 def check_send(
@@ -92,11 +94,6 @@ def invalid_channel(name: object) -> ProtocolError:
     )
 
 
-def visible(ch: Channel, pid: str | None) -> bool:
-    """Whether ``pid`` may see channel ``ch`` at all: it is public, or ``pid`` is invited."""
-    return not ch.private or (pid is not None and pid in ch.invited)
-
-
 def channel_access(
     bans: BanList,
     space: SpaceState,
@@ -122,7 +119,7 @@ def channel_access(
             f"channel {name} does not exist in space {space.id!r}; "
             "create it with channel/create (needs the capability)",
         )
-    if not visible(ch, pid):
+    if not sees_channel(ch, pid):
         raise ProtocolError(
             ErrorCode.NOT_INVITED,
             f"channel {name} is invite-only and you are not invited: "

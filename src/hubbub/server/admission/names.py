@@ -17,7 +17,7 @@ apart, docs/webchat.md).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Final
 
 from hubbub.protocol.errors import ErrorCode, ProtocolError
@@ -112,15 +112,31 @@ class NameGuard:
                 f"{other!r} if that is you, or pick another {what.split()[-1]}",
             )
 
-    def check_channel(self, space: str, channels: Collection[str], name: str) -> None:
-        """Refuse creating channel ``name`` if it looks like an existing one."""
-        other = self._clash(self._channels, space, channels, name, remember=False)
-        if other is not None:
+    def check_channel(
+        self, space: str, channels: Collection[str], name: str, sees: Callable[[str], bool]
+    ) -> None:
+        """Refuse creating channel ``name`` if it exists or looks like an existing one;
+        ``sees``: whether the creator may see a channel (``state/visibility.py``): the
+        refusal never names one it may not."""
+        other = name if name in channels else None
+        if other is None:
+            other = self._clash(self._channels, space, channels, name, remember=False)
+        if other is None:
+            return
+        if not sees(other):
             raise ProtocolError(
                 ErrorCode.CHANNEL_EXISTS,
-                f"{name} looks like the existing channel {other} (channel names that differ "
-                f"only by case or by I/l/1, O/0 are refused): join {other}, or pick another name",
+                f"the channel name {name} is not available: it is, or looks like, the name of "
+                "a channel you cannot see (names that differ only by case or by I/l/1, O/0 "
+                "count as the same): pick another name",
             )
+        if other == name:
+            raise ProtocolError(ErrorCode.CHANNEL_EXISTS, f"channel {name} already exists; join it")
+        raise ProtocolError(
+            ErrorCode.CHANNEL_EXISTS,
+            f"{name} looks like the existing channel {other} (channel names that differ "
+            f"only by case or by I/l/1, O/0 are refused): join {other}, or pick another name",
+        )
 
     def _clash(
         self,

@@ -30,6 +30,7 @@ from hubbub.server.state.activity import Activity
 from hubbub.server.state.connection import ws_text_frame, ws_text_frames
 from hubbub.server.state.metrics import Metrics
 from hubbub.server.state.space import Channel, Session, SpaceState
+from hubbub.server.state.visibility import announced_channels, sees_channel
 
 
 class SleepHook(Protocol):
@@ -55,6 +56,38 @@ def _send_to_listeners(ch: Channel, dialect: str, buf: bytes) -> int:
         group.send_many(buf, members)
         n += len(members)
     return n
+
+
+def _announced(
+    space: SpaceState, entry: dict[str, Any], seen: Sequence[str] = ()
+) -> dict[str, Any]:
+    """A presence entry as a listener hears it: its ``channels`` list names the public
+    channels and, of the private ones, those in ``seen`` (the ones the listener may see:
+    ``state/visibility.py``); the entry itself when nothing is left out."""
+    names = entry.get("channels")
+    if not names:
+        return entry
+    shown = sorted({*announced_channels(space, names), *(n for n in names if n in seen)})
+    return entry if len(shown) == len(names) else entry | {"channels": shown}
+
+
+def _private_channels(space: SpaceState, entries: Iterable[dict[str, Any]]) -> list[str]:
+    """The private channels the ``channels`` lists of ``entries`` name, sorted."""
+    named = {n for e in entries for n in e.get("channels", ())}
+    return sorted(named.difference(announced_channels(space, named)))
+
+
+class _Variant:
+    """One wording of a presence run (the channels its listeners may see), framed once per
+    dialect for all of them."""
+
+    __slots__ = ("each", "entries", "env", "frames")
+
+    def __init__(self, env: Envelope, entries: list[dict[str, Any]]) -> None:
+        self.env = env
+        self.entries = entries
+        self.frames: dict[str, bytes] = {}
+        self.each: dict[str, bytes] = {}
 
 
 def _frames(dialect: Dialect, env: Envelope, data: bytes | None = None) -> bytes:
@@ -174,7 +207,7 @@ class Delivery:
             self.sleepers.to_sleepers(space, ch, env)
         for pid in extra:
             other = space.online.get(pid)
-            if other is not None and pid not in ch.members:
+            if other is not None and pid not in ch.members and sees_channel(ch, pid):
                 self.send(other, env)
 
     def dm(self, sender: Sender, env: Envelope, data: bytes, extra: Sequence[str]) -> None:
@@ -243,20 +276,21 @@ class Delivery:
     # ------------------------------------------------------------------ the whole space
 
     def space(self, space: SpaceState, env: Envelope, but: str | None = None) -> None:
-        """Write a server envelope to everyone connected to ``space`` (a stream's opening,
-        closing, writers; an invitation), ``but`` one, encoded once per dialect; not stored."""
-        frames: dict[str, bytes] = {}
-        for s in list(space.online.values()):
-            if s.id != but:
-                self.send_shared(s, env, frames)
+        """Write a server envelope to everyone connected to ``space`` (an invitation into
+        the space), ``but`` one, encoded once per dialect; not stored."""
+        self.to_each([s for s in list(space.online.values()) if s.id != but], env)
 
-    def stream_frame(self, space: SpaceState, data: bytes, to: Sequence[str] | None) -> None:
-        """Relay a stream data frame as it arrived to ``to`` (None: everyone connected to
-        ``space``), on the dialects that carry stream frames; sleeping members skip it."""
-        if to is None:
-            recipients: Iterable[Session] = list(space.online.values())
-        else:
-            recipients = [space.online[p] for p in to if p in space.online]
+    def to_each(self, recipients: Iterable[Session], env: Envelope) -> None:
+        """Write a server envelope to each of ``recipients`` (a stream's audience, chosen by
+        ``state/visibility.py``), encoded once per dialect; not stored."""
+        frames: dict[str, bytes] = {}
+        for s in recipients:
+            self.send_shared(s, env, frames)
+
+    def stream_frame(self, recipients: Iterable[Session], data: bytes) -> None:
+        """Relay a stream data frame as it arrived to ``recipients`` (the stream's audience,
+        chosen by ``state/visibility.py``), on the dialects that carry stream frames;
+        sleeping members skip it."""
         buf = ws_text_frame(data)
         n = 0
         for s in recipients:
@@ -292,36 +326,56 @@ class Delivery:
                 runs[-1][2].append(entry)
             else:
                 runs.append((event, channel, [entry]))
-        for event, channel, entries in runs:
-            # MEW clients read payload.participant of every presence: a run keeps its first
-            payload: dict[str, Any] = {"event": event, "participant": entries[0]}
-            if len(entries) > 1:
-                payload["participants"] = entries
+        for event, channel, full in runs:
+            # a participant's channels, heard by everyone: the public ones, and to each
+            # listener the private ones it may see (most hear one shared variant)
+            hidden = _private_channels(space, full)
+            variants: dict[tuple[str, ...], _Variant] = {}
             if channel is not None:
-                payload["channel"] = channel
                 ch = space.channels.get(channel)
                 recipients: Iterable[Session] = ch.members.values() if ch else ()
             else:
                 recipients = space.online.values()
-            env = self.server_env("system/presence", payload)
             membership = event in ("join", "leave")
             scoped = membership or event == "update"
-            frames: dict[str, bytes] = {}
-            each: dict[str, bytes] = {}
             per_channel = False  # someone online hears of it per channel (below)
             for s in list(recipients):
                 dialect = s.conn.dialect
                 if scoped and dialect.channel_presence:
                     per_channel = True
                     continue  # told per channel, below
-                if len(entries) > 1 and not s.presence_lists:
-                    self._send_each(s, event, channel, entries, each)
+                seen = tuple(n for n in hidden if sees_channel(space.channels[n], s.id))
+                v = variants.get(seen)
+                if v is None:
+                    v = variants[seen] = self._variant(space, event, channel, full, seen)
+                if len(v.entries) > 1 and not s.presence_lists:
+                    self._send_each(s, event, channel, v.entries, v.each)
                 else:
-                    self.send_shared(s, env, frames)
+                    self.send_shared(s, v.env, v.frames)
+            public = [_announced(space, e) for e in full]
             if membership:
-                self._membership_by_channel(space, event, channel, entries)
+                self._membership_by_channel(space, event, channel, full, public)
             elif event == "update" and per_channel:
-                self._update_to_co_members(space, entries)
+                self._update_to_co_members(space, public)
+
+    def _variant(
+        self,
+        space: SpaceState,
+        event: str,
+        channel: str | None,
+        full: list[dict[str, Any]],
+        seen: tuple[str, ...],
+    ) -> _Variant:
+        """A run of presence events as the listeners who may see the private channels
+        ``seen`` (of those the entries name) hear it."""
+        entries = [_announced(space, e, seen) for e in full]
+        # MEW clients read payload.participant of every presence: a run keeps its first
+        payload: dict[str, Any] = {"event": event, "participant": entries[0]}
+        if len(entries) > 1:
+            payload["participants"] = entries
+        if channel is not None:
+            payload["channel"] = channel
+        return _Variant(self.server_env("system/presence", payload), entries)
 
     def _send_each(
         self,
@@ -348,16 +402,22 @@ class Delivery:
             self.metrics.messages_out += len(entries)
 
     def _membership_by_channel(
-        self, space: SpaceState, event: str, channel: str | None, entries: list[dict[str, Any]]
+        self,
+        space: SpaceState,
+        event: str,
+        channel: str | None,
+        full: list[dict[str, Any]],
+        entries: list[dict[str, Any]],
     ) -> None:
-        """Send join/leave events to the channel-scoped dialects: per channel, to its members
-        only, never to the participant the event is about."""
+        """Send join/leave events to the channel-scoped dialects: per channel (of the
+        ``full`` entries' lists), to its members only, never to the participant the event is
+        about; each carries its announced entry (``entries``: public channels only)."""
         by_channel: dict[str, list[dict[str, Any]]] = {}
         if channel is not None:
             by_channel[channel] = entries
         else:
-            for entry in entries:
-                for name in entry.get("channels", ()):
+            for whole, entry in zip(full, entries, strict=True):
+                for name in whole.get("channels", ()):
                     by_channel.setdefault(name, []).append(entry)
         for name, people in by_channel.items():
             ch = space.channels.get(name)

@@ -26,7 +26,6 @@ from hubbub.server.admission.authorization import (
     changed_capabilities,
     check_grant,
     invalid_channel,
-    visible,
 )
 from hubbub.server.admission.grants import Grants
 from hubbub.server.admission.invitations import Invitations
@@ -43,6 +42,7 @@ from hubbub.server.core.streams import Streams
 from hubbub.server.core.tasks import Tasks
 from hubbub.server.core.verifications import VERIFY_TIMEOUT_MS, Verifications
 from hubbub.server.state.space import Channel, Session
+from hubbub.server.state.visibility import sees_channel, sees_name
 from hubbub.store.base import Store, StoredMessage
 
 Handler = Callable[[Sender, Envelope, int], None]
@@ -166,9 +166,9 @@ class Requests:
         if not isinstance(name, str) or not is_channel(name):
             raise invalid_channel(name)
         space = sender.space
-        if name in space.channels:
-            raise ProtocolError(ErrorCode.CHANNEL_EXISTS, f"channel {name} already exists; join it")
-        self.admission.names.check_channel(space.id, space.channels, name)
+        self.admission.names.check_channel(
+            space.id, space.channels, name, lambda other: sees_name(space, other, sender.id)
+        )
         most = self.limits.max_channels
         if len(space.channels) >= most:
             raise ProtocolError(
@@ -223,7 +223,7 @@ class Requests:
         chans = [
             {"name": c.name, "members": len(c.members), "private": c.private}
             for c in sender.space.channels.values()
-            if visible(c, sender.id)
+            if sees_channel(c, sender.id)
         ]
         self.reply(sender, env, "channel/list-response", {"channels": chans})
 

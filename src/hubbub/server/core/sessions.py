@@ -15,7 +15,7 @@ from hubbub.protocol.hello import Hello
 from hubbub.protocol.ids import DM_STREAM
 from hubbub.server.admission.admit import Admission
 from hubbub.server.admission.auth import Authenticator, Identity
-from hubbub.server.admission.authorization import may_join, visible
+from hubbub.server.admission.authorization import may_join
 from hubbub.server.admission.bans import BanList
 from hubbub.server.admission.grants import Grants
 from hubbub.server.admission.keys import KeyBindings
@@ -28,6 +28,7 @@ from hubbub.server.core.streams import Streams
 from hubbub.server.state.connection import CLOSE_REPLACED, Connection
 from hubbub.server.state.metrics import Metrics
 from hubbub.server.state.space import RateBuckets, Session, SpaceState
+from hubbub.server.state.visibility import active_streams, sees_channel
 
 SETTABLE_PRESENCE: Final = ("online", "away", "busy", "listening", "offline")
 """Presence values a participant may set itself (agentchat's set; ``sleeping`` is the server's)."""
@@ -182,7 +183,7 @@ class Sessions:
         allowed = [
             n
             for n in names
-            if n in space.channels and visible(space.channels[n], s.id) and may_join(s.caps, n)
+            if n in space.channels and sees_channel(space.channels[n], s.id) and may_join(s.caps, n)
         ]
         return allowed[:AUTO_JOIN_MAX]
 
@@ -198,12 +199,15 @@ class Sessions:
         space = s.space
         channels = space.channels
         most = self.limits.welcome_channels
-        names = [n for n in dict.fromkeys(first) if n in channels][:most]
+        seen = [
+            n for n in dict.fromkeys(first) if n in channels and sees_channel(channels[n], s.id)
+        ]
+        names = seen[:most]
         if len(names) < most:
             own = set(names)
-            rest = (n for n, c in channels.items() if n not in own and visible(c, s.id))
+            rest = (n for n, c in channels.items() if n not in own and sees_channel(c, s.id))
             names.extend(itertools.islice(rest, most - len(names)))
-        hidden = sum(1 for c in channels.values() if not visible(c, s.id))
+        hidden = sum(1 for c in channels.values() if not sees_channel(c, s.id))
         return self.delivery.server_env(
             "system/welcome",
             {
@@ -219,7 +223,7 @@ class Sessions:
                 "server": self.server_name,
                 "dm_seq": space.dm_seq,
                 "epoch": self.sequencer.epoch,
-                "active_streams": space.streams.active(),
+                "active_streams": active_streams(space, s.id),
             },
             to=[s.id],
         )

@@ -1,14 +1,17 @@
 """Streams: MEW v0.4's data streams (§3.10), opened and policed by the gateway.
 
 ``stream/request`` is stored in its channel like a message and answered with a
-``stream/open`` to everyone in the space; the owner (and the writers it grants) then send
-raw ``#<stream_id>#<data>`` frames, relayed as they are to the space or to the stream's
-``target``. ``stream/grant-write``, ``stream/revoke-write`` and
-``stream/transfer-ownership`` change who may write and are acknowledged to everyone
+``stream/open`` to everyone in the space who may see that channel (a private channel's
+streams reach its members only: :mod:`hubbub.server.state.visibility`); the owner (and the
+writers it grants) then send raw ``#<stream_id>#<data>`` frames, relayed as they are to that
+audience or to the stream's ``target``. ``stream/grant-write``, ``stream/revoke-write`` and
+``stream/transfer-ownership`` change who may write and are acknowledged to the audience
 (``stream/write-granted``, ``stream/write-revoked``, ``stream/ownership-transferred``);
-``stream/close`` is stored and relayed, and ends the stream it names. A participant's
-streams close when it leaves the space, and a writer's grants end. The rules of a stream
-are in :mod:`hubbub.server.state.streams`; this stage acts on them and tells everyone.
+``stream/close`` is stored and relayed, and ends the stream it names. A stream belongs to a
+connection: only a participant connected now may open one (an HTTP post of a participant
+without a connection is refused), and its streams close when it leaves the space, and a
+writer's grants end. The rules of a stream are in :mod:`hubbub.server.state.streams`; this
+stage acts on them and tells the audience.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from hubbub.server.core.delivery import Delivery
 from hubbub.server.core.sequencer import After, Sequencer
 from hubbub.server.state.space import Session, SpaceState
 from hubbub.server.state.streams import Stream
+from hubbub.server.state.visibility import sees_name, stream_audience
 from hubbub.store.base import Store
 
 Handler = Callable[[Sender, Envelope, int], None]
@@ -46,13 +50,20 @@ def _participant(p: dict[str, Any], key: str, kind: str) -> str:
     return pid
 
 
-def _online(space: SpaceState, pid: str) -> None:
-    """``participant_not_found`` unless ``pid`` is connected to ``space``."""
+def _online(space: SpaceState, pid: str, stream: Stream) -> None:
+    """``participant_not_found`` unless ``pid`` is connected to ``space``; ``not_invited``
+    when it may not see ``stream``'s channel."""
     if pid not in space.online:
         raise ProtocolError(
             ErrorCode.PARTICIPANT_NOT_FOUND,
             f"Participant {pid!r} is not in the space (not connected): a stream's writers "
             "and owner are participants connected now",
+        )
+    if stream.channel is not None and not sees_name(space, stream.channel, pid):
+        raise ProtocolError(
+            ErrorCode.NOT_INVITED,
+            f"Participant {pid!r} is not invited to {stream.channel}, where this stream was "
+            f"requested: invite it first (channel/invite)",
         )
 
 
@@ -88,10 +99,22 @@ class Streams:
         relayed like a message, then everyone gets the gateway's ``stream/open``."""
         space = sender.space
         p = env.payload
-        target = self._target(space, p.get("target"))
+        if isinstance(sender, HttpSender) and sender.id not in space.online:
+            raise ProtocolError(
+                ErrorCode.INVALID_OPERATION,
+                f"stream/request needs a live connection: {sender.id!r} has none, and a "
+                "stream belongs to a connection (it closes when that connection does); "
+                f"connect over WebSocket as {sender.id!r} first, then request the stream "
+                "(over that connection, or over HTTP while it stays connected)",
+            )
         dest = self.admission.destination(sender, env)
+        channel = dest.channel.name if dest.channel is not None else None
+        target = self._target(space, p.get("target"), channel)
+        if dest.channel is None and target is None:  # a direct message's stream: its parties
+            target = list(dest.to or ())
         created = self.clock.iso(now)
-        stream = space.streams.open(sender.id, env.id, created, p, target, len(encode(p)))
+        size = len(encode(p))
+        stream = space.streams.open(sender.id, env.id, created, p, target, size, channel)
         payload: dict[str, Any] = {
             "stream_id": stream.stream_id,
             "encoding": "text",
@@ -107,7 +130,7 @@ class Streams:
         stream.open_id = opened.id
         if isinstance(sender, HttpSender):  # its 202 names the stream (as MEW's gateway does)
             sender.answer = {"stream_id": stream.stream_id}
-        self._accept(sender, dest, env, now, after=lambda: self._tell(space, opened))
+        self._accept(sender, dest, env, now, after=lambda: self._tell(space, stream, opened))
 
     def close(self, sender: Sender, env: Envelope, now: int) -> None:
         """``stream/close``: stored and relayed like a message; when it names an open stream
@@ -132,7 +155,7 @@ class Streams:
         space, p = sender.space, env.payload
         stream = space.streams.owned(p.get("stream_id"), sender.id, "grant write access")
         pid = _participant(p, "participant_id", env.kind)
-        _online(space, pid)
+        _online(space, pid, stream)
         space.streams.grant(stream, pid)
         self._ack(space, env, "stream/write-granted", stream, {"participant_id": pid})
 
@@ -149,7 +172,7 @@ class Streams:
         space, p = sender.space, env.payload
         stream = space.streams.owned(p.get("stream_id"), sender.id, "transfer ownership")
         new_owner = _participant(p, "new_owner", env.kind)
-        _online(space, new_owner)
+        _online(space, new_owner, stream)
         previous = space.streams.transfer(stream, new_owner)
         fields = {"previous_owner": previous, "new_owner": new_owner}
         self._ack(space, env, "stream/ownership-transferred", stream, fields)
@@ -158,7 +181,7 @@ class Streams:
 
     def frame(self, s: Session, frame: StreamFrame) -> None:
         """Relay a data frame of one of the stream's writers, as it arrived, to the stream's
-        target or the whole space (its writer included, as MEW's gateway does)."""
+        target or everyone who may hear of it (its writer included, as MEW's gateway does)."""
         space = s.space
         stream = space.streams.get(frame.stream_id)
         if stream is None or s.id not in stream.writers:
@@ -174,9 +197,11 @@ class Streams:
                 f"You are not authorized to write to stream {frame.stream_id}: {why}",
                 extra={"stream_id": frame.stream_id},
             )
-        target, data = stream.target, frame.data
+        data = frame.data
         # after the messages this connection sent before it (nothing of its own is stored)
-        self.store.after_commit(lambda: self.delivery.stream_frame(space, data, target))
+        self.store.after_commit(
+            lambda: self.delivery.stream_frame(stream_audience(space, stream, frames=True), data)
+        )
 
     # ------------------------------------------------------------------ leaving
 
@@ -187,13 +212,13 @@ class Streams:
             space.streams.close(stream)
             payload = {"stream_id": stream.stream_id, "reason": OWNER_LEFT}
             cid = [stream.open_id] if stream.open_id else None
-            self.delivery.space(
-                space, self.delivery.server_env("stream/close", payload, correlation_id=cid)
+            self._tell(
+                space, stream, self.delivery.server_env("stream/close", payload, correlation_id=cid)
             )
         for stream in space.streams.written_by(pid):
             space.streams.revoke(stream, pid)
             payload = self._state(stream) | {"participant_id": pid, "reason": WRITER_LEFT}
-            self.delivery.space(space, self.delivery.server_env("stream/write-revoked", payload))
+            self._tell(space, stream, self.delivery.server_env("stream/write-revoked", payload))
 
     # ------------------------------------------------------------------ helpers
 
@@ -207,9 +232,10 @@ class Streams:
         self.sequencer.accept(sender, dest, env, now, after=after)
 
     @staticmethod
-    def _target(space: SpaceState, target: object) -> list[str] | None:
+    def _target(space: SpaceState, target: object, channel: str | None) -> list[str] | None:
         """A request's ``target``: None (omitted, null, empty: everyone), else its ids,
-        each connected to the space (``target_not_found`` names those that are not)."""
+        each connected to the space (``target_not_found`` names those that are not) and
+        allowed to see ``channel`` (``not_invited`` names those that are not)."""
         if target is None or target == []:
             return None
         if not isinstance(target, list) or not all(isinstance(t, str) for t in target):
@@ -227,6 +253,15 @@ class Streams:
                 + ", ".join(repr(t) for t in missing[:10]),
                 extra={"targets": missing},
             )
+        outside = [t for t in ids if channel is not None and not sees_name(space, channel, t)]
+        if outside:
+            raise ProtocolError(
+                ErrorCode.NOT_INVITED,
+                f"One or more target participants are not invited to {channel}: "
+                + ", ".join(repr(t) for t in outside[:10])
+                + " (invite them first, channel/invite)",
+                extra={"targets": outside},
+            )
         return ids
 
     @staticmethod
@@ -241,14 +276,15 @@ class Streams:
         stream: Stream,
         fields: dict[str, Any],
     ) -> None:
-        """Tell everyone in ``space`` what ``req`` changed, correlated to it, once what its
+        """Tell the stream's audience what ``req`` changed, correlated to it, once what its
         sender sent before it is delivered."""
         payload = self._state(stream) | fields
         reason = req.payload.get("reason")
         if reason is not None:
             payload["reason"] = reason
         env = self.delivery.server_env(kind, payload, correlation_id=[req.id])
-        self.store.after_commit(lambda: self._tell(space, env))
+        self.store.after_commit(lambda: self._tell(space, stream, env))
 
-    def _tell(self, space: SpaceState, env: Envelope) -> None:
-        self.delivery.space(space, env)
+    def _tell(self, space: SpaceState, stream: Stream, env: Envelope) -> None:
+        """Tell everyone who may hear of ``stream`` (``state/visibility.py``)."""
+        self.delivery.to_each(stream_audience(space, stream), env)

@@ -60,13 +60,17 @@ class _Stream:
         self.resp = resp
         self.last_state = 0.0
 
+    def _view(self, st: dict[str, Any]) -> dict[str, Any]:
+        """A snapshot or state push as this viewer may see it (private channels)."""
+        return observe.state_for(self.space, st, self.viewer.id, self.viewer.can_admin)
+
     async def run(self) -> None:
         router, space = self.router, self.space
         loop = asyncio.get_running_loop()
         queue = router.activity.subscribe()
         try:
             # built right after subscribing, without awaiting: nothing is missed or doubled
-            first = observe.snapshot(router, space, self.viewer.describe())
+            first = self._view(observe.snapshot(router, space, self.viewer.describe()))
             await self.resp.write(_encode("snapshot", first))
             self.last_state = loop.time()
             dirty = False
@@ -84,10 +88,13 @@ class _Stream:
                 for event in batch:
                     if event.get("space") != space.id:
                         continue
-                    chunks.append(_encode("activity", event))
+                    seen = observe.for_viewer(space, event, self.viewer.id, self.viewer.can_admin)
+                    if seen is None:
+                        continue  # about a private channel this viewer may not see
+                    chunks.append(_encode("activity", seen))
                     dirty = dirty or _changes_state(event, space)
                 if dirty and loop.time() - self.last_state >= STATE_INTERVAL_S:
-                    chunks.append(_encode("state", observe.state(router, space)))
+                    chunks.append(_encode("state", self._view(observe.state(router, space))))
                     self.last_state = loop.time()
                     dirty = False
                 if not chunks and not batch:
@@ -142,7 +149,9 @@ def add_dashboard_routes(app: web.Application, key: web.AppKey[Gateway]) -> None
         return resp
 
     async def proposal(request: web.Request, router: Gateway, viewer: Viewer) -> web.Response:
-        found = observe.proposal_payload(viewer.space, request.match_info["pid"])
+        found = observe.proposal_payload(
+            viewer.space, request.match_info["pid"], viewer.id, viewer.can_admin
+        )
         if found is None:
             return web.json_response(
                 {

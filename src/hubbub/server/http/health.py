@@ -12,6 +12,7 @@ from hubbub import __version__
 from hubbub.protocol.ids import Clock
 from hubbub.server.gateway import Gateway
 from hubbub.server.json_body import json_body
+from hubbub.server.state.visibility import sees_channel
 
 HEALTHY: Final = "healthy"
 """``status`` when all is well (agentchat's word); else ``degraded``."""
@@ -65,6 +66,9 @@ def agentchat_health(router: Gateway) -> dict[str, object]:
             "connected": len(sessions),
             "with_identity": sum(1 for s in sessions if s.verified is not None),
         },
-        "channels": {"total": len(channels), "public": sum(1 for c in channels if not c.private)},
+        "channels": {
+            "total": len(channels),
+            "public": sum(1 for c in channels if sees_channel(c, None)),
+        },
         "timestamp": _ISO.iso(now),
     }

@@ -19,6 +19,7 @@ from hubbub.server.gateway import Gateway
 from hubbub.server.http.params import int_param, page_limit
 from hubbub.server.json_body import json_body
 from hubbub.server.state.space import SpaceState
+from hubbub.server.state.visibility import sees_name, shown_channels
 from hubbub.server.web_guard import FORWARDED_BY_NODE
 
 _STATUS = {
@@ -41,6 +42,7 @@ _STATUS = {
     ErrorCode.PARTICIPANT_NOT_FOUND: 404,
     ErrorCode.STREAM_LIMIT: 403,
     ErrorCode.INVITE_LIMIT: 403,
+    ErrorCode.INVALID_OPERATION: 409,  # e.g. a stream asked for without a connection
 }
 
 
@@ -170,11 +172,18 @@ def add_http_routes(app: web.Application, key: web.AppKey[Gateway]) -> None:
         except ProtocolError as exc:
             return _error(exc)
         out: list[dict[str, Any]] = []
+        viewer = ident.id if ident is not None else None
         for pid in sorted(space.known | set(space.online)):
             s = space.online.get(pid)
             state = router.coordination.participant_state(space, pid)
+            if "floor" in state:  # claims in channels the reader may not see: left out
+                claims = [c for c in state["floor"] if sees_name(space, c["channel"], viewer)]
+                state = {k: v for k, v in state.items() if k != "floor"}
+                if claims:
+                    state["floor"] = claims
             if s is not None:
-                out.append(s.summary() | {"channels": sorted(s.channels), "online": True} | state)
+                channels = shown_channels(space, s.channels, viewer)
+                out.append(s.summary() | {"channels": channels, "online": True} | state)
             else:
                 kind = space.kind_of(pid)
                 entry = {"id": pid, "kind": kind, "presence": "offline", "online": False}

@@ -4,6 +4,12 @@
 pipeline never imports this module) and turns deliveries and presence changes into activity
 events; the dashboard's event stream calls :func:`snapshot` / :func:`state`. Nothing here
 sends to participants. What it reads of the gateway is :class:`Observed`.
+
+Every event, snapshot and state push passes :func:`for_viewer` / :func:`state_for` on its
+way to one dashboard: what a viewer sees of a private channel is
+:func:`hubbub.server.state.visibility.observer_level` — everything when it is invited, its
+existence, members and traffic without text for an admin who is not (as for DMs, whose text
+the feed never copies), nothing at all for anyone else.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from hubbub.server.core.space_engines import SpaceEngines
 from hubbub.server.state.activity import Activity, Event
 from hubbub.server.state.proposals import Proposal
 from hubbub.server.state.space import SpaceState
+from hubbub.server.state.visibility import Level, hidden_names, observer_level
 
 TEXT_MAX = 500
 """Longest message text copied into an activity event (the rest is cut with an ellipsis)."""
@@ -94,10 +101,13 @@ def _proposal_entry(env: Envelope) -> dict[str, Any]:
     return entry
 
 
-def proposal_payload(space: SpaceState, proposal_id: str) -> dict[str, Any] | None:
-    """A recent proposal's full payload (what the dashboard loads when it is opened)."""
+def proposal_payload(
+    space: SpaceState, proposal_id: str, viewer: str | None, admin: bool
+) -> dict[str, Any] | None:
+    """A recent proposal's full payload (what the dashboard loads when it is opened), when
+    ``viewer`` may see its channel's text."""
     p = space.proposals.get(proposal_id)
-    if p is None:
+    if p is None or observer_level(space, p.env.channel, viewer, admin) != "all":
         return None
     return {"id": proposal_id, "open": p.open, "payload": p.env.payload}
 
@@ -220,7 +230,10 @@ def routed(router: Observed, space: SpaceState, env: Envelope) -> None:
         found = space.proposals.outcome(env)
         if found is not None:
             event, pid = found
-            activity.publish(event, space.id, **_outcome_fields(event, pid, env))
+            proposal = space.proposals.get(pid)
+            where = proposal.env.channel if proposal is not None else env.channel
+            fields = _outcome_fields(event, pid, env)
+            activity.publish(event, space.id, **({"channel": where} | fields))
             return
     if activity.watched and env.from_ != SERVER_ID:
         activity.publish("message", space.id, **message_fields(env))
@@ -333,3 +346,68 @@ def snapshot(router: Observed, space: SpaceState, viewer: dict[str, Any]) -> dic
         "viewer": viewer,
         "recent": recent(router.activity, space.id),
     }
+
+
+# ---------------------------------------------------------------------- one viewer's view
+
+CONTENT_FIELDS = frozenset(
+    {"text", "payload", "arguments", "args_preview", "method", "tool", "result", "error", "reason"}
+)
+"""What an event says of a message's content: left out where the viewer sees only that a
+private channel exists (``exists``)."""
+HIDDEN_ERROR = "(an error about a channel you cannot see)"
+"""An error event's message, for a viewer who may not see a channel it names."""
+
+
+def for_viewer(space: SpaceState, event: Event, viewer: str | None, admin: bool) -> Event | None:
+    """``event`` as one dashboard viewer may see it (None: not at all); see
+    :func:`hubbub.server.state.visibility.observer_level`."""
+    channel = event.get("channel")
+    if isinstance(channel, str):
+        level = observer_level(space, channel, viewer, admin)
+        if level == "none":
+            return None
+        if level == "exists":
+            event = {k: v for k, v in event.items() if k not in CONTENT_FIELDS}
+            event["private"] = True
+    names = event.get("channels")
+    if isinstance(names, list):
+        shown = _shown(space, names, viewer, admin)
+        if len(shown) != len(names):
+            event = event | {"channels": shown}
+    message = event.get("message")
+    hides = not admin and event.get("event") == "error" and isinstance(message, str)
+    if hides and hidden_names(space, str(message), viewer):  # an admin may know the names
+        event = event | {"message": HIDDEN_ERROR}
+    return event
+
+
+def state_for(
+    space: SpaceState, st: dict[str, Any], viewer: str | None, admin: bool
+) -> dict[str, Any]:
+    """A :func:`state` or :func:`snapshot` as one dashboard viewer may see it."""
+    out = dict(st)
+    channels = []
+    for ch in st["channels"]:
+        level = _level(space, ch["name"], viewer, admin)
+        if level != "none":
+            channels.append(ch if level == "all" else ch | {"private": True})
+    out["channels"] = channels
+    out["participants"] = [
+        p | {"channels": _shown(space, p["channels"], viewer, admin)} for p in st["participants"]
+    ]
+    out["floor"] = [c for c in st["floor"] if _level(space, c["channel"], viewer, admin) != "none"]
+    for key in ("proposals", "recent"):
+        if key in st:
+            seen = (for_viewer(space, e, viewer, admin) for e in st[key])
+            out[key] = [e for e in seen if e is not None]
+    return out
+
+
+def _level(space: SpaceState, name: str | None, viewer: str | None, admin: bool) -> Level:
+    return observer_level(space, name, viewer, admin)
+
+
+def _shown(space: SpaceState, names: list[str], viewer: str | None, admin: bool) -> list[str]:
+    """The channels of ``names`` the viewer may know of (``all`` or ``exists``)."""
+    return [n for n in names if _level(space, n, viewer, admin) != "none"]

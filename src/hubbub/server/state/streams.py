@@ -28,6 +28,7 @@ class Stream:
     """One open stream."""
 
     __slots__ = (
+        "channel",
         "created",
         "info",
         "open_id",
@@ -46,6 +47,7 @@ class Stream:
         created: str,
         info: dict[str, Any],
         target: list[str] | None,
+        channel: str | None = None,
     ) -> None:
         self.stream_id = stream_id
         self.owner = owner
@@ -56,7 +58,10 @@ class Stream:
         self.info = info
         """The request's payload, without the fields the gateway decides."""
         self.target = target
-        """Who receives its frames (None: everyone in the space)."""
+        """Who receives its frames (None: everyone who may hear of the stream)."""
+        self.channel = channel
+        """The channel it was requested in (a private one's streams reach its members only:
+        ``state/visibility.py``); None: a direct message's stream."""
         self.writers: list[str] = [owner]
         """Who may write frames to it: its owner first, then those granted."""
 
@@ -86,9 +91,10 @@ class SpaceStreams:
         """The open stream ``stream_id``, or None."""
         return self._streams.get(stream_id)
 
-    def active(self) -> list[dict[str, Any]]:
-        """Every open stream, described for a late joiner's welcome."""
-        return [s.describe() for s in self._streams.values()]
+    def open_streams(self) -> list[Stream]:
+        """Every open stream (a welcome lists those its reader may hear of:
+        ``state/visibility.py``)."""
+        return list(self._streams.values())
 
     def owned_by(self, pid: str) -> list[Stream]:
         """The streams ``pid`` owns."""
@@ -106,6 +112,7 @@ class SpaceStreams:
         payload: dict[str, Any],
         target: list[str] | None,
         size: int,
+        channel: str | None = None,
     ) -> Stream:
         """Open a stream for ``owner`` (``size``: the request payload's bytes), within the
         limits, or raise ``stream_limit``."""
@@ -130,7 +137,7 @@ class SpaceStreams:
         self._counter += 1
         stream_id = f"stream-{self._counter}"
         info = {k: v for k, v in payload.items() if k not in SERVER_FIELDS}
-        stream = Stream(stream_id, owner, request_id, created, info, target)
+        stream = Stream(stream_id, owner, request_id, created, info, target, channel)
         self._streams[stream_id] = stream
         return stream
 
