@@ -26,6 +26,14 @@ nothing is refused and says what the recipient holds instead.
 
 **Sending** (:func:`check_send`): an envelope is refused when no capability matches it, or
 when matching it ran past the CPU budget of one envelope (``MATCH_BUDGET_S``).
+
+**Guarded kinds** (:func:`check_guarded`): a participant control (``participant/shutdown``,
+``clear``, ``restart``, ``pause``, … :data:`PARTICIPANT_CONTROL_KINDS`) addressed to anyone
+but its sender — a ``to`` naming another participant, or no ``to`` at all — needs, besides a
+capability for the kind, the ``admin`` role or a capability that *names* the kind
+(:func:`names_kind`: ``participant/shutdown``, ``participant/*``; ``**``, ``*`` and the
+human default ``!capability/*`` do not). An open space (loopback, anyone may take any id)
+leaves it to the capabilities alone.
 """
 
 from __future__ import annotations
@@ -39,10 +47,13 @@ from hubbub.protocol.capabilities import (
     Capability,
     CapabilityError,
     CapabilitySet,
+    names_kind,
     uncovered,
 )
+from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.protocol.ids import DEFAULT_CHANNEL, is_channel
+from hubbub.protocol.ids import DEFAULT_CHANNEL, GATEWAY_ADDRESSES, is_channel
+from hubbub.protocol.kinds import PARTICIPANT_CONTROL_KINDS
 from hubbub.server.admission.bans import BanList
 from hubbub.server.state.space import Channel, SpaceState
 
@@ -68,6 +79,32 @@ def check_send(
         ErrorCode.CAPABILITY_VIOLATION,
         message,
         correlation_id=correlation_id,
+        extra={"attempted_kind": kind, "your_capabilities": caps.capabilities},
+    )
+
+
+def check_guarded(
+    space: SpaceState, pid: str, role: str, caps: CapabilitySet, env: Envelope
+) -> None:
+    """Raise ``capability_violation`` when ``env`` is a participant control that ``pid`` sends
+    to someone else without the admin role or a capability that names the kind."""
+    kind = env.kind
+    if kind not in PARTICIPANT_CONTROL_KINDS or space.config.open or role == "admin":
+        return
+    others = (
+        ["everyone"]
+        if not env.to
+        else [t for t in env.to if t != pid and t not in GATEWAY_ADDRESSES]
+    )
+    if not others or names_kind(caps.capabilities, kind, env.payload):
+        return
+    raise ProtocolError(
+        ErrorCode.CAPABILITY_VIOLATION,
+        f"{kind} to {'everyone' if not env.to else repr(others[0])} controls another "
+        f"participant: it needs the admin role or a capability that names it (ask an admin "
+        f"to grant {{kind: {kind}}}); a broad pattern such as '**' or '!capability/*' is not "
+        "enough. Sent to yourself alone it needs only a capability for the kind",
+        correlation_id=env.id or None,
         extra={"attempted_kind": kind, "your_capabilities": caps.capabilities},
     )
 

@@ -1,0 +1,133 @@
+"""Hostile use of the default capabilities (hostile input, round three: items 2, 3 and 8),
+over real sockets and SQLite.
+
+A token space where nobody was given capabilities: agents ``mallory`` and ``worker``, humans
+``eve`` and ``carol`` get the defaults of their kind; ``boss`` is an admin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from hubbub.server.config import ParticipantConfig, SpaceConfig, hash_token
+from tests.conftest import RunningGateway, WsClient, start_gateway, stop_gateway
+
+SPACE = "team"
+CONTROLS = ("participant/shutdown", "participant/clear", "participant/restart", "participant/pause")
+
+
+def _space() -> SpaceConfig:
+    people = {
+        "boss": ParticipantConfig(kind="human", role="admin"),
+        "mallory": ParticipantConfig(kind="agent"),
+        "worker": ParticipantConfig(kind="agent"),
+        "eve": ParticipantConfig(kind="human"),
+        "carol": ParticipantConfig(kind="human"),
+        "ops": ParticipantConfig(
+            kind="agent", capabilities=[{"kind": "chat"}, {"kind": "participant/*"}]
+        ),
+        "lead": ParticipantConfig(
+            kind="human",
+            capabilities=[{"kind": ["chat", "mcp/response", "space/invite"]}],
+        ),
+    }
+    for pid, p in people.items():
+        p.token_hash = hash_token(f"{pid}-token")
+    cfg = SpaceConfig(space=SPACE, participants=people)
+    cfg.validate()
+    return cfg
+
+
+@pytest.fixture
+async def team(tmp_path: Path) -> AsyncIterator[RunningGateway]:
+    gw = await start_gateway(tmp_path, spaces=[_space()])
+    yield gw
+    await stop_gateway(gw)
+
+
+async def _join(gw: RunningGateway, pid: str, token: str | None = None) -> WsClient:
+    return await gw.mew(pid, space=SPACE, token=token or f"{pid}-token")
+
+
+async def _refused(c: WsClient, frame: dict[str, Any]) -> dict[str, Any]:
+    """Send ``frame``; the payload of the ``system/error`` that answers it."""
+    await c.send(frame)
+    payload: dict[str, Any] = (await c.expect("system/error"))["payload"]
+    return payload
+
+
+def _control(kind: str, to: list[str] | None) -> dict[str, Any]:
+    frame: dict[str, Any] = {"kind": kind, "payload": {"reason": "because"}}
+    if to is not None:
+        frame["to"] = to
+    return frame
+
+
+# ------------------------------------------------------------------ item 2: participant control
+
+
+@pytest.mark.parametrize("attacker", ["mallory", "eve"])
+async def test_defaults_do_not_let_one_participant_control_another(
+    team: RunningGateway, attacker: str
+) -> None:
+    bad = await _join(team, attacker)
+    worker = await _join(team, "worker")
+    for kind in CONTROLS:
+        for to in (["worker"], None, [attacker, "worker"]):  # to it, to everyone, both
+            err = await _refused(bad, _control(kind, to))
+            assert err["error"] == "capability_violation", err
+            assert err["attempted_kind"] == kind
+            assert f"{{kind: {kind}}}" in err["message"] and "admin" in err["message"]
+    await worker.silent(lambda f: str(f.get("kind", "")).startswith("participant/"))
+    # what agents and people do send about themselves still goes through
+    await worker.send({"kind": "participant/status", "payload": {"status": "idle"}})
+    assert (await bad.expect("participant/status"))["from"] == "worker"
+    await bad.send({"kind": "participant/request-status", "to": ["worker"], "payload": {}})
+    assert (await worker.expect("participant/request-status"))["from"] == attacker
+
+
+async def test_a_human_may_still_address_a_control_kind_to_itself(team: RunningGateway) -> None:
+    eve = await _join(team, "eve")
+    await eve.send(_control("participant/pause", ["eve"]))
+    echo = await eve.expect("participant/pause")
+    assert echo["from"] == "eve" and echo["to"] == ["eve"]
+
+
+async def test_an_admin_or_an_explicit_grant_may_control_others(team: RunningGateway) -> None:
+    worker = await _join(team, "worker")
+    boss = await _join(team, "boss")
+    ops = await _join(team, "ops")
+    for sender in (boss, ops):
+        await sender.send(_control("participant/shutdown", ["worker"]))
+        got = await worker.expect("participant/shutdown")
+        assert got["payload"]["reason"] == "because"
+    # granted at run time: an admin gives mallory exactly that kind
+    mallory = await _join(team, "mallory")
+    err = await _refused(mallory, _control("participant/clear", ["worker"]))
+    assert err["error"] == "capability_violation"
+    grant = {"recipient": "mallory", "capabilities": [{"kind": "participant/clear"}]}
+    await boss.send({"kind": "capability/grant", "payload": grant})
+    await mallory.expect("capability/grant")
+    await mallory.send(_control("participant/clear", ["worker"]))
+    assert (await worker.expect("participant/clear"))["from"] == "mallory"
+
+
+async def test_a_control_kind_over_http_is_refused_alike(team: RunningGateway) -> None:
+    worker = await _join(team, "worker")
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            f"{team.http}/participants/mallory/messages",
+            json=_control("participant/shutdown", ["worker"]),
+            headers={"Authorization": "Bearer mallory-token"},
+        ) as resp,
+    ):
+        body = await resp.json()
+    assert resp.status == 403, body
+    assert body["error"] == "capability_violation"
+    await worker.silent(lambda f: f.get("kind") == "participant/shutdown")
