@@ -131,3 +131,95 @@ async def test_a_control_kind_over_http_is_refused_alike(team: RunningGateway) -
     assert resp.status == 403, body
     assert body["error"] == "capability_violation"
     await worker.silent(lambda f: f.get("kind") == "participant/shutdown")
+
+
+# ------------------------------------------------------------------ item 3: invites
+
+
+async def _invite(c: WsClient, pid: str, caps: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """Send ``space/invite``; the ``space/invite-ack`` payload, or the refusal's."""
+    payload: dict[str, Any] = {"participant_id": pid}
+    if caps is not None:
+        payload["initial_capabilities"] = caps
+    await c.send({"kind": "space/invite", "payload": payload})
+    answer = await c.next_where(lambda f: f.get("kind") in ("space/invite-ack", "system/error"))
+    out: dict[str, Any] = answer["payload"]
+    return out
+
+
+async def test_a_human_with_the_defaults_may_not_invite(team: RunningGateway) -> None:
+    eve = await _join(team, "eve")
+    err = await _invite(eve, "puppet", [{"kind": "**"}])
+    assert err["error"] == "capability_violation" and err["attempted_kind"] == "space/invite"
+    assert "{kind: space/invite}" in err["message"]
+    assert "puppet" not in team.router.spaces[SPACE].known
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            f"{team.http}/participants/eve/messages",
+            json={"kind": "space/invite", "payload": {"participant_id": "puppet"}},
+            headers={"Authorization": "Bearer eve-token"},
+        ) as resp,
+    ):
+        assert resp.status == 403 and (await resp.json())["error"] == "capability_violation"
+    mallory = await _join(team, "mallory")  # agents never had it
+    err = await _invite(mallory, "puppet", [{"kind": "chat"}])
+    assert err["error"] == "capability_violation"
+
+
+async def test_an_invitee_never_gets_more_than_its_inviter(team: RunningGateway) -> None:
+    lead = await _join(team, "lead")  # holds chat, mcp/response and space/invite
+    err = await _invite(lead, "puppet", [{"kind": "**"}])
+    assert err["error"] == "capability_violation"
+    assert '{"kind":"**"}' in err["message"] and "inviter" in err["message"]
+    err = await _invite(lead, "puppet", None)  # the agent defaults: far more than lead holds
+    assert err["error"] == "capability_violation" and "initial_capabilities" in err["message"]
+    assert "puppet" not in team.router.spaces[SPACE].known
+    ack = await _invite(lead, "puppet", [{"kind": "chat"}])
+    assert ack["status"] == "created"
+    puppet = await _join(team, "puppet", ack["token"])
+    assert {"kind": "chat"} in puppet.welcome["payload"]["you"]["capabilities"]
+    boss = await _join(team, "boss")  # an admin holds ** and may hand it out
+    assert (await _invite(boss, "helper", [{"kind": "**"}]))["status"] == "created"
+
+
+async def test_a_ban_takes_the_inviters_invitees_with_it(tmp_path: Path) -> None:
+    gw = await start_gateway(tmp_path, spaces=[_space()])
+    try:
+        lead = await _join(gw, "lead")
+        used = await _invite(lead, "puppet", [{"kind": ["chat", "space/invite"]}])
+        puppet = await _join(gw, "puppet", used["token"])
+        unused = await _invite(puppet, "puppet2", [{"kind": "chat"}])  # an invite's invite
+        spare = await _invite(lead, "spare", [{"kind": "chat"}])  # never used
+        carol = await _join(gw, "carol")
+        boss = await _join(gw, "boss")
+        await boss.send({"kind": "admin/ban", "payload": {"participant": "lead"}})
+        result = (await boss.expect("admin/result"))["payload"]
+        assert result["banned"] and sorted(result["invitees_banned"]) == [
+            "puppet",
+            "puppet2",
+            "spare",
+        ]
+        kicked = await puppet.expect("system/kicked")
+        assert kicked["payload"]["banned"] and "lead" in kicked["payload"]["reason"]
+        await carol.send({"kind": "chat", "payload": {"text": "still fine"}})
+        assert (await boss.expect("chat"))["payload"]["text"] == "still fine"
+    finally:
+        await stop_gateway(gw)
+    gw = await start_gateway(tmp_path, spaces=[_space()])  # the same store: a restart
+    try:
+        for pid, token in (("puppet", used), ("puppet2", unused), ("spare", spare)):
+            c = await gw.connect()
+            await c.send({"type": "join", "participantId": pid, "space": SPACE,
+                          "token": token["token"]})  # fmt: skip
+            err = (await c.expect("system/error"))["payload"]
+            assert err["error"] in ("banned", "auth_failed"), err
+        boss = await _join(gw, "boss")  # an unban of the inviter does not revive them
+        await boss.send({"kind": "admin/unban", "payload": {"participant": "lead"}})
+        await boss.expect("admin/result")
+        c = await gw.connect()
+        await c.send({"type": "join", "participantId": "spare", "space": SPACE,
+                      "token": spare["token"]})  # fmt: skip
+        assert (await c.expect("system/error"))["payload"]["error"] in ("banned", "auth_failed")
+    finally:
+        await stop_gateway(gw)

@@ -27,13 +27,15 @@ nothing is refused and says what the recipient holds instead.
 **Sending** (:func:`check_send`): an envelope is refused when no capability matches it, or
 when matching it ran past the CPU budget of one envelope (``MATCH_BUDGET_S``).
 
-**Guarded kinds** (:func:`check_guarded`): a participant control (``participant/shutdown``,
-``clear``, ``restart``, ``pause``, … :data:`PARTICIPANT_CONTROL_KINDS`) addressed to anyone
-but its sender — a ``to`` naming another participant, or no ``to`` at all — needs, besides a
-capability for the kind, the ``admin`` role or a capability that *names* the kind
-(:func:`names_kind`: ``participant/shutdown``, ``participant/*``; ``**``, ``*`` and the
-human default ``!capability/*`` do not). An open space (loopback, anyone may take any id)
-leaves it to the capabilities alone.
+**Guarded kinds** (:func:`check_guarded`): ``space/invite``, and a participant control
+(``participant/shutdown``, ``clear``, ``restart``, ``pause``, …
+:data:`PARTICIPANT_CONTROL_KINDS`) addressed to anyone but its sender — a ``to`` naming
+another participant, or no ``to`` at all — need, besides a capability for the kind, the
+``admin`` role or a capability that *names* the kind (:func:`names_kind`:
+``participant/shutdown``, ``participant/*``, ``space/invite``; ``**``, ``*`` and the human
+default ``!capability/*`` do not). An open space (loopback, anyone may take any id; MEW's
+``space.yaml``) leaves it to the capabilities alone, as MEW does. What an invite or a grant
+gives never exceeds the sender's own capabilities (:func:`check_within`).
 """
 
 from __future__ import annotations
@@ -83,28 +85,58 @@ def check_send(
     )
 
 
+INVITE_KIND = "space/invite"
+
+
 def check_guarded(
     space: SpaceState, pid: str, role: str, caps: CapabilitySet, env: Envelope
 ) -> None:
-    """Raise ``capability_violation`` when ``env`` is a participant control that ``pid`` sends
-    to someone else without the admin role or a capability that names the kind."""
+    """Raise ``capability_violation`` when ``env`` is a ``space/invite``, or a participant
+    control to someone else, and ``pid`` has neither the admin role nor a capability that
+    names the kind (an open space: never)."""
     kind = env.kind
-    if kind not in PARTICIPANT_CONTROL_KINDS or space.config.open or role == "admin":
+    if kind == INVITE_KIND:
+        what = "space/invite adds a participant to the space"
+        tail = ""
+    elif kind in PARTICIPANT_CONTROL_KINDS:
+        others = [t for t in env.to or () if t != pid and t not in GATEWAY_ADDRESSES]
+        if env.to and not others:
+            return  # to itself alone: its capabilities decide
+        what = f"{kind} to {repr(others[0]) if others else 'everyone'} controls another participant"
+        tail = ". Sent to yourself alone it needs only a capability for the kind"
+    else:
         return
-    others = (
-        ["everyone"]
-        if not env.to
-        else [t for t in env.to if t != pid and t not in GATEWAY_ADDRESSES]
-    )
-    if not others or names_kind(caps.capabilities, kind, env.payload):
+    if space.config.open or role == "admin" or names_kind(caps.capabilities, kind, env.payload):
         return
     raise ProtocolError(
         ErrorCode.CAPABILITY_VIOLATION,
-        f"{kind} to {'everyone' if not env.to else repr(others[0])} controls another "
-        f"participant: it needs the admin role or a capability that names it (ask an admin "
-        f"to grant {{kind: {kind}}}); a broad pattern such as '**' or '!capability/*' is not "
-        "enough. Sent to yourself alone it needs only a capability for the kind",
+        f"{what}: it needs the admin role or a capability that names it (ask an admin to "
+        f"grant {{kind: {kind}}}); a broad pattern such as '**' or '!capability/*' is not "
+        f"enough{tail}",
         correlation_id=env.id or None,
+        extra={"attempted_kind": kind, "your_capabilities": caps.capabilities},
+    )
+
+
+def check_within(
+    caps: CapabilitySet, wanted: Sequence[Mapping[str, Any]], kind: str, note: str = ""
+) -> None:
+    """Raise ``capability_violation`` unless ``caps`` cover every entry of ``wanted``: what a
+    grant hands out, or what an invite gives its invitee (``note``: where ``wanted`` came
+    from), never exceeds the sender's own."""
+    beyond = uncovered(caps.capabilities, wanted)
+    if not beyond:
+        return
+    if kind == INVITE_KIND:
+        rule = "an invitee never gets more than its inviter holds"
+        fix = f"list initial_capabilities within your own{note}"
+    else:
+        rule = "a grant never exceeds the granter's capabilities"
+        fix = "grant a narrower pattern"
+    raise ProtocolError(
+        ErrorCode.CAPABILITY_VIOLATION,
+        f"you may not give {_brief(beyond[0])} with {kind}: your own capabilities do not "
+        f"cover it ({rule}); {fix}",
         extra={"attempted_kind": kind, "your_capabilities": caps.capabilities},
     )
 
@@ -190,16 +222,8 @@ def check_grant(
             "ask an admin of the space",
             extra={"attempted_kind": kind, "your_capabilities": caps.capabilities},
         )
-    if kind != "capability/grant":
-        return
-    beyond = uncovered(caps.capabilities, changes)
-    if beyond:
-        raise ProtocolError(
-            ErrorCode.CAPABILITY_VIOLATION,
-            f"you may not grant {dict(beyond[0])}: your own capabilities do not cover it "
-            "(a grant never exceeds the granter's capabilities); grant a narrower pattern",
-            extra={"attempted_kind": kind, "your_capabilities": caps.capabilities},
-        )
+    if kind == "capability/grant":
+        check_within(caps, changes, kind)
 
 
 def changed_capabilities(
