@@ -14,8 +14,10 @@ from typing import Any
 import aiohttp
 import pytest
 
+from hubbub.sdk import Participant
 from hubbub.server.config import ParticipantConfig, SpaceConfig, hash_token
 from tests.conftest import RunningGateway, WsClient, start_gateway, stop_gateway
+from tests.engines_live.conftest import start_engine_gateway
 
 SPACE = "team"
 CONTROLS = ("participant/shutdown", "participant/clear", "participant/restart", "participant/pause")
@@ -221,5 +223,66 @@ async def test_a_ban_takes_the_inviters_invitees_with_it(tmp_path: Path) -> None
         await c.send({"type": "join", "participantId": "spare", "space": SPACE,
                       "token": spare["token"]})  # fmt: skip
         assert (await c.expect("system/error"))["payload"]["error"] in ("banned", "auth_failed")
+    finally:
+        await stop_gateway(gw)
+
+
+# ------------------------------------------------------------------ item 8: huge durations
+
+HUGE = "1" + "0" * 300  # 1e300 seconds, in the digits a marker takes
+ENDLESS = "9" * 400  # reads as infinity
+
+
+async def test_huge_durations_are_clamped_at_every_door(tmp_path: Path) -> None:
+    gw = await start_engine_gateway(tmp_path, cb_max_duration_s=60)
+    try:
+        a = await gw.mew("agent-a")
+        assert a.welcome["payload"]["max_duration_s"] == 60
+        text = f"@@cb:{HUGE}s@@mew @@cb:{ENDLESS}s@@inf"
+        await a.send({"kind": "chat", "payload": {"text": text}})
+        await gw.synced(a)
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(
+                f"{gw.http}/participants/agent-a/messages",
+                json={"kind": "chat", "payload": {"text": f"@@cb:{HUGE}s@@http"}},
+            ) as resp,
+        ):
+            assert resp.status == 202 and "errors" not in await resp.json()
+        bot = await gw.agentchat("bot")
+        await bot.send({"type": "MSG", "to": "#general", "content": f"@@sleep:{ENDLESS}s@@"})
+        await bot.send({"type": "LIST_CHANNELS"})
+        await bot.expect_type("CHANNELS")  # the sleep was read before this answer
+        await gw.settle()  # and applied once its (empty) delivery committed
+        engines = gw.router.coordination.spaces["default"]
+        now = gw.clock()
+        pending = engines.callbacks.pending("agent-a")
+        assert sorted(cb.payload for cb in pending) == ["http", "inf", "mew "]
+        assert all(now < cb.due_ms <= now + 60_000 for cb in pending)
+        entry = engines.sleep.entry("bot")
+        assert entry is not None and now < entry.wake_at <= now + 60_000
+        gw.tick(61)
+        fired = {(await a.expect("chat"))["payload"]["text"] for _ in range(3)}
+        assert fired == {"@@cb-fire@@mew ", "@@cb-fire@@inf", "@@cb-fire@@http"}
+        wake = await bot.expect_type("MSG")
+        assert wake["content"] == "@@wake@@"
+    finally:
+        await stop_gateway(gw)
+
+
+async def test_the_sdk_clamps_to_the_gateways_longest_and_refuses_nan(tmp_path: Path) -> None:
+    gw = await start_engine_gateway(tmp_path, cb_max_duration_s=60)
+    try:
+        async with Participant(gateway=gw.url, participant_id="sdk") as p:
+            assert p.max_duration_s == 60
+            sent = await p.schedule_callback(1e300, "later")
+            assert sent.payload["text"] == "@@cb:60s@@later"
+            slept = await p.sleep(float("inf"))
+            assert slept.payload["text"] == "@@sleep:60s@@"
+            for bad, why in ((float("nan"), "number of seconds"), (-1, "0 seconds or more")):
+                with pytest.raises(ValueError, match=why):
+                    await p.schedule_callback(bad, "x")
+                with pytest.raises(ValueError, match=why):
+                    await p.sleep(bad)
     finally:
         await stop_gateway(gw)

@@ -214,6 +214,7 @@ class Sessions:
                 "dm_seq": space.dm_seq,
                 "epoch": self.sequencer.epoch,
                 "active_streams": space.streams.active(),
+                "max_duration_s": self.coordination.settings.cb_max_duration_s,
             },
             to=[s.id],
         )
