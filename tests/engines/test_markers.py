@@ -9,12 +9,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hubbub.protocol.markers import (
+    MAX_DURATION_S,
     SLEEP_MODES,
     CallbackMarker,
     Parsed,
     SleepMarker,
     callback_marker,
+    clamp_duration,
     has_marker,
+    max_duration_of,
     parse_markers,
     sleep_marker,
 )
@@ -251,7 +254,7 @@ def test_format_examples() -> None:
     assert callback_marker(2.5, "ping") == "@@cb:2.5s@@ping"
     assert callback_marker(0.5, "x", "#ops") == "@@cb:0.5s#ops@@x"
     assert callback_marker(1234.567, "p") == "@@cb:1234.567s@@p"
-    assert callback_marker(1e7) == "@@cb:10000000s@@"
+    assert callback_marker(1e7, max_s=1e7) == "@@cb:10000000s@@"
     assert callback_marker(1e-5) == "@@cb:0.00001s@@"
     assert callback_marker(-0.0) == "@@cb:0s@@"
     assert sleep_marker(0.5) == "@@sleep:0.5s@@"
@@ -265,12 +268,56 @@ def test_format_refuses_unparseable_payload(payload: str) -> None:
         callback_marker(1, payload)
 
 
-@pytest.mark.parametrize("seconds", [-1, -0.001, float("inf"), float("nan")])
+@pytest.mark.parametrize("seconds", [-1, -0.001, float("-inf"), float("nan")])
 def test_format_refuses_bad_durations(seconds: float) -> None:
     with pytest.raises(ValueError, match="duration"):
         callback_marker(seconds)
     with pytest.raises(ValueError, match="duration"):
         sleep_marker(seconds)
+
+
+@pytest.mark.parametrize("seconds", [3600.5, 1e9, 1e300, float("inf")])
+def test_format_clamps_long_durations_to_the_maximum(seconds: float) -> None:
+    assert MAX_DURATION_S == 3600
+    assert callback_marker(seconds, "x") == "@@cb:3600s@@x"
+    assert sleep_marker(seconds, "drop") == "@@sleep:3600s:drop@@"
+    assert callback_marker(seconds, "x", "#ops", max_s=60) == "@@cb:60s#ops@@x"
+    assert sleep_marker(seconds * 10, max_s=7200) == "@@sleep:7200s@@"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "max_s", "out"),
+    [(0, 3600, 0.0), (2.5, 3600, 2.5), (1e300, 3600, 3600.0), (float("inf"), 60, 60.0)],
+)
+def test_clamp_duration(seconds: float, max_s: float, out: float) -> None:
+    assert clamp_duration(seconds, max_s) == out
+
+
+@pytest.mark.parametrize(
+    ("seconds", "message"),
+    [
+        (float("nan"), "must be a number of seconds"),
+        (-1, "must be 0 seconds or more"),
+        (float("-inf"), "must be 0 seconds or more"),
+        ("30", "must be a number of seconds"),
+        (True, "must be a number of seconds"),
+    ],
+)
+def test_clamp_duration_refuses_what_is_not_a_duration(seconds: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        clamp_duration(seconds)  # type: ignore[arg-type]
+
+
+def test_max_duration_of_a_welcome() -> None:
+    assert max_duration_of({"max_duration_s": 60}) == 60
+    for bad in (
+        None,
+        {},
+        {"max_duration_s": "60"},
+        {"max_duration_s": -1},
+        {"max_duration_s": True},
+    ):
+        assert max_duration_of(bad) == MAX_DURATION_S
 
 
 @pytest.mark.parametrize("channel", ["general", "#bad channel", "#", "#" + "c" * 32, "#é"])
@@ -286,7 +333,7 @@ def test_format_refuses_unknown_sleep_mode() -> None:
 
 # ---------------------------------------------------------------------------- round trips
 
-_millis = st.integers(min_value=0, max_value=10**10).map(lambda n: n / 1000)
+_millis = st.integers(min_value=0, max_value=int(MAX_DURATION_S) * 1000).map(lambda n: n / 1000)
 # any text without "@@": blanks, newlines, "\r", single "@" and "#" included, nothing trimmed
 _payloads = st.text(
     st.characters(exclude_categories=("Cs",)) | st.sampled_from(" \t\r\n@#"), max_size=40
@@ -303,10 +350,12 @@ def test_callback_marker_round_trips(seconds: float, payload: str, channel: str 
 
 
 @given(
-    seconds=st.floats(min_value=0, allow_nan=False, allow_infinity=False),
+    seconds=st.floats(min_value=0, max_value=MAX_DURATION_S, allow_nan=False),
     payload=_payloads,
 )
-def test_callback_marker_round_trips_any_finite_float(seconds: float, payload: str) -> None:
+def test_callback_marker_round_trips_any_float_up_to_the_maximum(
+    seconds: float, payload: str
+) -> None:
     (cb,) = parse_markers(callback_marker(seconds, payload)).callbacks
     assert cb.seconds == seconds
     assert cb.payload == payload

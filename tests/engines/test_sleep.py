@@ -118,12 +118,28 @@ def test_sleep_entry_and_timer() -> None:
 
 
 @pytest.mark.parametrize(
-    ("seconds", "delay_ms"), [(-3, 0), (0, 0), (0.5, 500), (3600, 3_600_000), (1e7, 3_600_000)]
+    ("seconds", "delay_ms"),
+    [
+        (0, 0),
+        (0.5, 500),
+        (3600, 3_600_000),
+        (1e7, 3_600_000),
+        (1e300, 3_600_000),
+        (float("inf"), 3_600_000),
+    ],
 )
 def test_duration_clamped(seconds: float, delay_ms: float) -> None:
     timers, eng = make()
     assert eng.sleep(NOW, "a1", seconds).wake_at == NOW + delay_ms
     assert timers.due_at(eng.timer_key("a1")) == NOW + delay_ms
+
+
+@pytest.mark.parametrize("seconds", [float("nan"), -3, float("-inf")])
+def test_a_nan_or_negative_sleep_is_refused(seconds: float) -> None:
+    _, eng = make()
+    with pytest.raises(ValueError, match="duration must be"):
+        eng.sleep(NOW, "a1", seconds)
+    assert "a1" not in eng
 
 
 def test_clamp_honours_configured_maximum() -> None:
@@ -238,7 +254,7 @@ class SleepModel(RuleBasedStateMachine):
 
     @rule(
         who=st.sampled_from(PEOPLE),
-        seconds=st.integers(-1, 70) | st.floats(0, 2),
+        seconds=st.integers(0, 70) | st.floats(0, 2) | st.just(float("inf")),
         mode=st.sampled_from(SLEEP_MODES),
     )
     def sleep(self, who: str, seconds: float, mode: SleepMode) -> None:

@@ -20,9 +20,13 @@ INITIAL = [{"kind": "chat"}, {"kind": "mcp/proposal"}, {"kind": "mcp/response"}]
 
 
 def _space() -> SpaceConfig:
-    """Scenario 17's space: an admin that may invite, an observer that may not."""
+    """Scenario 17's space: an admin that may invite, an observer that may not. Open, as
+    hubbub reads MEW's ``space.yaml``: there, as in MEW, ``space/invite`` is the authority and
+    the admin may give the invitee ``mcp/proposal``, which it lacks itself (a token space
+    refuses that: ``tests/integration/test_hostile_defaults.py``)."""
     cfg = SpaceConfig(
         space=SPACE,
+        open=True,
         participants={
             "admin": ParticipantConfig(
                 kind="human",

@@ -33,7 +33,13 @@ async def stdio_session(
     params = StdioServerParameters(
         command=HUBBUB,
         args=["mcp", "--gateway", url, "--id", pid, *args],
-        env={**SHORT, "PATH": os.environ.get("PATH", ""), **(env or {})},
+        # PYTHONPATH passes on: a checkout run with PYTHONPATH=src tests its own code
+        env={
+            **SHORT,
+            "PATH": os.environ.get("PATH", ""),
+            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+            **(env or {}),
+        },
     )
     async with (
         stdio_client(params) as (read, write),

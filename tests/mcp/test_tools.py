@@ -98,7 +98,16 @@ async def test_callback_and_sleep(gateway: RunningGateway, open_mcp: Any) -> Non
         me = next(p for p in who["participants"] if p["id"] == "claude")
         assert me["presence"] == "sleeping" and me["wake_at"]
         await bob.send({"kind": "chat", "channel": "#general", "payload": {"text": "chatter"}})
-        assert "must be more than 0" in await fails(s, "sleep", seconds=0)
+        assert "must be a number more than 0" in await fails(s, "sleep", seconds=0)
+        # hostile input round three, item 8: a huge duration is clamped to the gateway's
+        # longest (its welcome's max_duration_s), and the answer says so; NaN is refused
+        later = await call(s, "schedule_callback", seconds=1e300, payload="much later")
+        assert later == {"seconds": 3600.0, "channel": None, "payload": "much later"}
+        assert await call(s, "sleep", seconds=1e300) == {"seconds": 3600.0, "mode": "default"}
+        text = await fails(s, "sleep", seconds=float("nan"))
+        assert "number" in text, text
+        assert "must be a number more than 0" in await fails(s, "schedule_callback", seconds=-1,
+                                                              payload="x")  # fmt: skip
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from hubbub.protocol.capabilities import (
     can_send,
     glob_tokens,
     matches,
+    names_kind,
     narrowed,
     pattern_type,
     string_matcher,
@@ -827,3 +828,31 @@ def test_equal_lists_share_one_compiled_set_and_a_grant_changes_only_its_own() -
     assert granted.allows("reasoning/start") and not bob.allows("reasoning/start")
     with pytest.raises(CapabilityError):
         CapabilitySet.shared([{"kind": 3}])
+
+
+# ------------------------------------------------------------------ names_kind (guarded kinds)
+
+
+@pytest.mark.parametrize(
+    ("caps", "payload", "named"),
+    [
+        ([{"kind": "participant/shutdown"}], None, True),
+        ([{"kind": "participant/*"}], None, True),
+        ([{"kind": "participant/**"}], None, True),
+        ([{"kind": ["chat", "participant/shut*"]}], None, True),
+        ([{"kind": "participant/shutdown", "payload": {"reason": "ok"}}], {"reason": "ok"}, True),
+        ([{"kind": "participant/shutdown", "payload": {"reason": "ok"}}], {"reason": "x"}, False),
+        ([{"kind": "**"}], None, False),
+        ([{"kind": "*"}], None, False),
+        ([{"kind": "!capability/*"}], None, False),
+        ([{"kind": "/^participant/"}], None, False),
+        ([{"kind": "*/shutdown"}], None, False),
+        ([{"kind": ["**", "participant/clear"]}], None, False),
+        ([{"kind": "participant/clear"}], None, False),
+        ([], None, False),
+    ],
+)
+def test_names_kind_counts_only_patterns_that_name_the_kind(
+    caps: list[dict[str, Any]], payload: dict[str, Any] | None, named: bool
+) -> None:
+    assert names_kind(caps, "participant/shutdown", payload) is named

@@ -23,6 +23,7 @@ from typing import Literal
 import msgspec
 
 from hubbub.engines.timers import TimerQueue
+from hubbub.protocol.markers import clamp_duration
 
 DropReason = Literal["offline", "collected"]
 
@@ -105,8 +106,12 @@ class CallbackEngine:
         return (self.scope, "cb-gc", origin)
 
     def clamp(self, seconds: float) -> float:
-        """A requested delay within [0, max_duration_s]."""
-        return min(max(seconds, 0.0), self.max_duration_s)
+        """A requested delay within [0, max_duration_s] (:func:`clamp_duration`); raises
+        CallbackRejected for NaN or a negative delay."""
+        try:
+            return clamp_duration(seconds, self.max_duration_s)
+        except ValueError as exc:
+            raise CallbackRejected(f"callback not scheduled: {exc}") from None
 
     def schedule(
         self,
@@ -117,7 +122,8 @@ class CallbackEngine:
         payload: str,
         channel: str | None = None,
     ) -> Callback:
-        """Schedule a callback; raises CallbackRejected over a limit."""
+        """Schedule a callback; raises CallbackRejected over a limit, or for a NaN or
+        negative delay (a longer one than ``max_duration_s`` is clamped)."""
         size = len(payload.encode())
         if size > self.max_payload:
             raise CallbackRejected(
@@ -134,7 +140,8 @@ class CallbackEngine:
                 f"this space already holds {self.max_per_space} pending callbacks, the limit "
                 "(AGENTCHAT_CB_MAX_PER_SPACE); try again once some have fired"
             )
-        cb = Callback(cb_id, origin, payload, now + self.clamp(seconds) * 1000, now, channel)
+        delay = self.clamp(seconds)
+        cb = Callback(cb_id, origin, payload, now + delay * 1000, now, channel)
         self._add(cb)
         return cb
 

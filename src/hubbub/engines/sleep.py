@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
 from hubbub.engines.timers import TimerQueue
-from hubbub.protocol.markers import SleepMode
+from hubbub.protocol.markers import SleepMode, clamp_duration
 
 T = TypeVar("T")
 Verdict = Literal["deliver", "buffer", "drop"]
@@ -70,8 +70,9 @@ class SleepEngine(Generic[T]):
     def sleep(
         self, now: float, participant: str, seconds: float, mode: SleepMode = "default"
     ) -> SleepEntry[T]:
-        """Put ``participant`` to sleep (clamped to the maximum), replacing any current sleep."""
-        seconds = min(max(seconds, 0.0), self.max_duration_s)
+        """Put ``participant`` to sleep (clamped to the maximum by :func:`clamp_duration`,
+        which raises ValueError for NaN or a negative duration), replacing any current sleep."""
+        seconds = clamp_duration(seconds, self.max_duration_s)
         old = self._sleeping.get(participant)
         entry: SleepEntry[T] = SleepEntry(
             participant,

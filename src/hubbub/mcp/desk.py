@@ -41,6 +41,7 @@ from hubbub.protocol.agentchat import SERVER_NAME
 from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.ids import SERVER_ID
+from hubbub.protocol.markers import MAX_DURATION_S, max_duration_of
 from hubbub.protocol.mentions import addresses
 
 LISTENED_KINDS = frozenset({"chat", "mcp/proposal", "mcp/reject", "mcp/withdraw"})
@@ -127,6 +128,8 @@ class Desk:
         self.closed: str | None = None
         self.welcomed = asyncio.Event()
         self.epoch: str | None = None
+        self.max_duration_s = MAX_DURATION_S
+        """The longest callback delay and sleep (the welcome's ``max_duration_s``)."""
         self.resume = resume
         self.on_cursor = on_cursor
         """Called with the new cursor each time ``listen`` returns messages (before it
@@ -197,6 +200,7 @@ class Desk:
             if isinstance(caps, list):
                 self.capabilities = CapabilitySet(caps)
         self.space = str(env.payload.get("space", self.space))
+        self.max_duration_s = max_duration_of(env.payload)
         epoch = env.payload.get("epoch")
         self.epoch = epoch if isinstance(epoch, str) else None
         dm_seq = env.payload.get("dm_seq")

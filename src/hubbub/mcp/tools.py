@@ -36,7 +36,12 @@ from hubbub.mcp.sdk_private import add_request_handler
 from hubbub.mcp.seat import SeatClosed
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.ids import is_channel, is_participant_id, normalize_channel
-from hubbub.protocol.markers import callback_marker, parse_markers, sleep_marker
+from hubbub.protocol.markers import (
+    callback_marker,
+    clamp_duration,
+    parse_markers,
+    sleep_marker,
+)
 
 CURRENT_DESK: contextvars.ContextVar[Desk] = contextvars.ContextVar("hubbub_mcp_desk")
 """The desk of the MCP session whose request is being handled."""
@@ -106,6 +111,11 @@ async def _guarded(run: Callable[[Desk], Awaitable[CallToolResult]]) -> CallTool
         return _fail(f"The gateway refused this: {exc}")
     except SeatClosed as exc:
         return _fail(f"Not connected to the hubbub gateway: {exc}. Try again in a moment.")
+
+
+def _clamped(asked: float, due: float) -> str:
+    """The note on a duration cut to the gateway's longest (empty when it was not)."""
+    return f" (asked {asked:g}s: the gateway's longest is {due:g}s)" if due < asked else ""
 
 
 def _channel_arg(name: str) -> str | None:
@@ -358,19 +368,23 @@ def build_server() -> MCPServer:
             name = _channel_arg(channel)
             if name is None:
                 return _bad_channel(channel)
-        if seconds <= 0:
-            return _fail("`seconds` must be more than 0 (e.g. 30).")
+        if not seconds > 0:  # NaN too
+            return _fail("`seconds` must be a number more than 0 (e.g. 30).")
 
         async def run(desk: Desk) -> CallToolResult:
             where = name or (desk.channels[0] if desk.channels else None)
             if where is None:
                 return _fail("Join a channel first (`join('#general')`): callbacks are sent there.")
-            marker = callback_marker(seconds, payload, name)
+            due = clamp_duration(seconds, desk.max_duration_s)
+            marker = callback_marker(due, payload, name, desk.max_duration_s)
             await desk.seat.send(Envelope(kind="chat", channel=where, payload={"text": marker}))
             await desk.sync()
             return _ok(
-                m.Scheduled(seconds=seconds, channel=name, payload=payload),
-                f"Callback in {seconds:g}s" + (f" to {name}" if name else " to you") + ".",
+                m.Scheduled(seconds=due, channel=name, payload=payload),
+                f"Callback in {due:g}s"
+                + (f" to {name}" if name else " to you")
+                + _clamped(seconds, due)
+                + ".",
             )
 
         return await _guarded(run)
@@ -381,19 +395,19 @@ def build_server() -> MCPServer:
     ) -> Annotated[CallToolResult, m.Slept]:
         """Sleep for `seconds` (document 004): `default` drops channel chatter and keeps DMs
         and mentions, `buffer` keeps everything, `drop` keeps nothing. Sending wakes you."""
-        if seconds <= 0:
-            return _fail("`seconds` must be more than 0 (e.g. 600).")
+        if not seconds > 0:  # NaN too
+            return _fail("`seconds` must be a number more than 0 (e.g. 600).")
 
         async def run(desk: Desk) -> CallToolResult:
             where = desk.channels[0] if desk.channels else None
-            env = Envelope(
-                kind="chat", channel=where, payload={"text": sleep_marker(seconds, mode)}
-            )
-            await desk.seat.send(env)
+            due = clamp_duration(seconds, desk.max_duration_s)
+            text = sleep_marker(due, mode, desk.max_duration_s)
+            await desk.seat.send(Envelope(kind="chat", channel=where, payload={"text": text}))
             await desk.sync()
             return _ok(
-                m.Slept(seconds=seconds, mode=mode),
-                f"Sleeping for {seconds:g}s ({mode}); `listen` returns the wake-up.",
+                m.Slept(seconds=due, mode=mode),
+                f"Sleeping for {due:g}s ({mode}){_clamped(seconds, due)}; `listen` returns "
+                "the wake-up.",
             )
 
         return await _guarded(run)

@@ -727,6 +727,26 @@ def matches(
         return False
 
 
+def names_kind(
+    capabilities: Sequence[Mapping[str, Any]], kind: str, payload: Mapping[str, Any] | None = None
+) -> bool:
+    """Whether a capability that **names** ``kind`` allows it: its kind pattern is ``kind``
+    itself or a glob in ``kind``'s namespace (``participant/shutdown``, ``participant/*``),
+    not a pattern that reaches every namespace (``**``, a lone ``*``, ``!…``, ``/regex/``)."""
+    head, slash, _ = kind.rpartition("/")
+    namespace = head + slash
+    named: list[dict[str, Any]] = []
+    for entry in capabilities:
+        own = [
+            p
+            for p in _alternatives(entry.get("kind"))
+            if p == kind or (namespace and pattern_type(p) == "glob" and p.startswith(namespace))
+        ]
+        if own:
+            named.append({**entry, "kind": own})
+    return bool(named) and CapabilitySet.shared(named).allows(kind, payload)
+
+
 # ---------------------------------------------------------------------------------------------
 # covering: whether one capability list allows everything another does (a grant never exceeds
 # what the granter holds; narrowing meets patterns). Sound, not complete: it never says

@@ -114,6 +114,22 @@ _TABLE: Final = (
 KINDS: Final[dict[str, KindSpec]] = {spec.name: spec for spec in _TABLE}
 """Every kind, by name."""
 
+PARTICIPANT_CONTROL_KINDS: Final = frozenset(
+    {
+        "participant/pause",
+        "participant/resume",
+        "participant/forget",
+        "participant/clear",
+        "participant/restart",
+        "participant/shutdown",
+        "participant/compact",
+    }
+)
+"""MEW v0.4's participant controls: a ``MEWParticipant`` obeys them from any sender. Sent to
+another participant they need the admin role or a capability that names them
+(:func:`hubbub.server.admission.authorization.check_guarded`); ``participant/status``,
+``request-status`` and ``compact-done`` only report or ask."""
+
 HANDSHAKE_KINDS: Final = frozenset({"system/join"})
 """Kinds that only open a connection (MEW's join envelope): refused once connected."""
 RESERVED_KINDS: Final = {

@@ -7,15 +7,22 @@ of the message, verbatim: newlines and blanks are part of it, nothing is trimmed
 after it is message text. What is relayed is the text outside the markers and their payloads,
 joined without doubled blanks at the seams and trimmed at both ends. A marker whose duration
 or mode does not parse is not a marker: it stays in the text (or in a payload) as written.
+
+Durations have one rule, :func:`clamp_duration`, used by the gateway's engines (with
+``AGENTCHAT_CB_MAX_DURATION_S``), by the formatting here (the SDK's ``schedule_callback`` and
+``sleep``, with the gateway's ``max_duration_s`` from its welcome) and by the MCP tools: a
+longer duration, infinity included, is clamped to the maximum, not refused (documents 001 and
+004); NaN and a negative duration are refused with a ValueError.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Literal
+from typing import Any, Final, Literal
 
 SleepMode = Literal["default", "buffer", "drop"]
 SLEEP_MODES: tuple[SleepMode, ...] = ("default", "buffer", "drop")
@@ -23,6 +30,11 @@ CB_FIRE = "@@cb-fire@@"
 """Prefix of the text of a delivered callback."""
 WAKE = "@@wake@@"
 """Text of the wake message a sleeper receives."""
+
+MAX_DURATION_S: Final = 3600.0
+"""The longest callback delay and sleep unless the gateway says otherwise (documents 001 and
+004: ``AGENTCHAT_CB_MAX_DURATION_S``, 3600 s); the gateway's own is ``max_duration_s`` of its
+welcome (:func:`max_duration_of`)."""
 
 _CHANNEL = re.compile(r"#[A-Za-z0-9_-]{1,31}")
 _NUMBER = r"(?P<n>\d+(?:\.\d+)?|\.\d+)"
@@ -123,18 +135,45 @@ def _join(left: str, right: str) -> str:
     return body + newline * breaks + indent + rest
 
 
-def _seconds(value: float) -> str:
-    """``value`` in plain decimal notation that reads back as the same float."""
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"a marker duration must be a finite number >= 0 (got {value})")
+def clamp_duration(seconds: float, max_s: float = MAX_DURATION_S) -> float:
+    """A callback delay or sleep within ``[0, max_s]``: longer ones (infinity too) are clamped,
+    not refused (documents 001 and 004); raise ValueError for NaN or a negative duration."""
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool) or math.isnan(seconds):
+        raise ValueError(f"a duration must be a number of seconds (got {seconds!r})")
+    if seconds < 0:
+        raise ValueError(f"a duration must be 0 seconds or more (got {seconds:g})")
+    return float(min(seconds, max_s))
+
+
+def max_duration_of(welcome: Mapping[str, Any] | None) -> float:
+    """The gateway's longest callback delay and sleep, from its welcome's ``max_duration_s``
+    (:data:`MAX_DURATION_S` when it does not say)."""
+    value = (welcome or {}).get("max_duration_s")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return MAX_DURATION_S
+    return float(value) if math.isfinite(value) and value >= 0 else MAX_DURATION_S
+
+
+def _seconds(value: float, max_s: float) -> str:
+    """``value``, clamped to ``max_s``, in plain decimal notation that reads back as the same
+    float."""
+    value = clamp_duration(value, max_s)
+    if not math.isfinite(value):
+        raise ValueError(f"a duration must be finite (got {value}); pass a finite max_s")
     text = format(Decimal(repr(float(value) + 0.0)), "f")  # + 0.0: no "-0" for -0.0
     if "." in text:
         text = text.rstrip("0").rstrip(".")
     return text
 
 
-def callback_marker(seconds: float, payload: str = "", channel: str | None = None) -> str:
-    """The marker text that schedules a callback in ``seconds`` (to ``channel`` if given).
+def callback_marker(
+    seconds: float,
+    payload: str = "",
+    channel: str | None = None,
+    max_s: float = MAX_DURATION_S,
+) -> str:
+    """The marker text that schedules a callback in ``seconds`` (to ``channel`` if given),
+    clamped to ``max_s`` (:func:`clamp_duration`).
 
     The payload goes to the end of the text, so a message carrying it must end with it (the
     gateway reads it back verbatim, newlines included); it may not contain ``@@``.
@@ -149,12 +188,13 @@ def callback_marker(seconds: float, payload: str = "", channel: str | None = Non
             f"31 after '#'); got {channel!r}"
         )
     target = channel or ""
-    return f"@@cb:{_seconds(seconds)}s{target}@@{payload}"
+    return f"@@cb:{_seconds(seconds, max_s)}s{target}@@{payload}"
 
 
-def sleep_marker(seconds: float, mode: SleepMode = "default") -> str:
-    """The marker text that puts the sender to sleep for ``seconds``."""
+def sleep_marker(seconds: float, mode: SleepMode = "default", max_s: float = MAX_DURATION_S) -> str:
+    """The marker text that puts the sender to sleep for ``seconds``, clamped to ``max_s``
+    (:func:`clamp_duration`)."""
     if mode not in SLEEP_MODES:
         raise ValueError(f"sleep mode must be one of {', '.join(SLEEP_MODES)} (got {mode!r})")
     suffix = "" if mode == "default" else f":{mode}"
-    return f"@@sleep:{_seconds(seconds)}s{suffix}@@"
+    return f"@@sleep:{_seconds(seconds, max_s)}s{suffix}@@"

@@ -47,7 +47,7 @@ from hubbub.errors import (
 from hubbub.protocol.capabilities import CapabilityError, CapabilitySet
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.ids import SERVER_ID
-from hubbub.protocol.markers import SleepMode, callback_marker, sleep_marker
+from hubbub.protocol.markers import SleepMode, callback_marker, max_duration_of, sleep_marker
 from hubbub.sdk import mcp_calls
 from hubbub.sdk.client import Client, gateway_error, to_envelope
 from hubbub.sdk.correlation import Kind, OpenRequests, Pending
@@ -373,6 +373,13 @@ class Participant:
 
     # ------------------------------------------------------------------ server markers
 
+    @property
+    def max_duration_s(self) -> float:
+        """The longest callback delay and sleep the gateway allows (its welcome's
+        ``max_duration_s``; 3600 s, documents 001 and 004, when it does not say)."""
+        welcome = self.client.welcome
+        return max_duration_of(welcome.payload if welcome is not None else None)
+
     def _marker_channel(self, channel: str | None) -> dict[str, Any]:
         """Where a marker-only chat goes: ``channel``, the first joined one, or a DM to self."""
         target = channel or (self.client.channels[0] if self.client.channels else None)
@@ -386,11 +393,13 @@ class Participant:
         Without ``channel`` it comes back as a DM from ``@server``; with one, it is posted
         to that channel (``@@cb:Ns#channel@@``). The delivery raises the :meth:`on_callback`
         hooks. Sends a marker-only chat (nobody sees it); a refusal (too many pending, payload
-        too big) comes back as a ``system/error`` ``callback_rejected``. Returns the chat sent.
+        too big) comes back as a ``system/error`` ``callback_rejected``. A delay past the
+        gateway's longest (:attr:`max_duration_s`) is clamped to it; NaN or a negative delay
+        raises ValueError. Returns the chat sent.
         """
         env = Envelope(
             kind="chat",
-            payload={"text": callback_marker(delay, payload, channel)},
+            payload={"text": callback_marker(delay, payload, channel, self.max_duration_s)},
             **self._marker_channel(channel),
         )
         self._require(env, "chat")
@@ -401,10 +410,12 @@ class Participant:
     ) -> Envelope:
         """Sleep for ``seconds`` (``@@sleep:Ns[:mode]@@``): ``default`` drops channel messages
         and buffers DMs and mentions, ``buffer`` buffers all, ``drop`` drops all. Sending any
-        message wakes early; the wake-up raises the :meth:`on_wake` hooks."""
+        message wakes early; the wake-up raises the :meth:`on_wake` hooks. A sleep past the
+        gateway's longest (:attr:`max_duration_s`) is clamped to it; NaN or a negative
+        duration raises ValueError."""
         env = Envelope(
             kind="chat",
-            payload={"text": sleep_marker(seconds, mode)},
+            payload={"text": sleep_marker(seconds, mode, self.max_duration_s)},
             **self._marker_channel(channel),
         )
         self._require(env, "chat")

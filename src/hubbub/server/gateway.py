@@ -127,7 +127,9 @@ class Gateway:
             server_name,
             lambda: self.shutting_down,
         )
-        self.moderation = Moderation(self.bans, self.activity, self.delivery, self.detach)
+        self.moderation = Moderation(
+            self.bans, self.activity, self.delivery, self.detach, self.space_invites
+        )
         requests = Requests(
             limits,
             self.store,

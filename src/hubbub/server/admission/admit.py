@@ -27,7 +27,7 @@ from hubbub.protocol.ids import (
 )
 from hubbub.protocol.kinds import HANDSHAKE_KINDS, MAX_KIND_LEN, RESERVED_KINDS, kind_spec
 from hubbub.protocol.streams import is_stream_frame
-from hubbub.server.admission.authorization import channel_access, check_send
+from hubbub.server.admission.authorization import channel_access, check_guarded, check_send
 from hubbub.server.admission.bans import BanList
 from hubbub.server.admission.names import NameGuard
 from hubbub.server.admission.sender import Sender
@@ -230,6 +230,7 @@ class Admission:
                     f"{self.limits.max_payload_bytes} bytes (limits.max_payload_bytes)",
                     correlation_id=client_id,
                 )
+        check_guarded(sender.space, sender.id, sender.role, sender.caps, env)
         check_send(sender.caps, kind, env.payload, client_id)  # one budgeted check
         if kind == "chat" and not isinstance(env.payload.get("text"), str):
             raise ProtocolError(

@@ -67,6 +67,10 @@ class Authenticator:
         token of ``token_hash`` from now on."""
         self._by_hash[token_hash] = (space, pid)
 
+    def unregister(self, token_hash: str) -> None:
+        """The token of ``token_hash`` authenticates nobody from now on (a revoked invite)."""
+        self._by_hash.pop(token_hash, None)
+
     def addressed_space(self, wanted: str | None) -> str:
         """The space a request addresses: the one it names, else the only one, else
         ``default``."""

@@ -28,6 +28,16 @@ nothing is refused and says what the recipient holds instead.
 **Sending** (:func:`check_send`): an envelope is refused when no capability matches it, or
 when matching it ran past the CPU budget of one envelope (``MATCH_BUDGET_S``). A
 ``channel/join`` is judged by channel access alone (:func:`may_join`), on both dialects.
+
+**Guarded kinds** (:func:`check_guarded`): ``space/invite``, and a participant control
+(``participant/shutdown``, ``clear``, ``restart``, ``pause``, …
+:data:`PARTICIPANT_CONTROL_KINDS`) addressed to anyone but its sender — a ``to`` naming
+another participant, or no ``to`` at all — need, besides a capability for the kind, the
+``admin`` role or a capability that *names* the kind (:func:`names_kind`:
+``participant/shutdown``, ``participant/*``, ``space/invite``; ``**``, ``*`` and the human
+default ``!capability/*`` do not). An open space (loopback, anyone may take any id; MEW's
+``space.yaml``) leaves it to the capabilities alone, as MEW does. What an invite or a grant
+gives never exceeds the sender's own capabilities (:func:`check_within`).
 """
 
 from __future__ import annotations
@@ -41,10 +51,13 @@ from hubbub.protocol.capabilities import (
     Capability,
     CapabilityError,
     CapabilitySet,
+    names_kind,
     uncovered,
 )
+from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
-from hubbub.protocol.ids import DEFAULT_CHANNEL, is_channel
+from hubbub.protocol.ids import DEFAULT_CHANNEL, GATEWAY_ADDRESSES, is_channel
+from hubbub.protocol.kinds import PARTICIPANT_CONTROL_KINDS
 from hubbub.server.admission.bans import BanList
 from hubbub.server.state.space import Channel, SpaceState
 from hubbub.server.state.visibility import sees_channel
@@ -75,6 +88,62 @@ def check_send(
         ErrorCode.CAPABILITY_VIOLATION,
         message,
         correlation_id=correlation_id,
+        extra={"attempted_kind": kind, "your_capabilities": caps.capabilities},
+    )
+
+
+INVITE_KIND = "space/invite"
+
+
+def check_guarded(
+    space: SpaceState, pid: str, role: str, caps: CapabilitySet, env: Envelope
+) -> None:
+    """Raise ``capability_violation`` when ``env`` is a ``space/invite``, or a participant
+    control to someone else, and ``pid`` has neither the admin role nor a capability that
+    names the kind (an open space: never)."""
+    kind = env.kind
+    if kind == INVITE_KIND:
+        what = "space/invite adds a participant to the space"
+        tail = ""
+    elif kind in PARTICIPANT_CONTROL_KINDS:
+        others = [t for t in env.to or () if t != pid and t not in GATEWAY_ADDRESSES]
+        if env.to and not others:
+            return  # to itself alone: its capabilities decide
+        what = f"{kind} to {repr(others[0]) if others else 'everyone'} controls another participant"
+        tail = ". Sent to yourself alone it needs only a capability for the kind"
+    else:
+        return
+    if space.config.open or role == "admin" or names_kind(caps.capabilities, kind, env.payload):
+        return
+    raise ProtocolError(
+        ErrorCode.CAPABILITY_VIOLATION,
+        f"{what}: it needs the admin role or a capability that names it (ask an admin to "
+        f"grant {{kind: {kind}}}); a broad pattern such as '**' or '!capability/*' is not "
+        f"enough{tail}",
+        correlation_id=env.id or None,
+        extra={"attempted_kind": kind, "your_capabilities": caps.capabilities},
+    )
+
+
+def check_within(
+    caps: CapabilitySet, wanted: Sequence[Mapping[str, Any]], kind: str, note: str = ""
+) -> None:
+    """Raise ``capability_violation`` unless ``caps`` cover every entry of ``wanted``: what a
+    grant hands out, or what an invite gives its invitee (``note``: where ``wanted`` came
+    from), never exceeds the sender's own."""
+    beyond = uncovered(caps.capabilities, wanted)
+    if not beyond:
+        return
+    if kind == INVITE_KIND:
+        rule = "an invitee never gets more than its inviter holds"
+        fix = f"list initial_capabilities within your own{note}"
+    else:
+        rule = "a grant never exceeds the granter's capabilities"
+        fix = "grant a narrower pattern"
+    raise ProtocolError(
+        ErrorCode.CAPABILITY_VIOLATION,
+        f"you may not give {_brief(beyond[0])} with {kind}: your own capabilities do not "
+        f"cover it ({rule}); {fix}",
         extra={"attempted_kind": kind, "your_capabilities": caps.capabilities},
     )
 
@@ -161,16 +230,8 @@ def check_grant(
             "ask an admin of the space",
             extra={"attempted_kind": kind, "your_capabilities": caps.capabilities},
         )
-    if kind != "capability/grant":
-        return
-    beyond = uncovered(caps.capabilities, changes)
-    if beyond:
-        raise ProtocolError(
-            ErrorCode.CAPABILITY_VIOLATION,
-            f"you may not grant {dict(beyond[0])}: your own capabilities do not cover it "
-            "(a grant never exceeds the granter's capabilities); grant a narrower pattern",
-            extra={"attempted_kind": kind, "your_capabilities": caps.capabilities},
-        )
+    if kind == "capability/grant":
+        check_within(caps, changes, kind)
 
 
 def changed_capabilities(

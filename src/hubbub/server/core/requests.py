@@ -468,7 +468,7 @@ class Requests:
         alone, a ``system/presence`` ``invited`` (without it) to everyone else."""
         space = sender.space
         self.admission.require_store(env.id)  # the token is acknowledged once it is stored
-        invited = self.space_invites.invite(space, sender.id, env.payload)
+        invited = self.space_invites.invite(space, sender.id, env.payload, sender.caps)
         ack: dict[str, Any] = {"status": invited.status, "participant_id": invited.participant_id}
         if invited.token is None:
             ack["error"] = (

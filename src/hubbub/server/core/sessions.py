@@ -224,6 +224,7 @@ class Sessions:
                 "dm_seq": space.dm_seq,
                 "epoch": self.sequencer.epoch,
                 "active_streams": active_streams(space, s.id),
+                "max_duration_s": self.coordination.settings.cb_max_duration_s,
             },
             to=[s.id],
         )
