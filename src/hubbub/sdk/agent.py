@@ -408,7 +408,7 @@ class Agent:
         """Decide about one chat message and, to answer it, hand it to the runtime (it starts
         a turn, interrupts the current one, waits in the inbox or is refused when it is full)."""
         now = asyncio.get_running_loop().time()
-        decision = self.policy.quick(env, now, self.participant.client.participants.keys())
+        decision = self.policy.quick(env, now, self.participant.client.roster.view())
         if decision is None:
             decision = await self.policy.classify(self.model, env, self.tools.qualified_names())
         self._record(env, decision)
@@ -419,9 +419,11 @@ class Agent:
     # the turns that floor control (self.floor, through agent_floor.FloorHost) hands back
 
     async def answer_now(self, env: Envelope, decision: Decision) -> None:
-        """Answer ``env`` without floor control (exempt)."""
+        """Answer ``env`` without floor control (exempt); a reply to the agent's message
+        comes with the conversation it replies to."""
         self.policy.answered(env, decision.rule, asyncio.get_running_loop().time())
-        await self._deliver(env)
+        context = self.policy.reply_context(env) if decision.rule == "reply" else None
+        await self._deliver(env, context)
 
     async def answer_batch(self, key: str, envelopes: list[Envelope]) -> None:
         """Answer channel messages that floor control let through, as one turn."""

@@ -1,0 +1,70 @@
+"""Addressing in conversation: real agents on a real gateway, asked by a person.
+
+- a reply to an agent's answer is that agent's alone: it answers at once (no CSMA), with the
+  conversation it replies to in its model's prompt; the others ignore it;
+- ``@Display Name`` addresses the participant with that display name, and only it;
+- ``@agent`` while that agent is offline: nobody stands in, the sender is told, and the agent
+  gets the message when it connects again;
+- a mention inside a burst of unaddressed messages is handed to its agent before the
+  classifications queued ahead of it finish.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Sequence
+
+from hubbub.llm.base import Message, StreamEvent, ToolSpec
+from hubbub.sdk import Agent
+from tests.agent.conftest import MakeAgent
+from tests.agent.test_agent import say
+from tests.conftest import RunningGateway
+from tests.floor.conftest import SlowAnswers, collect
+from tests.floor.test_agents import FAST, answers, kinds
+from tests.sdk.conftest import MakeParticipant
+
+
+class Recording(SlowAnswers):
+    """The floor's offline model (answers ``question``s), keeping every prompt it was given."""
+
+    def __init__(self) -> None:
+        super().__init__(0.0)
+        self.prompts: list[str] = []
+
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """Record the conversation, then answer as the offline model does."""
+        self.prompts.append("\n".join(m.content for m in messages))
+        async for event in super().stream(messages, tools):
+            yield event
+
+
+def _rules(agent: Agent, msg_id: str) -> list[str]:
+    return [r.decision.rule for r in agent.decisions if r.envelope.id == msg_id]
+
+
+async def test_a_reply_to_an_agents_answer_is_answered_by_that_agent_alone_with_context(
+    gw: RunningGateway, participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    slow = {**FAST, "csma_min_ms": 5000, "csma_max_ms": 8000}  # the default floor's waits
+    bots = [await agent(f"bot{i}", model=Recording(), **slow) for i in range(3)]
+    alice = await participant("alice", kind="human")
+    stream = alice.client.messages()
+    question = await say(alice.client, stream, "@bot1 question: dinner for 4?")
+    first = await collect(gw, bots, alice.client, stream, answers(question))
+    assert [a.from_ for a in first] == ["bot1"]
+    answer = first[0]
+    reply = await say(
+        alice.client, stream, "thanks! could you make that question for 6 instead?",
+        correlation_id=[answer.id],
+    )  # fmt: skip
+    replies = await collect(gw, bots, alice.client, stream, answers(reply))
+    assert [r.from_ for r in replies] == ["bot1"]
+    assert kinds(bots[1], reply.id) == ["exempt"]  # at once: no CSMA wait, no claim
+    assert _rules(bots[1], reply.id) == ["reply"]
+    for other in (bots[0], bots[2]):
+        assert _rules(other, reply.id) == ["addressed_to_others"]
+        assert kinds(other, reply.id) == []
+    prompt = bots[1].model.prompts[-1]  # type: ignore[attr-defined]
+    assert "alice: thanks! could you make that question for 6 instead?" in prompt
+    assert "@bot1 question: dinner for 4?" in prompt and answer.payload["text"] in prompt
