@@ -68,3 +68,20 @@ async def test_a_reply_to_an_agents_answer_is_answered_by_that_agent_alone_with_
     prompt = bots[1].model.prompts[-1]  # type: ignore[attr-defined]
     assert "alice: thanks! could you make that question for 6 instead?" in prompt
     assert "@bot1 question: dinner for 4?" in prompt and answer.payload["text"] in prompt
+
+
+async def test_a_display_name_mention_is_answered_by_that_agent_alone(
+    gw: RunningGateway, participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    slow = {**FAST, "csma_min_ms": 5000, "csma_max_ms": 8000}
+    coder = await agent("coder", name="Ada", model=Recording(), **slow)
+    travel = await agent("travel", name="Phileas", model=Recording(), **slow)
+    alice = await participant("alice", kind="human")
+    stream = alice.client.messages()
+    question = await say(alice.client, stream, "@Ada could you look at this question?")
+    replies = await collect(gw, [coder, travel], alice.client, stream, answers(question))
+    assert [r.from_ for r in replies] == ["coder"]
+    assert _rules(coder, question.id) == ["mention"]
+    assert kinds(coder, question.id) == ["exempt"]
+    assert _rules(travel, question.id) == ["addressed_to_others"]
+    assert travel.model.calls == 0  # type: ignore[attr-defined]  # not even classified

@@ -29,6 +29,7 @@ from typing import Literal
 
 from hubbub.protocol import mentions as mention_rule
 from hubbub.protocol.envelope import Envelope
+from hubbub.protocol.ids import reserved_id_error
 
 Why = Literal["to", "mention", "reply"]
 
@@ -62,6 +63,25 @@ class Addressing:
 
     def __bool__(self) -> bool:
         return bool(self.to or self.mentioned or self.replied)
+
+
+NAME_MAX = 64
+"""Characters a display name may have."""
+
+
+def display_name_error(name: str) -> str | None:
+    """Why ``name`` may not be a display name (None: it may): 1-64 characters, no control
+    characters, no ``@``, not blank at either end, not reading as the gateway's own name."""
+    if not name or len(name) > NAME_MAX:
+        return f"display name {name[:80]!r} must be 1-{NAME_MAX} characters"
+    if name != name.strip() or any(not c.isprintable() for c in name):
+        return f"display name {name[:80]!r} has spaces at an end or control characters"
+    if "@" in name:
+        return f"display name {name!r} may not hold '@' (others write '@' before it)"
+    reserved = reserved_id_error(name.replace(" ", ""))
+    if reserved is not None:
+        return f"display name {name!r} reads as the gateway's own name: pick another"
+    return None
 
 
 def unambiguous_names(names: Mapping[str, str | None]) -> dict[str, str]:
@@ -188,6 +208,7 @@ __all__ = [
     "RosterView",
     "Why",
     "addressing",
+    "display_name_error",
     "mentioned",
     "names_of",
     "of",

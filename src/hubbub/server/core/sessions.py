@@ -8,6 +8,7 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
+from hubbub.protocol.addressing import display_name_error
 from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
@@ -19,6 +20,7 @@ from hubbub.server.admission.authorization import may_join, visible
 from hubbub.server.admission.bans import BanList
 from hubbub.server.admission.grants import Grants
 from hubbub.server.admission.keys import KeyBindings
+from hubbub.server.admission.names import looks_like
 from hubbub.server.admission.sender import Sender
 from hubbub.server.config import AUTO_JOIN_MAX, Limits
 from hubbub.server.core.coordination import Coordination
@@ -98,7 +100,26 @@ class Sessions:
             )
         self.bans.check(ident.space, ident.id)  # admin kill switch: a banned id is refused
         self.admission.check_name(space, ident.id)  # every door's rule for names
+        if hello.display_name is not None and ident.name is None:
+            self._check_display_name(space, ident.id, hello.display_name)
         return ident
+
+    def _check_display_name(self, space: SpaceState, pid: str, name: str) -> None:
+        """Refuse a MEW join's display ``name`` that is not legal, or that another participant
+        online in ``space`` has as its name or id (case and look-alikes aside): a display
+        name addresses one participant (``@Ada``), so it is unique in the space."""
+        error = display_name_error(name)
+        if error is not None:
+            raise ProtocolError(ErrorCode.INVALID_ID, f"{error} (or leave 'name' out)")
+        for other in space.online.values():
+            if other.id == pid:
+                continue  # its own earlier connection, about to be replaced
+            if looks_like(name, other.id) or (other.name and looks_like(name, other.name)):
+                raise ProtocolError(
+                    ErrorCode.INVALID_ID,
+                    f"display name {name!r} is taken in space {space.id!r} by {other.id!r}: "
+                    "pick another 'name', or leave it out to be known by your id",
+                )
 
     async def attach(self, ident: Identity, conn: Connection, hello: Hello) -> Session:
         """Register a connection, send the welcome, join its channels, replay missed DMs."""
@@ -107,6 +128,8 @@ class Sessions:
         rate = self.rates.get(space.id, ident.id)  # a reconnect continues the same bucket
         s = Session(ident.id, ident.kind, ident.role, space, conn, caps, rate)
         s.name, s.verified, s.pubkey = ident.name, ident.verified, ident.pubkey
+        if s.name is None:
+            s.name = hello.display_name  # a MEW join's, checked by authenticate
         s.resends = hello.resends
         s.presence_lists = hello.presence_lists
         old = space.online.get(ident.id)
@@ -114,6 +137,7 @@ class Sessions:
             self._displace(old, conn.peer)
         space.online[s.id] = s
         space.met(s.id, s.kind)
+        space.named(s.id, s.name)
         self.coordination.connected(s)
         self.metrics.connections[conn.dialect.name] += 1
         # DMs up to here come from the store, later ones arrive live: none twice, none lost
