@@ -23,6 +23,7 @@ from hubbub.server.admission.keys import KeyBindings
 from hubbub.server.admission.names import looks_like
 from hubbub.server.admission.sender import Sender
 from hubbub.server.config import AUTO_JOIN_MAX, Limits
+from hubbub.server.core.absent import Absent
 from hubbub.server.core.coordination import Coordination
 from hubbub.server.core.delivery import Delivery
 from hubbub.server.core.sequencer import Sequencer, clamp_seq
@@ -73,6 +74,8 @@ class Sessions:
         self.streams = streams
         self.server_name = server_name
         self.shutting_down = shutting_down
+        self.absent = Absent(delivery, coordination.settings.sleep_max_buffer)
+        """Notes to senders about absent addressees, and what is kept for the offline."""
 
     # ------------------------------------------------------------------ connect
 
@@ -155,6 +158,8 @@ class Sessions:
                         ch = self.admission.channel_for(s, name, member=False)
                     else:
                         ch = space.channels[name]
+                    if name not in hello.resume:  # a resume brings what was kept for it
+                        self.absent.deliver_held(s, name)
                     if hello.auto_join and name not in hello.resume:
                         ch.add(s)  # silent, as agentchat's: history comes with a JOIN
                         continue
@@ -164,6 +169,7 @@ class Sessions:
                     )
                 except ProtocolError as exc:
                     self.delivery.error(s, exc)
+            self.absent.forget(s)
             entry = s.summary() | {"channels": sorted(s.channels)}
             self.delivery.queue_presence(space, "join", entry)
             mark = space.dm_marks.get(s.id)
