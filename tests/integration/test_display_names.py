@@ -71,3 +71,18 @@ async def test_the_same_participant_may_come_back_with_its_name(gw: RunningGatew
     again = await gw.mew("coder", name="Ada")  # a reconnect replaces its earlier connection
     assert again.welcome["payload"]["you"]["name"] == "Ada"
     await first.close()
+
+
+async def test_an_agentchat_sender_is_told_its_addressee_is_offline(gw: RunningGateway) -> None:
+    travel = await gw.mew("travel", name="Phileas")
+    await travel.close()
+    bot = await gw.agentchat("bot")
+    await gw.settle()
+    await bot.send({"type": "MSG", "to": "#general", "content": "@Phileas a train to Lyon?"})
+    note = await bot.next_where(lambda f: f.get("type") == "MSG" and f.get("from") == "@server")
+    assert note["content"] == "travel is offline; it will see this when it reconnects"
+    assert note["to"] == "@bot" and note["in_reply_to"]
+    back = await gw.connect()  # a new connection, no resume: the message was kept for it
+    await back.send({"type": "join", "participantId": "travel"})
+    kept = await back.next_where(lambda f: f.get("kind") in ("chat", "channel/joined"))
+    assert (kept["kind"], kept["payload"]["text"]) == ("chat", "@Phileas a train to Lyon?")

@@ -477,7 +477,7 @@ class AgentchatDialect:
         if kind == "chat":
             return [encode(self._msg(env))]
         if kind == "system/notice":  # a note from @server, as agentchat shows server notes
-            note = msgspec.structs.replace(env, kind="chat", payload=dict(p))
+            note = msgspec.structs.replace(env, kind="chat", channel=None, payload=dict(p))
             return [encode(self._msg(note))]
         if kind == "system/presence":
             return [encode(f) for f in self._presence(env)]
