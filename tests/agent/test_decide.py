@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from hubbub.llm import Message, OfflineModel
 from hubbub.llm.base import ChatModel, Completion, Done
+from hubbub.protocol.addressing import RosterView
 from hubbub.protocol.envelope import Envelope
 from hubbub.sdk import AgentConfig
 from hubbub.sdk.decide import ResponsePolicy, mentions, parse_classification, where
@@ -16,9 +17,10 @@ from tests.strength import examples
 
 def chat(text: str, sender: str = "alice", **fields: object) -> Envelope:
     channel = fields.pop("channel", "#general")
+    msg_id = fields.pop("id", f"m-{text[:5]}")
     return Envelope(
         kind="chat",
-        id=f"m-{text[:5]}",
+        id=msg_id,  # type: ignore[arg-type]
         from_=sender,
         channel=channel,  # type: ignore[arg-type]
         payload={"text": text},
@@ -270,3 +272,58 @@ def test_an_agent_answers_an_addressed_message_exactly_when_it_is_an_addressee(
         assert decision is not None and decision.rule == "addressed_to_others"
     else:
         assert decision is None
+
+
+def _roster(**kinds: str) -> RosterView:
+    names: dict[str, str | None] = {"helper": "Helpy", "coder": "Ada", "travel": None}
+    names |= dict.fromkeys(kinds)
+    return RosterView(names, None, {"helper": "agent", "coder": "agent", **kinds})
+
+
+def test_a_reply_to_my_answer_is_answered_at_once_and_carries_the_conversation() -> None:
+    p = policy()
+    question = chat("dinner for 4?", id="m-q")
+    mine = chat("Pasta for 4.", sender="helper", id="m-mine", correlation_id=["m-q"])
+    p.observe(question)
+    p.observe(mine)
+    reply = chat("thanks! could you make that for 6 instead?", id="m-r", correlation_id=["m-mine"])
+    decision = p.quick(reply, 0, _roster(alice="human"))
+    assert decision is not None and (decision.rule, decision.respond) == ("reply", True)
+    context = p.reply_context(reply)
+    assert context is not None
+    assert context.splitlines()[0] == "alice: thanks! could you make that for 6 instead?"
+    assert "alice: dinner for 4?" in context and "you (helper): Pasta for 4." in context
+    p.answered(reply, "reply", 0)
+    assert p._rate_limited("#general", 0) is None  # addressed: free of the rate limit
+
+
+def test_a_reply_to_someone_elses_message_is_addressed_to_them() -> None:
+    p = policy()
+    p.observe(chat("Pasta for 4.", sender="coder", id="m-coder"))
+    reply = chat("thanks! for 6 instead?", id="m-r", correlation_id=["m-coder"])
+    decision = p.quick(reply, 0, _roster(alice="human"))
+    assert decision is not None
+    assert (decision.rule, decision.respond) == ("addressed_to_others", False)
+    assert decision.reason == "addressed to coder"
+
+
+def test_an_agents_answer_to_me_is_not_answered() -> None:
+    """Agents do not answer answers: no ping-pong between two agents replying to each other."""
+    p = policy()
+    p.observe(chat("@coder what is 6*7?", sender="helper", id="m-mine"))
+    answer = chat("42", sender="coder", id="m-a", correlation_id=["m-mine"])
+    decision = p.quick(answer, 0, _roster())
+    assert decision is not None and (decision.rule, decision.respond) == ("not_addressed", False)
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        ("@Ada could you look?", "addressed_to_others"),
+        ("@travel book a train", "addressed_to_others"),
+        ("@Helpy please", "mention"),
+    ],
+)
+def test_display_names_and_offline_participants_address_as_ids_do(text: str, rule: str) -> None:
+    decision = policy().quick(chat(text), 0, _roster(alice="human"))
+    assert decision is not None and decision.rule == rule

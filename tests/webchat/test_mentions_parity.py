@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from hubbub.protocol.addressing import addressing, mentioned
 from hubbub.protocol.mentions import addresses, mentioned_ids, mentions
 from tests.conftest import RunningGateway
 from tests.webchat.conftest import OpenPage
@@ -100,13 +101,27 @@ def _texts() -> list[str]:
     return out
 
 
+ROSTER: dict[str, str | None] = {
+    "maths": None, "chef": "Chef Anna", "travel": "Zoë", "coder": "Ada", "a.b-c": None,
+    "x_1": "Σοφία", "Bob": "bob.smith", "bob.smith": None, "x" * 32: "ada",
+}  # fmt: skip
+"""id → display name: "Ada" is shared (case aside) and "bob.smith" is another's id, so
+neither addresses anyone by name; the other names do."""
+AUTHORS = {"m-1": "chef", "m-2": "maths", "m-3": "alice"}
+SENDERS = ["alice", "chef", "maths"]
+
+
 def _cases() -> list[dict[str, Any]]:
     cases = []
     for i, text in enumerate(_texts()):
         pid = KNOWN[i % len(KNOWN)]
         name = NAMES[i % len(NAMES)]
         to = [KNOWN[(i + 1) % len(KNOWN)]] if i % 3 == 0 else None
-        cases.append({"text": text, "pid": pid, "name": name, "to": to})
+        reply = [None, ["m-1"], "m-2", ["m-3", "m-9"], ["m-9"]][i % 5]
+        sender = SENDERS[i % len(SENDERS)]
+        cases.append(
+            {"text": text, "pid": pid, "name": name, "to": to, "reply": reply, "from": sender}
+        )
     return cases
 
 
@@ -117,6 +132,15 @@ def _python(case: dict[str, Any]) -> dict[str, Any]:
         "byName": mentions(text, pid, name),
         "ids": mentioned_ids(text, KNOWN),
         "addresses": addresses(case["to"], text, pid, name),
+        "byNames": mentioned(text, ROSTER),
+        "addressees": addressing(
+            sender=case["from"],
+            to=case["to"],
+            text=text,
+            replies_to=[reply] if isinstance(reply := case["reply"], str) else reply or [],
+            names=ROSTER,
+            author_of=AUTHORS.get,
+        ).ids,
     }
 
 
@@ -126,7 +150,7 @@ async def test_the_page_and_the_gateway_find_the_same_mentions(
     page = await pages(f"{gw.http}/chat")
     cases = _cases()
     js: list[dict[str, Any]] = await page.evaluate(
-        """async ([cases, known]) => {
+        """async ([cases, known, roster, authors]) => {
             const m = await import("/web/common/mentions.js");
             return cases.map((c) => {
               const marked = [];
@@ -139,11 +163,15 @@ async def test_the_page_and_the_gateway_find_the_same_mentions(
                 byName: m.mentions(c.text, c.pid, c.name),
                 ids: m.mentionedIds(c.text, known),
                 addresses: m.addresses(c.to, c.text, c.pid, c.name),
+                byNames: m.mentioned(c.text, roster),
+                addressees: m.addressees(
+                  {from: c.from, to: c.to, payload: {text: c.text}, correlation_id: c.reply},
+                  roster, (id) => authors[id] || null),
                 marked,
               };
             });
         }""",
-        [cases, KNOWN],
+        [cases, KNOWN, ROSTER, AUTHORS],
     )
     assert len(js) == len(cases)
     differ = []
@@ -157,3 +185,10 @@ async def test_the_page_and_the_gateway_find_the_same_mentions(
     assert sum(any(a["mentions"]) for a in answers) > 100
     assert sum(not any(a["mentions"]) for a in answers) > 100
     assert sum(a["byName"] for a in answers) > 20
+    by_name = {"chef": "@chef anna", "travel": "@zoë", "x_1": "@σοφία"}
+    named = 0
+    for case, answer in zip(cases, answers, strict=True):
+        lower = case["text"].lower()
+        named += any(by_name[p] in lower for p in answer["byNames"] if p in by_name)
+    assert named > 20  # display names address their participants
+    assert sum(len(a["addressees"]) > len(set(a["byNames"]) | set(a["ids"])) for a in answers) > 50

@@ -54,8 +54,8 @@ from hubbub.chat.commands import (
 from hubbub.chat.format import notice, tool_result_line
 from hubbub.chat.view import HISTORY_PAGE, ChatView
 from hubbub.errors import GatewayError, HubbubError, NotConnected, RequestFailed
+from hubbub.protocol.addressing import mentioned, names_of
 from hubbub.protocol.envelope import Envelope
-from hubbub.protocol.mentions import mentioned_ids
 from hubbub.sdk import Disconnected, Participant, Reconnecting
 from hubbub.sdk.proposals import Proposal
 
@@ -401,7 +401,8 @@ class ChatApp:
             self.say("not in a channel: /join #general first", "error")
             return
         self.scroll = 0
-        to = [pid for pid in mentioned_ids(text, self.view.people) if pid != self.view.me]
+        names = names_of(self.view.people.values())  # @id or @display name: the one rule
+        to = [pid for pid in mentioned(text, names) if pid != self.view.me]
         chat = Envelope(kind="chat", channel=channel, to=to or None, payload={"text": text})
         await self._send(chat)
 

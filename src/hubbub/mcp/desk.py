@@ -37,12 +37,13 @@ import msgspec
 from hubbub.mcp.cursor import ListenCursor
 from hubbub.mcp.seat import Seat, SeatClosed
 from hubbub.mcp.settings import ListenSettings
+from hubbub.protocol import addressing
+from hubbub.protocol.addressing import Authors, RosterView, names_of
 from hubbub.protocol.agentchat import SERVER_NAME
 from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.ids import SERVER_ID
 from hubbub.protocol.markers import MAX_DURATION_S, max_duration_of
-from hubbub.protocol.mentions import addresses
 
 LISTENED_KINDS = frozenset({"chat", "mcp/proposal", "mcp/reject", "mcp/withdraw"})
 """Kinds ``listen`` returns (with their ``seq``); ``mcp/response`` too when it answers one of
@@ -117,6 +118,8 @@ class Desk:
         self._dm_order: deque[int] = deque()
         self.inbox: deque[Envelope] = deque()
         self.recent: OrderedDict[str, str | None] = OrderedDict()
+        self.authors = Authors()
+        """Who wrote the recent chat messages (a reply to one is addressed to its author)."""
         self.floors: dict[str, Floor] = {}
         self.yields: dict[str, Yielded] = {}
         self._unreported_yields: list[Yielded] = []
@@ -331,6 +334,8 @@ class Desk:
     def _on_message(self, env: Envelope) -> None:
         kind = env.kind
         self.remember(env)
+        if kind == "chat":
+            self.authors.heard(env)
         cids = env.correlation_ids()
         if kind == "mcp/proposal":
             self.proposals[env.id] = env
@@ -479,11 +484,14 @@ class Desk:
         return self.floors.get(msg_id)
 
     def addresses_me(self, env: Envelope) -> bool:
-        """Whether ``env`` addresses this participant (a DM to it, ``to``, or a mention)."""
+        """Whether ``env`` addresses this participant (a DM to it, ``to``, a mention by id or
+        display name, or a reply to its message: the one rule, ``protocol/addressing.py``)."""
         if env.channel is None and env.from_ != self.me:
             return True
-        text = env.payload.get("text")
-        return addresses(env.to, text if isinstance(text, str) else "", self.me)
+        names = names_of(self.seat.participants().values())
+        names.setdefault(self.me, None)
+        view = RosterView(names, self.authors.author_of)
+        return self.me in addressing.of(env, view).ids
 
     def kind_of(self, pid: str) -> str | None:
         """The kind of a participant as the roster knows it."""

@@ -477,6 +477,9 @@ class AgentchatDialect:
         p = env.payload
         if kind == "chat":
             return [encode(self._msg(env))]
+        if kind == "system/notice":  # a note from @server, as agentchat shows server notes
+            note = msgspec.structs.replace(env, kind="chat", channel=None, payload=dict(p))
+            return [encode(self._msg(note))]
         if kind == "system/presence":
             return [encode(f) for f in self._presence(env)]
         if kind == "channel/joined":

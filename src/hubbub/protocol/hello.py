@@ -32,6 +32,8 @@ class Hello(msgspec.Struct, kw_only=True):
     """In open mode, pick a free id derived from ``participant_id`` instead of displacing."""
     name: str | None = None
     """The display name asked for (agentchat's IDENTIFY ``name``); None on the MEW dialect."""
+    display_name: str | None = None
+    """The display name a MEW join asked for (its ``name``; agentchat's is :attr:`name`)."""
     pubkey: str | None = None
     """An agentchat client's Ed25519 public key (SPKI PEM), when it sent one."""
     key_proven: bool = False

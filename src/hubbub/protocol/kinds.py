@@ -109,6 +109,7 @@ _TABLE: Final = (
     _server("floor/claimed"),
     _server("floor/outcome", stored=True),  # in the channel's history: who answered, who yielded
     _server("system/session-displaced"),
+    _server("system/notice"),  # a note to a sender (an addressee is offline or asleep)
 )
 
 KINDS: Final[dict[str, KindSpec]] = {spec.name: spec for spec in _TABLE}

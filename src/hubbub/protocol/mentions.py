@@ -8,7 +8,9 @@ One rule for every client and the gateway (DESIGN §1, "addressing"):
   ``_ . - @`` (``bob@maths.org`` mentions nobody), and the name is not continued by a
   letter, digit, ``_`` or ``-``, nor by ``.`` and a letter or digit (``@maths.`` at the end
   of a sentence mentions ``maths``; ``@maths.org`` does not);
-- a message *addresses* a participant when its ``to`` lists it or its text mentions it.
+- a message *addresses* a participant when its ``to`` lists it or its text mentions it (and
+  when it replies to the participant's message: :mod:`hubbub.protocol.addressing`, the whole
+  rule, which also settles whose display name counts).
 
 The functions are pure and keep no state beyond a bounded cache of compiled patterns.
 """
@@ -39,6 +41,15 @@ def mentions(text: str, participant_id: str, display_name: str | None = None) ->
         if name and _pattern(name).search(text) is not None:
             return True
     return False
+
+
+def first_mention(text: str, handle: str) -> int:
+    """Where ``text`` first mentions ``handle`` (an id or a display name) as ``@handle``: the
+    index of its ``@``, -1 if nowhere."""
+    if not handle or "@" not in text:
+        return -1
+    match = _pattern(handle).search(text)
+    return -1 if match is None else match.start()
 
 
 def mentioned_ids(text: str, known: Iterable[str]) -> list[str]:

@@ -20,6 +20,7 @@ class _JoinFrame(msgspec.Struct, kw_only=True, rename={"participant_id": "partic
     space: str = "default"
     token: str | None = None
     kind: str | None = None
+    name: str | None = None
     capabilities: list[dict[str, Any]] | None = None
     channels: list[str] | None = None
     resume: dict[str, int] | None = None
@@ -76,6 +77,7 @@ class MewDialect:
             epoch=join.epoch,
             resends=join.resume is not None,
             presence_lists=join.presence_lists,
+            display_name=join.name,
         )
 
     def decode(self, data: bytes | str) -> Envelope | Reply | StreamFrame:

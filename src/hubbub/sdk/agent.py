@@ -68,6 +68,8 @@ log = logging.getLogger("hubbub.agent")
 F = TypeVar("F", bound=Callable[..., Any])
 
 _DECISIONS_KEPT: Final = 500
+CLASSIFY_CONCURRENCY: Final = 4
+"""Classifications of unaddressed messages that run at once (the rest wait their turn)."""
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,7 @@ class Agent:
         """What each message handed to the runtime answers, until its turn begins."""
         self._deciding: set[asyncio.Task[Decision]] = set()
         self._last_decision: asyncio.Task[Decision] | None = None
+        self._classifying = asyncio.Semaphore(CLASSIFY_CONCURRENCY)
         self._changed = asyncio.Event()
         self._waiters: list[tuple[Callable[[DecisionRecord], bool], asyncio.Future[Any]]] = []
         self._stopped = False
@@ -385,10 +388,20 @@ class Agent:
         if env.from_ == self.id:
             self._record(env, Decision(False, "own_message", "my own message"))
             return
-        task = asyncio.get_running_loop().create_task(
-            self._decide_in_order(env, self._last_decision), name=f"hubbub-decide-{env.id}"
-        )
-        self._last_decision = task
+        # addressed messages are decided on arrival, never behind a model call; the rest are
+        # classified concurrently (at most CLASSIFY_CONCURRENCY at once) and handed on in order
+        loop = asyncio.get_running_loop()
+        decision = self.policy.quick(env, loop.time(), self.participant.client.roster.view())
+        if decision is not None and not decision.respond:
+            self._record(env, decision)
+            return
+        if decision is not None:
+            task = loop.create_task(self._route(env, decision), name=f"hubbub-decide-{env.id}")
+        else:
+            task = loop.create_task(
+                self._classify_in_order(env, self._last_decision), name=f"hubbub-decide-{env.id}"
+            )
+            self._last_decision = task
         self._deciding.add(task)
         task.add_done_callback(self._decided)
 
@@ -398,18 +411,29 @@ class Agent:
             log.error("%s: failed to handle a message: %s", self.id, task.exception())
         self.notify_changed()
 
-    async def _decide_in_order(
+    async def _route(self, env: Envelope, decision: Decision) -> Decision:
+        """Record a decision and, to answer, hand the message to floor control."""
+        self._record(env, decision)
+        if decision.respond:
+            await self.floor.route(env, decision)
+        return decision
+
+    async def _classify_in_order(
         self, env: Envelope, previous: asyncio.Task[Decision] | None
     ) -> Decision:
-        if previous is not None:  # decisions (and deliveries) keep the arrival order
+        """Classify ``env`` (alongside others, bounded), then hand it on after the message
+        classified before it (unaddressed messages keep their arrival order)."""
+        async with self._classifying:
+            decision = await self.policy.classify(self.model, env, self.tools.qualified_names())
+        if previous is not None:
             await asyncio.wait([previous])
-        return await self.handle(env)
+        return await self._route(env, decision)
 
     async def handle(self, env: Envelope) -> Decision:
         """Decide about one chat message and, to answer it, hand it to the runtime (it starts
         a turn, interrupts the current one, waits in the inbox or is refused when it is full)."""
         now = asyncio.get_running_loop().time()
-        decision = self.policy.quick(env, now, self.participant.client.participants.keys())
+        decision = self.policy.quick(env, now, self.participant.client.roster.view())
         if decision is None:
             decision = await self.policy.classify(self.model, env, self.tools.qualified_names())
         self._record(env, decision)
@@ -420,9 +444,11 @@ class Agent:
     # the turns that floor control (self.floor, through agent_floor.FloorHost) hands back
 
     async def answer_now(self, env: Envelope, decision: Decision) -> None:
-        """Answer ``env`` without floor control (exempt)."""
+        """Answer ``env`` without floor control (exempt); a reply to the agent's message
+        comes with the conversation it replies to."""
         self.policy.answered(env, decision.rule, asyncio.get_running_loop().time())
-        await self._deliver(env)
+        context = self.policy.reply_context(env) if decision.rule == "reply" else None
+        await self._deliver(env, context)
 
     async def answer_batch(self, key: str, envelopes: list[Envelope]) -> None:
         """Answer channel messages that floor control let through, as one turn."""

@@ -281,6 +281,7 @@ class AgentConfig:
             token=self.token,
             channels=self.channels,
             kind=self.kind,
+            name=self.name if self.name != self.participant_id else None,
             capabilities=self.capabilities,
             request_timeout=self.request_timeout,
         )

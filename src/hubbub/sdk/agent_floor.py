@@ -30,7 +30,7 @@ from hubbub.protocol.ids import SERVER_ID
 from hubbub.sdk.agent_config import AgentConfig
 from hubbub.sdk.covered import covered_prompt, judge
 from hubbub.sdk.csma import jittered
-from hubbub.sdk.decide import Decision, chat_text
+from hubbub.sdk.decide import ADDRESSED_RULES, Decision, chat_text
 from hubbub.sdk.floor import FloorCoordinator, Reply, Stage, Step, exemption
 from hubbub.sdk.participant import Participant
 from hubbub.sdk.react import Turn
@@ -231,7 +231,7 @@ class AgentFloor:
         """A message the agent decided to answer: at once if exempt, else after CSMA."""
         reason = self.exemption(env, decision)
         if reason is not None:
-            if env.channel is None or decision.rule in ("direct", "mention"):
+            if env.channel is None or decision.rule in ADDRESSED_RULES:
                 self.coordinator.cut_settle()
             self._event("exempt", env.id, reason)
             await self.agent.answer_now(env, decision)

@@ -88,7 +88,8 @@ class Client:
         self.welcome: Envelope | None = None
         """The latest ``system/welcome``."""
         self.roster = Roster()
-        """Who is online in the space (from the welcome and presence events)."""
+        """Who is in the space (from the welcome and presence events; those that left are
+        kept, offline) and who wrote the recent messages."""
         self.outbox = Outbox()
         """Sent messages not acknowledged yet: sent again, same ids, after a reconnect."""
         self.gateway_url: str | None = None
@@ -621,6 +622,7 @@ class Client:
             if env.from_ == self.id:
                 self.outbox.acknowledged(env)  # our own message is stored: no resend
             if self.resume.accept(env) is Verdict.DELIVER:
+                self.roster.heard(env)
                 self._deliver(env)
             return
         kind = env.kind
@@ -688,6 +690,7 @@ class Client:
             if env.seq is not None and env.from_ == self.id:
                 self.outbox.acknowledged(env)  # our own message, stored: no resend
             if self.resume.replayed(channel, env) is Verdict.DELIVER:
+                self.roster.heard(env)
                 self._deliver(env)
 
     def _request_page(self, channel: str) -> None:

@@ -7,14 +7,18 @@ For each chat message, in order:
 3. addressed to the agent in ``to`` (or a DM) → answer;
 4. the text mentions the agent (``@id`` or ``@name``: the one mention rule,
    :mod:`hubbub.protocol.mentions`) → answer;
-5. addressed to others — ``to`` lists participants, or the text mentions known participants,
-   and the agent is not among them → ignore (``addressed_to_others``): addressed means
-   addressed, so the agent neither answers, nor claims the floor, nor is interrupted;
-6. a reply to an earlier message (it has a ``correlation_id``: another agent's answer, say)
-   that neither addresses nor mentions the agent → ignore, so agents do not answer answers;
-7. the conversation's answers to unaddressed messages in the last minute reached
+5. a reply to the agent's own message (its ``correlation_id`` / agentchat ``in_reply_to``
+   names it) → answer (``reply``), at once and with the conversation it replies to; a reply
+   from another agent is not answered (agents do not answer answers);
+6. addressed to others — ``to`` lists participants, the text mentions known participants
+   (by id or display name), or it replies to someone else's message, and the agent is not
+   among them → ignore (``addressed_to_others``): addressed means addressed, so the agent
+   neither answers, nor claims the floor, nor is interrupted. Steps 3-6 are the one
+   addressing rule, :mod:`hubbub.protocol.addressing`;
+7. a reply to a message the agent does not know (it has a ``correlation_id``) → ignore;
+8. the conversation's answers to unaddressed messages in the last minute reached
    ``rate_limit_per_minute`` → ignore;
-8. otherwise (if ``respond_to_questions``) ask the model for
+9. otherwise (if ``respond_to_questions``) ask the model for
    ``{should_respond, confidence, reason}`` over the last ``context_window`` messages of the
    conversation (the prompt names the agent's skills and tools), and answer when it says so
    with ``confidence >= confidence_threshold``.
@@ -24,26 +28,32 @@ SHOULD implement rate limiting to avoid chat spam") only throttles what the agen
 own initiative, and only those answers count against it. A *conversation* is a channel, or
 the DMs with one peer (:func:`where`), so ten DMs from one person never silence another.
 
-The rules are plain functions over an envelope and a clock value; only step 7 calls a model,
+The rules are plain functions over an envelope and a clock value; only step 9 calls a model,
 and it is :class:`ResponsePolicy`'s caller that does it (:meth:`ResponsePolicy.classify`).
 """
 
 from __future__ import annotations
 
 import json
-from collections import deque
-from collections.abc import Collection, Sequence
+from collections import OrderedDict, deque
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from hubbub.llm.base import ChatModel, LLMError, Message
 from hubbub.llm.offline import fill
+from hubbub.protocol import addressing as addressing_rule
 from hubbub.protocol import mentions as mention_rule
+from hubbub.protocol.addressing import RosterView
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.transcript import quoted, said
 from hubbub.sdk.agent_config import AgentConfig
 
 RATE_WINDOW_S: Final = 60.0
+RECENT_KEPT: Final = 1024
+"""Recent messages a policy keeps by id (what a reply replies to, and who wrote it)."""
+ADDRESSED_RULES: Final = frozenset({"direct", "mention", "reply"})
+"""The rules of messages addressed to the agent: answered at once, free of the rate limit."""
 
 Rule = Literal[
     "own_message",
@@ -51,6 +61,7 @@ Rule = Literal[
     "rate_limited",
     "direct",
     "mention",
+    "reply",
     "addressed_to_others",
     "classifier",
     "not_addressed",
@@ -107,11 +118,26 @@ def mentions(text: str, agent_id: str, name: str) -> str | None:
     return None
 
 
-def addressees(env: Envelope, participants: Collection[str]) -> list[str]:
-    """Whom ``env`` is addressed to: its ``to`` and the known ``participants`` its text
-    mentions, in that order, without its sender."""
-    found = [*(env.to or ()), *mention_rule.mentioned_ids(chat_text(env), participants)]
-    return [pid for pid in dict.fromkeys(found) if pid != env.from_]
+def addressees(env: Envelope, participants: Collection[str] | RosterView) -> list[str]:
+    """Whom ``env`` is addressed to (the one rule, :mod:`hubbub.protocol.addressing`): its
+    ``to``, the known participants its text mentions, the author of the message it replies
+    to, in that order, without its sender."""
+    return addressing_rule.of(env, _view(participants)).ids
+
+
+def _view(
+    participants: Collection[str] | RosterView,
+    author_of: Callable[[str], str | None] | None = None,
+) -> RosterView:
+    """``participants`` as a roster view (a bare collection of ids: no display names)."""
+    if isinstance(participants, RosterView):
+        if author_of is None:
+            return participants
+        known = participants.author_of
+        return RosterView(
+            participants.names, lambda mid: known(mid) or author_of(mid), participants.kinds
+        )
+    return RosterView(dict.fromkeys(participants), author_of)
 
 
 def parse_classification(text: str) -> Classification:
@@ -145,22 +171,61 @@ class ResponsePolicy:
         self._context: dict[str, deque[str]] = {}
         self._answers: dict[str, deque[float]] = {}
         self._handles = (agent_id, config.name)
+        self._recent: OrderedDict[str, Envelope] = OrderedDict()
 
     def observe(self, env: Envelope) -> None:
-        """Remember a chat message in its conversation's context window."""
+        """Remember a chat message in its conversation's context window (and by id, for the
+        replies to it)."""
         key = where(env, self.agent_id)
         window = self._context.setdefault(key, deque(maxlen=self.config.context_window))
         window.append(said(env.from_, chat_text(env)))
+        if env.id and env.from_:
+            self._recent[env.id] = env
+            self._recent.move_to_end(env.id)
+            if len(self._recent) > RECENT_KEPT:
+                self._recent.popitem(last=False)
+
+    def author_of(self, msg_id: str) -> str | None:
+        """Who wrote a recent message, as this agent saw it."""
+        env = self._recent.get(msg_id)
+        return None if env is None else env.from_
+
+    def replied_to(self, env: Envelope) -> Envelope | None:
+        """The agent's own message that ``env`` replies to, if it remembers one."""
+        for mid in env.correlation_ids():
+            mine = self._recent.get(mid)
+            if mine is not None and mine.from_ == self.agent_id:
+                return mine
+        return None
+
+    def reply_context(self, env: Envelope) -> str | None:
+        """What a reply to the agent's message hands the model: the reply, then the
+        conversation it replies to (the message the agent answered, when known, and the
+        agent's own message)."""
+        mine = self.replied_to(env)
+        if mine is None:
+            return None
+        lines = [
+            said(env.from_, chat_text(env)),
+            f"(a reply to your message {mine.id}; the conversation it replies to:",
+        ]
+        for mid in mine.correlation_ids():
+            earlier = self._recent.get(mid)
+            if earlier is not None and earlier.from_ != self.agent_id:
+                lines.append("  " + said(earlier.from_, chat_text(earlier)))
+        lines.append("  " + said(f"you ({self.agent_id})", chat_text(mine)) + ")")
+        return "\n".join(lines)
 
     def context(self, conversation: str) -> list[str]:
         """The last ``context_window`` messages of a conversation, oldest first."""
         return list(self._context.get(conversation, ()))
 
     def quick(
-        self, env: Envelope, now: float, participants: Collection[str] = ()
+        self, env: Envelope, now: float, participants: Collection[str] | RosterView = ()
     ) -> Decision | None:
         """The decision when a rule settles it without a model; ``None`` → :meth:`classify`.
-        ``participants``: the ids the agent knows (a mention of one addresses the message)."""
+        ``participants``: the space as the agent knows it (ids, or a roster view with display
+        names and kinds: a mention of one addresses the message)."""
         cfg = self.config
         if env.from_ == self.agent_id:
             return Decision(False, "own_message", "my own message")
@@ -169,16 +234,30 @@ class ResponsePolicy:
         text = chat_text(env)
         if not text.strip():
             return Decision(False, "empty", "no text")
-        if cfg.respond_to_direct and self.agent_id in (env.to or ()):
+        view = _view(participants, self.author_of)
+        addressed = addressing_rule.of(env, view)
+        why = addressed.why(self.agent_id)
+        if cfg.respond_to_direct and why == "to":
             how = "a direct message" if env.channel is None else f"addressed to me in {env.channel}"
             return Decision(True, "direct", how)
+        found = mentions(text, *self._handles)
         if cfg.respond_to_mentions:
-            found = mentions(text, *self._handles)
             if found:
                 return Decision(True, "mention", f"mentions me ({found})")
-        addressed = addressees(env, participants)
-        if addressed and self.agent_id not in addressed and not mentions(text, *self._handles):
-            return Decision(False, "addressed_to_others", f"addressed to {', '.join(addressed)}")
+            if why == "mention":
+                return Decision(True, "mention", "mentions me")
+        if why == "reply" and not found:
+            if view.kinds.get(env.from_) == "agent":
+                why_not = f"{env.from_}'s answer to me (agents do not answer answers)"
+                return Decision(False, "not_addressed", why_not)
+            if cfg.respond_to_direct:
+                mine = self.replied_to(env)
+                return Decision(
+                    True, "reply", f"a reply to my message {mine.id if mine else '(earlier)'}"
+                )
+        ids = addressed.ids
+        if ids and self.agent_id not in ids and not found:
+            return Decision(False, "addressed_to_others", f"addressed to {', '.join(ids)}")
         if not cfg.respond_to_questions:
             return Decision(False, "not_addressed", "not addressed or mentioned")
         if env.correlation_ids():
@@ -240,12 +319,13 @@ class ResponsePolicy:
     def answered(self, env: Envelope, rule: Rule, now: float) -> None:
         """Count the answer to ``env`` (decided by ``rule``) against its conversation's rate
         limit, unless the message was addressed to the agent (those are free)."""
-        if rule in ("direct", "mention"):
+        if rule in ADDRESSED_RULES:
             return
         self._answers.setdefault(where(env, self.agent_id), deque()).append(now)
 
 
 __all__ = [
+    "ADDRESSED_RULES",
     "Classification",
     "Decision",
     "ResponsePolicy",

@@ -82,10 +82,11 @@ def exemption(
     humans: HumanPolicy = "coordinate",
 ) -> str | None:
     """Why a message the agent will answer is answered at once, without CSMA delay or claim
-    (``None``: floor control applies). Exempt: DMs, messages addressed to or mentioning the
-    agent (``rule`` ``direct``/``mention``), ``@server``'s, and with ``humans="exempt"`` a
-    person's (document 000). With ``coordinate`` (the default) a person's unaddressed question
-    goes through floor control like any other, so that one agent answers it."""
+    (``None``: floor control applies). Exempt: DMs, messages addressed to, mentioning or
+    replying to the agent (``rule`` ``direct``/``mention``/``reply``), ``@server``'s, and with
+    ``humans="exempt"`` a person's (document 000). With ``coordinate`` (the default) a
+    person's unaddressed question goes through floor control like any other, so that one
+    agent answers it."""
     if mode == "none":
         return "coordination is off"
     if channel is None:
@@ -94,6 +95,8 @@ def exemption(
         return "addressed to me"
     if rule == "mention":
         return "mentions me"
+    if rule == "reply":
+        return "replies to me"
     if sender == SERVER_ID:
         return "from the server"
     if humans == "exempt" and sender_kind == "human":

@@ -51,6 +51,8 @@ class JoinHandshake:
             frame["token"] = options.token
         if options.kind:
             frame["kind"] = options.kind
+        if options.name and options.name != options.participant_id:
+            frame["name"] = options.name  # the display name (docs/protocol.md, join)
         if options.capabilities is not None:
             frame["capabilities"] = options.capabilities
         frame["resume"] = resume  # even empty: it asks for resends to be recognised

@@ -26,6 +26,9 @@ class ClientOptions:
     token: str | None = None
     kind: str | None = None
     """``human`` | ``agent`` | ``service``; honoured in open mode only."""
+    name: str | None = None
+    """Display name, sent in the join as ``name`` (others may write ``@name`` to address the
+    participant); unique in the space: a join with a name another participant has is refused."""
     capabilities: list[dict[str, Any]] | None = None
     """Capabilities to ask for; honoured in open mode only (configured spaces decide)."""
     channels: tuple[str, ...] = ("#general",)

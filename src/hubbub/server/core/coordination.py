@@ -25,6 +25,7 @@ import msgspec
 
 from hubbub.engines.callbacks import Callback, CallbackRejected
 from hubbub.engines.timers import TimerQueue
+from hubbub.protocol import addressing
 from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
@@ -38,7 +39,6 @@ from hubbub.protocol.markers import (
     SleepMode,
     parse_markers,
 )
-from hubbub.protocol.mentions import mentions
 from hubbub.server.admission.auth import Identity
 from hubbub.server.admission.authorization import channel_access, check_send
 from hubbub.server.admission.bans import BanList
@@ -413,17 +413,12 @@ class Coordination:
     def to_sleepers(self, space: SpaceState, ch: Channel, env: Envelope) -> None:
         """A channel message reached sleeping members: buffer or drop it per their mode."""
         eng = self.spaces[space.id]
-        text = env.payload.get("text") if env.kind == "chat" else None
         # a channel callback's fire counts as addressed to its origin (it carries cb_origin);
-        # a mention is the one rule of protocol/mentions.py, by id (the gateway knows no
-        # display names)
+        # the rest is the one addressing rule (protocol/addressing.py: to, @id or @name, reply)
         origin = env.payload.get("cb_origin") if env.from_ == SERVER_ID else None
+        addressed = set(addressing.of(env, space.roster_view()).ids)
         for pid in list(ch.sleepers):
-            direct = (
-                bool(env.to and pid in env.to)
-                or pid == origin
-                or (isinstance(text, str) and mentions(text, pid))
-            )
+            direct = bool(env.to and pid in env.to) or pid == origin or pid in addressed
             eng.sleep.offer(pid, env, direct=direct)
 
     def to_sleeper(self, s: Session, env: Envelope) -> None:

@@ -8,6 +8,7 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
+from hubbub.protocol.addressing import display_name_error
 from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
@@ -19,8 +20,10 @@ from hubbub.server.admission.authorization import may_join
 from hubbub.server.admission.bans import BanList
 from hubbub.server.admission.grants import Grants
 from hubbub.server.admission.keys import KeyBindings
+from hubbub.server.admission.names import looks_like
 from hubbub.server.admission.sender import Sender
 from hubbub.server.config import AUTO_JOIN_MAX, Limits
+from hubbub.server.core.absent import Absent
 from hubbub.server.core.coordination import Coordination
 from hubbub.server.core.delivery import Delivery
 from hubbub.server.core.sequencer import Sequencer, clamp_seq
@@ -72,6 +75,8 @@ class Sessions:
         self.streams = streams
         self.server_name = server_name
         self.shutting_down = shutting_down
+        self.absent = Absent(delivery, coordination.settings.sleep_max_buffer)
+        """Notes to senders about absent addressees, and what is kept for the offline."""
 
     # ------------------------------------------------------------------ connect
 
@@ -99,7 +104,26 @@ class Sessions:
             )
         self.bans.check(ident.space, ident.id)  # admin kill switch: a banned id is refused
         self.admission.check_name(space, ident.id)  # every door's rule for names
+        if hello.display_name is not None and ident.name is None:
+            self._check_display_name(space, ident.id, hello.display_name)
         return ident
+
+    def _check_display_name(self, space: SpaceState, pid: str, name: str) -> None:
+        """Refuse a MEW join's display ``name`` that is not legal, or that another participant
+        online in ``space`` has as its name or id (case and look-alikes aside): a display
+        name addresses one participant (``@Ada``), so it is unique in the space."""
+        error = display_name_error(name)
+        if error is not None:
+            raise ProtocolError(ErrorCode.INVALID_ID, f"{error} (or leave 'name' out)")
+        for other in space.online.values():
+            if other.id == pid:
+                continue  # its own earlier connection, about to be replaced
+            if looks_like(name, other.id) or (other.name and looks_like(name, other.name)):
+                raise ProtocolError(
+                    ErrorCode.INVALID_ID,
+                    f"display name {name!r} is taken in space {space.id!r} by {other.id!r}: "
+                    "pick another 'name', or leave it out to be known by your id",
+                )
 
     async def attach(self, ident: Identity, conn: Connection, hello: Hello) -> Session:
         """Register a connection, send the welcome, join its channels, replay missed DMs."""
@@ -108,6 +132,8 @@ class Sessions:
         rate = self.rates.get(space.id, ident.id)  # a reconnect continues the same bucket
         s = Session(ident.id, ident.kind, ident.role, space, conn, caps, rate)
         s.name, s.verified, s.pubkey = ident.name, ident.verified, ident.pubkey
+        if s.name is None:
+            s.name = hello.display_name  # a MEW join's, checked by authenticate
         s.resends = hello.resends
         s.presence_lists = hello.presence_lists
         old = space.online.get(ident.id)
@@ -115,6 +141,7 @@ class Sessions:
             self._displace(old, conn.peer)
         space.online[s.id] = s
         space.met(s.id, s.kind)
+        space.named(s.id, s.name)
         self.coordination.connected(s)
         self.metrics.connections[conn.dialect.name] += 1
         # DMs up to here come from the store, later ones arrive live: none twice, none lost
@@ -132,6 +159,8 @@ class Sessions:
                         ch = self.admission.channel_for(s, name, member=False)
                     else:
                         ch = space.channels[name]
+                    if name not in hello.resume:  # a resume brings what was kept for it
+                        self.absent.deliver_held(s, name)
                     if hello.auto_join and name not in hello.resume:
                         ch.add(s)  # silent, as agentchat's: history comes with a JOIN
                         continue
@@ -141,6 +170,7 @@ class Sessions:
                     )
                 except ProtocolError as exc:
                     self.delivery.error(s, exc)
+            self.absent.forget(s)
             entry = s.summary() | {"channels": sorted(s.channels)}
             self.delivery.queue_presence(space, "join", entry)
             mark = space.dm_marks.get(s.id)

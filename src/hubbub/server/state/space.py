@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from hubbub.protocol.addressing import RosterView
 from hubbub.protocol.capabilities import CapabilitySet
 from hubbub.protocol.dialects import DIALECTS
 from hubbub.protocol.envelope import encode
@@ -387,6 +388,9 @@ class SpaceState:
         self.known: set[str] = set(config.participants)
         self.kinds: dict[str, str] = {}
         """The kind each participant last connected or posted as (kept once it left)."""
+        self.names: dict[str, str] = {}
+        """The display name each participant last connected with, where it has one other
+        than its id (kept once it left: a mention of it still addresses it)."""
         self.dm_seq = 0
         """The last DM ``seq`` delivered (``dm_assigned``: the last one handed out)."""
         self.dm_assigned = 0
@@ -407,6 +411,27 @@ class SpaceState:
         """``pid`` connected or posted as ``kind``: it is known, and keeps its kind offline."""
         self.known.add(pid)
         self.kinds[pid] = kind
+
+    def named(self, pid: str, name: str | None) -> None:
+        """``pid`` connected with display ``name`` (None: none): kept once it left."""
+        if name is not None and name != pid:
+            self.names[pid] = name
+        else:
+            self.names.pop(pid, None)
+
+    def roster_view(self) -> RosterView:
+        """The space as the addressing rule reads it: every known participant with its display
+        name, and who sent a recent message (``ids``)."""
+        names: dict[str, str | None] = dict.fromkeys(self.known)
+        names.update(self.names)
+        for pid, s in self.online.items():
+            names[pid] = s.name if s.name != pid else None
+
+        def author_of(msg_id: str) -> str | None:
+            ref = self.ids.latest(msg_id)
+            return None if ref is None else ref.sender
+
+        return RosterView(names, author_of)
 
     def kind_of(self, pid: str) -> str:
         """A participant's kind: as connected now, else as it last was, else as configured."""

@@ -5,7 +5,7 @@
 
 import { $ } from "../common/dom.js";
 import { approveEnvelope, rejectEnvelope } from "../common/proposals.js";
-import { mentionedIds } from "../common/mentions.js";
+import { mentioned } from "../common/mentions.js";
 import { DM } from "../common/wire.js";
 import { may } from "./allowed.js";
 import { actionSent } from "./calls.js";
@@ -13,7 +13,7 @@ import { conversation } from "./conversations.js";
 import { addPending, forget, setStatus } from "./messages.js";
 import { startDms } from "./model.js";
 import { setRoster } from "./people.js";
-import { bus, chat, knownIds, peersOf } from "./state.js";
+import { bus, chat, knownNames, peersOf } from "./state.js";
 import { markRead, viewing } from "./unread.js";
 
 const OLDER_PAGE = 50;
@@ -69,8 +69,9 @@ export function send(conv, text) {
       ? { kind: "chat", channel: conv.key, payload: { text } }
       : { kind: "chat", to: peersOf(conv.key), private: true, payload: { text } };
   if (conv.kind === "channel") {
-    const mentioned = mentionedIds(text, knownIds()).filter((id) => id !== chat.me);
-    if (mentioned.length) env.to = mentioned; // addressed to them: they alone answer it
+    // @id or @display name (the one rule): addressed to them, they alone answer it
+    const to = mentioned(text, knownNames()).filter((id) => id !== chat.me);
+    if (to.length) env.to = to;
   }
   // a text with markers (@@cb:…@@, @@sleep:…@@) may be kept by the gateway without an echo
   const id = chat.session.post(env, { barrier: text.includes("@@") });

@@ -8,6 +8,7 @@ export function setPerson(e, online) {
   if (!e || typeof e.id !== "string") return;
   const have = chat.people.get(e.id) || { id: e.id, kind: null, presence: "offline", wakeAt: null, online: false };
   have.kind = e.kind || have.kind;
+  if (typeof e.name === "string" && e.name) have.name = e.name; // display name: @Name addresses
   have.online = online;
   have.presence = online ? e.presence || "online" : "offline";
   const wake = e.wake_at ?? (e.sleeping && e.sleeping.wake_at);

@@ -46,6 +46,13 @@ export function knownIds() {
   return ids;
 }
 
+/** Every known participant's display name (`{id: name or null}`), for the addressing rule. */
+export function knownNames() {
+  const names = {};
+  for (const id of knownIds()) names[id] = (chat.people.get(id) || {}).name || null;
+  return names;
+}
+
 /** Per-person keys of what the page remembers (last read seqs, joined channels). */
 function personKey(what) {
   return `hubbub.chat.${what}.${chat.space}.${chat.me}`;
