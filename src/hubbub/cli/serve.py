@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from hubbub import __version__
+from hubbub.cli.options import log_level_option
 from hubbub.defaults import DEFAULT_PORT, LOOPBACK
 from hubbub.process import run_until_signal, setup_logging
 from hubbub.server.config import (
@@ -40,7 +41,13 @@ def _is_name(host: str) -> bool:
 
 @click.command()
 @click.option("--host", default=None, help="Interface to bind [default: 127.0.0.1].")
-@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--port",
+    default=DEFAULT_PORT,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on; one that is taken is an error (0: any free port).",
+)
 @click.option(
     "--space-config",
     "space_configs",
@@ -140,8 +147,13 @@ def _is_name(host: str) -> bool:
     show_default=True,
     help="Leadership lease: a dead leader is replaced within it.",
 )
-@click.option("--reuse-port", is_flag=True, hidden=True)
-@click.option("--log-level", default="info", show_default=True)
+@click.option(
+    "--reuse-port",
+    is_flag=True,
+    hidden=True,
+    help="Share --port with the other workers (set by --workers).",
+)
+@log_level_option("info")
 def serve(
     host: str | None,
     port: int,

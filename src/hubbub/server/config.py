@@ -426,7 +426,7 @@ def read_space(path: str | os.PathLike[str]) -> tuple[SpaceConfig, list[str]]:
     except FileNotFoundError:
         raise ConfigError(
             f"space config {p} does not exist; create it with "
-            f"`hubbub token create --space {p} --id <id>`"
+            f"`hubbub token create --space-config {p} --id <id>`"
         ) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{p} is not valid YAML: {exc}") from None

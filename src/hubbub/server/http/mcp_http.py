@@ -235,13 +235,14 @@ class Caller:
                 raise ProtocolError(
                     ErrorCode.AUTH_FAILED,
                     "unknown token: send 'Authorization: Bearer <token>' with a token of this "
-                    "space (create one with `hubbub token create --space space.yaml --id <id>`)",
+                    "space (create one with "
+                    "`hubbub token create --space-config space.yaml --id <id>`)",
                 )
         if not pid and not router.auth.ignores_unknown_token(space, "an MCP client"):
             raise ProtocolError(
                 ErrorCode.AUTH_FAILED,
                 f"space {space!r} requires a token: send 'Authorization: Bearer <token>' "
-                "(create one with `hubbub token create --space space.yaml --id <id>`)",
+                "(create one with `hubbub token create --space-config space.yaml --id <id>`)",
             )
         if not pid:
             raise ProtocolError(
