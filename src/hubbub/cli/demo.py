@@ -16,7 +16,8 @@ from hubbub.process import run_until_signal, setup_logging
     "--port",
     default=None,
     type=click.IntRange(0, 65535),
-    help=f"Port for the gateway (0: any free port; a taken one: a free one) [{DEFAULT_PORT}].",
+    help=f"Port for the gateway; one that is taken is an error (0: any free port) [default: "
+    f"{DEFAULT_PORT}, or a free one when {DEFAULT_PORT} is taken].",
 )
 @click.option("--once", is_flag=True, help="Exit after the scripted scene instead of serving on.")
 @click.option(
@@ -52,6 +53,7 @@ def demo(
             once=once,
             screenshot=screenshot,
             chat_screenshot=chat_screenshot,
+            exact=port is not None,
         ),
         "demo",
     )

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import errno
 import ipaddress
 import logging
-import os
 import resource
 from pathlib import Path
 
@@ -258,26 +256,31 @@ def serve(
     )
     mode = f"open mode, space {open_ids[0]!r}" if open_ids else f"spaces {ids}"
     where = "memory" if store == "memory" else str(data_dir / "hubbub.db")
-    logging.getLogger("hubbub").info(
-        "hubbub %s serving ws://%s:%d/ws (%s), history in %s", __version__, bind, port, mode, where
-    )
-    logging.getLogger("hubbub").info("dashboard: http://%s:%d/dashboard", bind, port)
-    logging.getLogger("hubbub").info("chat: http://%s:%d/chat", bind, port)
+
+    def listening(bound: int) -> None:
+        """Said once the port is bound, not before."""
+        log = logging.getLogger("hubbub")
+        log.info(
+            "hubbub %s serving ws://%s:%d/ws (%s), history in %s",
+            __version__,
+            bind,
+            bound,
+            mode,
+            where,
+        )
+        log.info("dashboard: http://%s:%d/dashboard", bind, bound)
+        log.info("chat: http://%s:%d/chat", bind, bound)
 
     async def serve_until_signalled() -> None:
         from hubbub.server.app import serve_forever
+        from hubbub.server.listener import listen_error
         from hubbub.store.base import StoreError
 
         try:
-            await serve_forever(router, bind, port)
+            await serve_forever(router, bind, port, listening=listening)
         except StoreError as exc:
             raise click.ClickException(str(exc)) from None
         except OSError as exc:
-            if exc.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
-                raise
-            raise click.ClickException(
-                f"cannot listen on {bind}:{port}: {os.strerror(exc.errno)}; stop what runs "
-                "there or choose another --port (or --host)"
-            ) from None
+            raise listen_error(exc, bind, port) from None
 
     run_until_signal(serve_until_signalled, "gateway")

@@ -39,6 +39,15 @@ log = logging.getLogger("hubbub.cluster")
 SECRET_KEY = "hubbub:secret"
 NODES_KEY = "hubbub:nodes"
 STOP_WAIT_S = 10
+REDIS_START_WAIT_S = 3.0
+"""How long a starting node retries a Redis it cannot reach before it exits saying so (a Redis
+started beside it has this long to come up; a wrong --cluster is told within seconds)."""
+
+
+class RedisUnreachable(ConnectionError):
+    """A starting node could not reach its Redis; the message names the URL and the fix."""
+
+
 """How long a stopping leader waits for Redis to commit what is queued."""
 
 
@@ -172,17 +181,24 @@ class Node:
         self._task = asyncio.get_running_loop().create_task(self._supervise())
 
     async def _reach_redis(self) -> None:
-        deadline = time.monotonic() + 30
+        """Ping Redis until it answers; :class:`RedisUnreachable` after
+        :data:`REDIS_START_WAIT_S`."""
+        deadline = time.monotonic() + REDIS_START_WAIT_S
         while True:
             try:
                 await self.redis.ping()
                 self.redis_ok = True
                 return
             except (aioredis.ConnectionError, aioredis.TimeoutError, OSError) as exc:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"cannot reach Redis at {redacted_url(self.settings.redis_url)}: {exc}; "
-                        "start redis-server there or fix --cluster"
+                if time.monotonic() + 0.5 > deadline:
+                    await self.redis.aclose()
+                    url = redacted_url(self.settings.redis_url)
+                    why = str(exc).rstrip(".")
+                    raise RedisUnreachable(
+                        f"cannot reach Redis at {url} (--cluster) within "
+                        f"{REDIS_START_WAIT_S:g} s: {why}. Start redis-server there (with "
+                        "--appendonly yes, docs/cluster.md), or point --cluster (or "
+                        "HUBBUB_CLUSTER) at a Redis that is running; nothing was served."
                     ) from None
                 await asyncio.sleep(0.5)
 
