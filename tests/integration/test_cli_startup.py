@@ -100,3 +100,10 @@ def test_serve_on_any_port_says_the_port_it_bound() -> None:
         assert proc.wait(STARTUP_TIMEOUT_S) == 0
     finally:
         proc.kill()
+
+
+def test_workers_with_an_unreachable_redis_start_none() -> None:
+    port = reserve_port()
+    argv = ["serve", "--port", str(port), "--cluster", "redis://127.0.0.1:1", "--workers", "2"]
+    error = _one_clear_error(_hubbub(*argv))
+    assert "cannot reach Redis at redis://127.0.0.1:1 (--cluster)" in error

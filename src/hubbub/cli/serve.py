@@ -184,8 +184,15 @@ def serve(
                 "--workers needs --cluster redis://HOST:PORT/DB: the processes share their "
                 "spaces through Redis (docs/cluster.md)"
             )
+        import asyncio
+
+        from hubbub.cluster.node import RedisUnreachable, check_redis
         from hubbub.cluster.workers import run_workers
 
+        try:  # before any worker starts: N workers would each fail, restarted for ever
+            asyncio.run(check_redis(cluster_url))
+        except (RedisUnreachable, ValueError) as exc:
+            raise click.ClickException(str(exc)) from None
         raise SystemExit(run_workers(workers, link_port))
     from hubbub.server.app import make_router
     from hubbub.server.config import open_space

@@ -48,6 +48,35 @@ class RedisUnreachable(ConnectionError):
     """A starting node could not reach its Redis; the message names the URL and the fix."""
 
 
+async def reach_redis(redis: Any, url: str) -> None:
+    """Ping ``redis`` (the client of ``url``) until it answers; :class:`RedisUnreachable`
+    after :data:`REDIS_START_WAIT_S` (the one start-up rule of a node and of ``--workers``)."""
+    deadline = time.monotonic() + REDIS_START_WAIT_S
+    while True:
+        try:
+            await redis.ping()
+            return
+        except (aioredis.ConnectionError, aioredis.TimeoutError, OSError) as exc:
+            if time.monotonic() + 0.5 > deadline:
+                why = str(exc).rstrip(".")
+                raise RedisUnreachable(
+                    f"cannot reach Redis at {redacted_url(url)} (--cluster) within "
+                    f"{REDIS_START_WAIT_S:g} s: {why}. Start redis-server there (with "
+                    "--appendonly yes, docs/cluster.md), or point --cluster (or "
+                    "HUBBUB_CLUSTER) at a Redis that is running; nothing was served."
+                ) from None
+            await asyncio.sleep(0.5)
+
+
+async def check_redis(url: str) -> None:
+    """Reach the Redis of ``url`` once (``--workers`` does before it starts any worker)."""
+    redis = redis_client(url, timeout_s=2.0)
+    try:
+        await reach_redis(redis, url)
+    finally:
+        await redis.aclose()
+
+
 """How long a stopping leader waits for Redis to commit what is queued."""
 
 
@@ -181,26 +210,12 @@ class Node:
         self._task = asyncio.get_running_loop().create_task(self._supervise())
 
     async def _reach_redis(self) -> None:
-        """Ping Redis until it answers; :class:`RedisUnreachable` after
-        :data:`REDIS_START_WAIT_S`."""
-        deadline = time.monotonic() + REDIS_START_WAIT_S
-        while True:
-            try:
-                await self.redis.ping()
-                self.redis_ok = True
-                return
-            except (aioredis.ConnectionError, aioredis.TimeoutError, OSError) as exc:
-                if time.monotonic() + 0.5 > deadline:
-                    await self.redis.aclose()
-                    url = redacted_url(self.settings.redis_url)
-                    why = str(exc).rstrip(".")
-                    raise RedisUnreachable(
-                        f"cannot reach Redis at {url} (--cluster) within "
-                        f"{REDIS_START_WAIT_S:g} s: {why}. Start redis-server there (with "
-                        "--appendonly yes, docs/cluster.md), or point --cluster (or "
-                        "HUBBUB_CLUSTER) at a Redis that is running; nothing was served."
-                    ) from None
-                await asyncio.sleep(0.5)
+        try:
+            await reach_redis(self.redis, self.settings.redis_url)
+        except RedisUnreachable:
+            await self.redis.aclose()
+            raise
+        self.redis_ok = True
 
     async def _check_persistence(self) -> None:
         """Warn when Redis would lose acknowledged messages in a crash (no AOF)."""
