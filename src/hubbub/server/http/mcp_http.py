@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from hubbub.extras import install_command
 from hubbub.protocol.envelope import Envelope, decode_envelope, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.mew import MewDialect
@@ -496,7 +497,7 @@ def add_mcp_routes(
                 {
                     "error": "unavailable",
                     "message": f"/mcp needs the mcp package ({exc.name} is missing): "
-                    "pip install 'hubbub[mcp]'",
+                    f"{install_command('mcp')}",
                 },
                 status=501,
             )
