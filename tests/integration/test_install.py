@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _hint(extra: str) -> str:
     """The install command the hint must name for this venv's hubbub: its checkout's own
-    extra for an editable install (as `make` makes), else the index's name."""
+    extra for an editable install (as `make` makes it), else the index's name."""
     from importlib import metadata
 
     origin = json.loads(metadata.distribution("hubbub").read_text("direct_url.json") or "{}")
@@ -35,6 +35,51 @@ def _hint(extra: str) -> str:
         checkout = origin["url"].removeprefix("file://")
         return f"pip install -e '{checkout}[{extra}]'"
     return f"pip install 'hubbub[{extra}]'"
+
+
+def _import_name(requirement: str) -> str:
+    """``prompt-toolkit>=3`` → ``prompt_toolkit``."""
+    name = requirement.split(";")[0].split("[")[0]
+    for stop in "<>=!~ ":
+        name = name.split(stop)[0]
+    return name.strip().lower().replace("-", "_")
+
+
+def _extra_modules() -> set[str]:
+    """The import names of the packages the runtime extras add on top of the core."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names = {
+        _import_name(r)
+        for e in ("agents", "chat", "cluster")
+        for r in extras["optional-dependencies"][e]
+    }
+    return names - {"hubbub"}
+
+
+def _not_installed_prelude() -> str:
+    """Python that makes the extras' packages unimportable, as if never installed."""
+    return textwrap.dedent(
+        f"""
+        import importlib.abc, sys
+
+        class NotInstalled(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name.partition(".")[0] in {sorted(_extra_modules())!r}:
+                    raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+                return None
+
+        sys.meta_path.insert(0, NotInstalled())
+        """
+    )
+
+
+def _python(code: str, *args: str) -> list[str]:
+    """A command line running ``code`` with the extras' packages missing."""
+    return [sys.executable, "-c", _not_installed_prelude() + textwrap.dedent(code), *args]
+
+
+def _run(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(_python(code, *args), capture_output=True, text=True, timeout=60)
 
 
 def test_the_runtime_extras_hold_the_model_providers_mcp_and_the_terminal_ui() -> None:
