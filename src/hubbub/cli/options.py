@@ -133,6 +133,7 @@ def gateway_option(
         return click.option(
             "--gateway",
             dest,
+            metavar="URL",
             default=() if multiple else default,
             show_default=default is not None and not multiple,
             multiple=multiple,
@@ -169,6 +170,7 @@ def space_option(default: str | None = "default", help_text: str | None = None) 
     ``MEW_SPACE``)."""
     return click.option(
         "--space",
+        metavar="NAME",
         default=default,
         show_default=default is not None,
         envvar=list(SPACE_ENV),
@@ -182,6 +184,7 @@ def token_option(help_text: str | None = None) -> Callable[[F], F]:
     """``--token``, from ``HUBBUB_TOKEN`` (or ``MEW_TOKEN``)."""
     return click.option(
         "--token",
+        metavar="TOKEN",
         default=None,
         envvar=list(TOKEN_ENV),
         help=(help_text or "Your token; not needed in open mode")
@@ -194,6 +197,7 @@ def id_option(*, required: bool, help_text: str) -> Callable[[F], F]:
     return click.option(
         "--id",
         "participant_id",
+        metavar="ID",
         required=required,
         default=None,
         envvar=list(ID_ENV),

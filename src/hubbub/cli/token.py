@@ -28,7 +28,7 @@ def token() -> None:
     "--space-config",
     "space_file",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="The space.yaml to update (created if missing)  [required].",
+    help="The space.yaml to update, created if missing (required).",
 )
 @hidden_alias(
     "--space",
