@@ -24,12 +24,15 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade $(PIN) pip
 
+# pip shows what it installs, with a progress bar on a terminal (the first run takes a minute)
 $(DEMO_STAMP): pyproject.toml $(CONSTRAINTS) | $(BIN)/python
-	$(BIN)/pip install --quiet $(PIN) -e '.[agents]'
+	@echo "installing hubbub and its agents extra (the model providers, MCP) into $(VENV):"
+	$(BIN)/pip install --progress-bar on $(PIN) -e '.[agents]'
 	touch $(DEMO_STAMP)
 
 $(STAMP): pyproject.toml $(CONSTRAINTS) | $(BIN)/python
-	$(BIN)/pip install --quiet $(PIN) -e '.[test]' $(if $(PIN),uv)
+	@echo "installing hubbub with every extra and the test tools into $(VENV):"
+	$(BIN)/pip install --progress-bar on $(PIN) -e '.[test]' $(if $(PIN),uv)
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
+import json
 import re
+import shlex
 from collections.abc import Iterator
+from urllib.parse import unquote, urlparse
 
 _IN_EXTRA = re.compile(r"""([A-Za-z0-9][A-Za-z0-9._-]*)[^;]*;.*\bextra\s*==\s*["']([^"']+)["']""")
 
@@ -42,6 +45,24 @@ def extra_providing(module: str, prefer: str | None = None) -> str | None:
     return min(having, key=lambda extra: len(extras[extra]), default=None)
 
 
+def install_command(extra: str) -> str:
+    """The pip command that adds hubbub's ``extra`` to the install that runs: ``pip install -e
+    '<checkout>[extra]'`` for an editable install of a checkout, ``pip install '<dir>[extra]'``
+    for one from a local directory, else ``pip install 'hubbub[extra]'`` (read from the
+    distribution's ``direct_url.json``, PEP 610)."""
+    try:
+        recorded = importlib.metadata.distribution("hubbub").read_text("direct_url.json")
+        origin = json.loads(recorded) if recorded else {}
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        origin = {}
+    url = origin.get("url") if isinstance(origin, dict) else None
+    dir_info = origin.get("dir_info") if isinstance(origin, dict) else None
+    if isinstance(url, str) and url.startswith("file://") and isinstance(dir_info, dict):
+        target = shlex.quote(f"{unquote(urlparse(url).path)}[{extra}]")
+        return f"pip install -e {target}" if dir_info.get("editable") else f"pip install {target}"
+    return f"pip install 'hubbub[{extra}]'"
+
+
 def explain(exc: ModuleNotFoundError, prefer: str | None = None) -> MissingExtra | None:
     """``exc`` as a :class:`MissingExtra` if the missing package comes with an extra (naming
     ``prefer`` where that extra installs it)."""
@@ -54,7 +75,7 @@ def explain(exc: ModuleNotFoundError, prefer: str | None = None) -> MissingExtra
         return None
     return MissingExtra(
         f"No module named {exc.name!r} (it comes with hubbub's {extra!r} extra): "
-        f"pip install 'hubbub[{extra}]'",
+        f"{install_command(extra)}",
         name=exc.name,
     )
 

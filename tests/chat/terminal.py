@@ -18,6 +18,7 @@ from typing import Any
 import pexpect
 from wcwidth import wcwidth
 
+from hubbub.cli.options import GATEWAY_ENV, ID_ENV, SPACE_ENV, TOKEN_ENV
 from tests.timing import WAIT
 
 ROWS, COLS = 30, 120
@@ -144,7 +145,7 @@ class Terminal:
             "LINES": str(ROWS),
             **(env or {}),
         }
-        for name in ("HUBBUB_TOKEN", "HUBBUB_ID", "HUBBUB_URL"):
+        for name in (*GATEWAY_ENV, *ID_ENV, *SPACE_ENV, *TOKEN_ENV):
             if name not in (env or {}):
                 environ.pop(name, None)
         self.child = pexpect.spawn(

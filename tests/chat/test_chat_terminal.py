@@ -454,7 +454,7 @@ async def test_an_unreachable_gateway_is_one_clear_line() -> None:
     finally:
         term.close()
     assert "could not connect to ws://127.0.0.1:" in out
-    assert "hubbub serve" in out and "check --url" in out
+    assert "hubbub serve" in out and "check --gateway" in out
 
 
 async def test_a_bad_channel_name_names_the_fix() -> None:

@@ -35,5 +35,5 @@ def test_listed_in_the_help() -> None:
     result = CliRunner().invoke(main, ["--help"])
     assert "chat" in result.output
     help_text = CliRunner().invoke(main, ["chat", "--help"]).output
-    for option in ("--url", "--id", "--token", "HUBBUB_TOKEN", "--space", "--channel"):
+    for option in ("--gateway", "--id", "--token", "HUBBUB_TOKEN", "--space", "--channel"):
         assert option in help_text

@@ -196,3 +196,38 @@ def test_serve_on_a_taken_port_says_so_without_a_traceback(tmp_path: Path) -> No
     assert "Traceback" not in result.stderr, result.stderr
     assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in result.stderr
     assert "--port" in result.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "message"),
+    [
+        (
+            "space: team\nchanels: ['#general']\n",
+            "unknown key 'chanels' (did you mean 'channels'?)",
+        ),
+        (
+            "space: team\ndefaults:\n  capabilites: []\n",
+            "defaults: unknown key 'capabilites' (did you mean 'capabilities'?)",
+        ),
+        (
+            "space: team\nagentchat_keys:\n  bnd: tofu\n",
+            "agentchat_keys: unknown key 'bnd' (did you mean 'bind'?)",
+        ),
+        (
+            "space: team\nparticipants:\n  bob:\n    knd: human\n",
+            "participants.bob: unknown key 'knd' (did you mean 'kind'?)",
+        ),
+        (
+            "space: team\nparticipants:\n  bob:\n    zzzz: 1\n",
+            "participants.bob: unknown key 'zzzz' (known keys: kind, token_hash,",
+        ),
+    ],
+)
+def test_serve_suggests_the_key_a_misspelt_space_config_key_was_meant_to_be(
+    tmp_path: Path, yaml_text: str, message: str
+) -> None:
+    cfg = tmp_path / "space.yaml"
+    cfg.write_text(yaml_text)
+    result = CliRunner().invoke(main, ["serve", "--space-config", str(cfg)])
+    assert result.exit_code == 1
+    assert f"Error: {cfg}: {message}" in result.output

@@ -160,6 +160,14 @@ async def test_a_taken_port_moves_the_demo_to_a_free_one(
     assert f"(port {port} is not free: Address already in use;" in capsys.readouterr().out
 
 
+async def test_a_taken_port_the_user_named_is_an_error() -> None:
+    port = reserve_port()
+    refused = pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{port}: Address already")
+    with socket.create_server(("127.0.0.1", port)), refused:
+        async with gateway(port, exact=True):
+            raise AssertionError("the demo served on another port")
+
+
 async def test_the_demo_removes_its_data_directory_on_exit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

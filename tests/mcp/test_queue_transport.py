@@ -7,6 +7,7 @@ import sys
 import httpx2
 import pytest
 
+from hubbub.extras import install_command
 from hubbub.protocol.envelope import Envelope, encode
 from hubbub.server.http.mcp_http import QueueTransport
 from hubbub.server.state.connection import ws_close_frame, ws_text_frame, ws_text_frames
@@ -36,4 +37,4 @@ async def test_mcp_without_the_mcp_package_says_which_extra(
         resp = await http.post(
             gateway.http + "/mcp", json={}, headers={"X-Hubbub-Participant": "a"}
         )
-    assert resp.status_code == 501 and "pip install 'hubbub[mcp]'" in resp.json()["message"]
+    assert resp.status_code == 501 and install_command("mcp") in resp.json()["message"]

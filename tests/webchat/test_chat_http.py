@@ -57,7 +57,10 @@ async def test_how_to_sign_in(team: RunningGateway) -> None:
     status, body, _ = await _get(team, "/chat/session", space="team")
     assert status == 200 and body["open"] is False
     assert "space 'team' signs people in with a token" in body["message"]
-    assert "hubbub token create --space space.yaml --id <your name> --kind human" in body["message"]
+    assert (
+        "hubbub token create --space-config space.yaml --id <your name> --kind human"
+        in body["message"]
+    )
     status, body, _ = await _get(team, "/chat/session", "eve-token")
     eve = {"space": "team", "id": "eve", "kind": "human", "open": False, "dm_seq": 0}
     assert (status, body) == (200, eve)

@@ -8,6 +8,13 @@ from typing import Any
 
 import click
 
+from hubbub.cli.options import (
+    gateway_option,
+    id_option,
+    log_level_option,
+    space_option,
+    token_option,
+)
 from hubbub.llm.factory import PROVIDERS
 from hubbub.process import run_until_signal, setup_logging
 
@@ -25,23 +32,17 @@ def agent() -> None:
     default=None,
     help="Agent config, YAML or JSON (MEW_AGENT_CONFIG is read too).",
 )
-@click.option(
-    "--gateway",
-    default=None,
-    help="Gateway WebSocket URL, or several separated by commas to fail over between them "
-    "[config, env MEW_GATEWAY].",
+@gateway_option(
+    None,
+    help_text="The gateway's WebSocket URL, or several separated by commas to fail over "
+    "between them [config's gateway:]",
 )
-@click.option("--space", default=None, help="Space [config, env MEW_SPACE].")
-@click.option("--id", "participant_id", default=None, help="Participant id [MEW_PARTICIPANT_ID].")
-@click.option("--token", default=None, help="Token [config, env MEW_TOKEN].")
+@space_option(None, help_text="The space to join [config's space:]")
+@id_option(required=False, help_text="Participant id [config's participant_id:]")
+@token_option(help_text="Token [config's token:]")
 @click.option("--provider", type=click.Choice(PROVIDERS), default=None, help="Model provider.")
 @click.option("--model", default=None, help="Model name, e.g. gpt-4o-mini or llama3.2.")
-@click.option(
-    "--log-level",
-    type=click.Choice(["debug", "info", "warning", "error"]),
-    default=None,
-    help="Log level [config, info].",
-)
+@log_level_option(None, "How much the agent logs on stderr [config's log_level:, info].")
 def run(config_path: Path | None, log_level: str | None, **overrides: Any) -> None:
     """Connect one agent and let it answer until Ctrl-C."""
     from hubbub.llm.offline import ScriptError

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import click
 
-from hubbub.cli.options import channels_option
-from hubbub.defaults import DEFAULT_GATEWAY
+from hubbub.cli.options import (
+    channels_option,
+    gateway_option,
+    id_option,
+    log_level_option,
+    space_option,
+    token_option,
+)
 from hubbub.process import run_until_signal, setup_logging
 
 
@@ -13,19 +19,12 @@ from hubbub.process import run_until_signal, setup_logging
     context_settings={"ignore_unknown_options": True},
     epilog="Example: hubbub bridge --id files -- python -m my_mcp_server --root /srv",
 )
-@click.option("--id", "participant_id", required=True, help="Participant id in the space.")
-@click.option(
-    "--gateway",
-    envvar="MEW_GATEWAY",
-    default=DEFAULT_GATEWAY,
-    show_default=True,
-    help="Gateway WebSocket URL, or several separated by commas to fail over between them "
-    "[env MEW_GATEWAY].",
-)
-@click.option("--space", envvar="MEW_SPACE", default="default", show_default=True)
-@click.option("--token", envvar="MEW_TOKEN", default=None, help="Token [env MEW_TOKEN].")
+@id_option(required=True, help_text="Participant id in the space")
+@gateway_option()
+@space_option(help_text="The space to join")
+@token_option(help_text="Token; not needed in open mode")
 @channels_option("Channel to join (repeat for several).")
-@click.option("--log-level", default="info", show_default=True)
+@log_level_option("info")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def bridge(
     participant_id: str,

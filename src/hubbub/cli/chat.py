@@ -9,27 +9,23 @@ import sys
 
 import click
 
-from hubbub.cli.options import channels_option
-from hubbub.defaults import DEFAULT_GATEWAY
+from hubbub.cli.options import (
+    channels_option,
+    gateway_option,
+    id_option,
+    space_option,
+    token_option,
+)
 from hubbub.protocol.ids import is_channel, is_participant_id, normalize_channel
 
 _FIXES = {
     "auth_failed": "pass the right token with --token or HUBBUB_TOKEN "
-    "(`hubbub token create --space space.yaml --id {id}` makes one)",
+    "(`hubbub token create --space-config space.yaml --id {id}` makes one)",
     "wrong_space": "use --space with the space the token belongs to",
     "unknown_space": "check --space",
     "invalid_id": "choose an --id of 1-32 of [A-Za-z0-9_.-]",
     "banned": "ask an admin of the space",
 }
-
-
-def _check_url(url: str) -> str:
-    from hubbub.sdk.gateways import join_gateways, parse_gateways
-
-    try:
-        return join_gateways(parse_gateways(url))
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--url") from None
 
 
 def _check_id(pid: str | None) -> str:
@@ -95,7 +91,7 @@ async def _session(
         fix = _FIXES.get(exc.code, "check --id, --token and --space").format(id=pid)
         raise click.ClickException(f"{url} refused {pid!r}: {why} — {fix}") from None
     except ConnectionFailed as exc:
-        raise click.ClickException(f"{exc}; or check --url") from None
+        raise click.ClickException(f"{exc}; or check --gateway") from None
     participant.client.off("error", remember)
     missing = [ch for ch in channels if ch not in participant.client.channels]
     if missing:
@@ -113,38 +109,19 @@ async def _session(
 
 
 @click.command("chat", epilog="Inside, /help lists the commands; docs/chat.md has the whole story.")
-@click.option(
-    "--url",
-    default=DEFAULT_GATEWAY,
-    show_default=True,
-    envvar="HUBBUB_URL",
-    help="The gateway's WebSocket URL, or several separated by commas to fail over between "
-    "them [env HUBBUB_URL].",
-)
-@click.option(
-    "--id",
-    "participant_id",
-    default=None,
-    envvar="HUBBUB_ID",
-    help="Your participant id [env HUBBUB_ID, else your login name].",
-)
-@click.option(
-    "--token",
-    default=None,
-    envvar="HUBBUB_TOKEN",
-    help="Your token [env HUBBUB_TOKEN]; not needed in open mode.",
-)
-@click.option("--space", default="default", show_default=True, help="The space to join.")
+@gateway_option()
+@id_option(required=False, help_text="Your participant id (else your login name)")
+@token_option()
+@space_option(help_text="The space to join")
 @channels_option("A channel to join (repeat for several; the first is shown first).")
 def chat(
-    url: str,
+    gateway: str,
     participant_id: str | None,
     token: str | None,
     space: str,
     channels: tuple[str, ...],
 ) -> None:
     """Chat in a space from the terminal: channels, DMs, presence, proposals."""
-    url = _check_url(url)
     pid = _check_id(participant_id)
     wanted = _check_channels(channels)
     import hubbub.chat.app  # noqa: F401  (before the terminal check: it needs the chat extra)
@@ -155,4 +132,4 @@ def chat(
             "to post from a script use the HTTP API (POST /participants/{id}/messages)"
         )
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_session(url, pid, token or None, space, wanted))
+        asyncio.run(_session(gateway, pid, token or None, space, wanted))

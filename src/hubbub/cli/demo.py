@@ -6,12 +6,19 @@ from pathlib import Path
 
 import click
 
+from hubbub.cli.options import log_level_option
 from hubbub.defaults import DEFAULT_PORT
 from hubbub.process import run_until_signal, setup_logging
 
 
 @click.command()
-@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--port",
+    default=None,
+    type=click.IntRange(0, 65535),
+    help=f"Port for the gateway; one that is taken is an error (0: any free port) [default: "
+    f"{DEFAULT_PORT}, or a free one when {DEFAULT_PORT} is taken].",
+)
 @click.option("--once", is_flag=True, help="Exit after the scripted scene instead of serving on.")
 @click.option(
     "--screenshot",
@@ -23,7 +30,14 @@ from hubbub.process import run_until_signal, setup_logging
     type=click.Path(dir_okay=False, path_type=Path),
     help="Save a screenshot of the web chat (/chat) mid-scene to this PNG (needs chromium).",
 )
-def demo(port: int, once: bool, screenshot: Path | None, chat_screenshot: Path | None) -> None:
+@log_level_option("warning")
+def demo(
+    port: int | None,
+    once: bool,
+    screenshot: Path | None,
+    chat_screenshot: Path | None,
+    log_level: str,
+) -> None:
     """Start a gateway, four agents and a calculator, and play a scene for the dashboard.
 
     The scene shows floor control (claims, a YIELD, one answer), a callback, sleep with
@@ -32,8 +46,14 @@ def demo(port: int, once: bool, screenshot: Path | None, chat_screenshot: Path |
     """
     from hubbub.demo.scene import run_demo
 
-    setup_logging("warning")
+    setup_logging(log_level)
     run_until_signal(
-        lambda: run_demo(port, once=once, screenshot=screenshot, chat_screenshot=chat_screenshot),
+        lambda: run_demo(
+            DEFAULT_PORT if port is None else port,
+            once=once,
+            screenshot=screenshot,
+            chat_screenshot=chat_screenshot,
+            exact=port is not None,
+        ),
         "demo",
     )

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import click
 
-from hubbub.cli.options import channels_option
+from hubbub.cli.options import (
+    channels_option,
+    gateway_option,
+    id_option,
+    log_level_option,
+    space_option,
+    token_option,
+)
 from hubbub.defaults import DEFAULT_GATEWAY
 from hubbub.process import run_until_signal, setup_logging
 
@@ -13,17 +20,14 @@ from hubbub.process import run_until_signal, setup_logging
     epilog="Example: claude mcp add hubbub -- hubbub mcp --gateway ws://127.0.0.1:8080/ws "
     "--id claude"
 )
-@click.option(
-    "--gateway",
-    "gateways",
+@gateway_option(
     multiple=True,
-    envvar="HUBBUB_URL",
-    help="Gateway WebSocket URL; repeat (or separate by commas) for the nodes of a cluster "
-    f"[env HUBBUB_URL; default {DEFAULT_GATEWAY}].",
+    help_text="The gateway's WebSocket URL; repeat (or separate by commas) for the nodes of a "
+    f"cluster [default {DEFAULT_GATEWAY}]",
 )
-@click.option("--id", "participant_id", required=True, help="Your participant id in the space.")
-@click.option("--token", envvar="HUBBUB_TOKEN", default=None, help="Token [env HUBBUB_TOKEN].")
-@click.option("--space", default="default", show_default=True)
+@id_option(required=True, help_text="Your participant id in the space")
+@token_option()
+@space_option(help_text="The space to join")
 @click.option(
     "--kind",
     type=click.Choice(["agent", "human", "service"]),
@@ -44,9 +48,9 @@ from hubbub.process import run_until_signal, setup_logging
     default=None,
     help="listen's nudge timeout before jitter [env HUBBUB_MCP_NUDGE_S; default 60].",
 )
-@click.option("--log-level", default="warning", show_default=True)
+@log_level_option("warning")
 def mcp(
-    gateways: tuple[str, ...],
+    gateway: tuple[str, ...],
     participant_id: str,
     token: str | None,
     space: str,
@@ -64,7 +68,7 @@ def mcp(
     from hubbub.sdk.options import ClientOptions
 
     setup_logging(log_level)
-    urls = ",".join(g for g in gateways if g) or DEFAULT_GATEWAY
+    urls = ",".join(g for g in gateway if g) or DEFAULT_GATEWAY
     try:
         options = ClientOptions(
             participant_id=participant_id,

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import errno
 import ipaddress
 import logging
-import os
 import resource
 from pathlib import Path
 
 import click
 
 from hubbub import __version__
+from hubbub.cli.options import log_level_option
 from hubbub.defaults import DEFAULT_PORT, LOOPBACK
 from hubbub.process import run_until_signal, setup_logging
 from hubbub.server.config import (
@@ -40,7 +39,13 @@ def _is_name(host: str) -> bool:
 
 @click.command()
 @click.option("--host", default=None, help="Interface to bind [default: 127.0.0.1].")
-@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--port",
+    default=DEFAULT_PORT,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on; one that is taken is an error (0: any free port).",
+)
 @click.option(
     "--space-config",
     "space_configs",
@@ -140,8 +145,13 @@ def _is_name(host: str) -> bool:
     show_default=True,
     help="Leadership lease: a dead leader is replaced within it.",
 )
-@click.option("--reuse-port", is_flag=True, hidden=True)
-@click.option("--log-level", default="info", show_default=True)
+@click.option(
+    "--reuse-port",
+    is_flag=True,
+    hidden=True,
+    help="Share --port with the other workers (set by --workers).",
+)
+@log_level_option("info")
 def serve(
     host: str | None,
     port: int,
@@ -174,8 +184,15 @@ def serve(
                 "--workers needs --cluster redis://HOST:PORT/DB: the processes share their "
                 "spaces through Redis (docs/cluster.md)"
             )
+        import asyncio
+
+        from hubbub.cluster.node import RedisUnreachable, check_redis
         from hubbub.cluster.workers import run_workers
 
+        try:  # before any worker starts: N workers would each fail, restarted for ever
+            asyncio.run(check_redis(cluster_url))
+        except (RedisUnreachable, ValueError) as exc:
+            raise click.ClickException(str(exc)) from None
         raise SystemExit(run_workers(workers, link_port))
     from hubbub.server.app import make_router
     from hubbub.server.config import open_space
@@ -246,26 +263,31 @@ def serve(
     )
     mode = f"open mode, space {open_ids[0]!r}" if open_ids else f"spaces {ids}"
     where = "memory" if store == "memory" else str(data_dir / "hubbub.db")
-    logging.getLogger("hubbub").info(
-        "hubbub %s serving ws://%s:%d/ws (%s), history in %s", __version__, bind, port, mode, where
-    )
-    logging.getLogger("hubbub").info("dashboard: http://%s:%d/dashboard", bind, port)
-    logging.getLogger("hubbub").info("chat: http://%s:%d/chat", bind, port)
+
+    def listening(bound: int) -> None:
+        """Said once the port is bound, not before."""
+        log = logging.getLogger("hubbub")
+        log.info(
+            "hubbub %s serving ws://%s:%d/ws (%s), history in %s",
+            __version__,
+            bind,
+            bound,
+            mode,
+            where,
+        )
+        log.info("dashboard: http://%s:%d/dashboard", bind, bound)
+        log.info("chat: http://%s:%d/chat", bind, bound)
 
     async def serve_until_signalled() -> None:
         from hubbub.server.app import serve_forever
+        from hubbub.server.listener import listen_error
         from hubbub.store.base import StoreError
 
         try:
-            await serve_forever(router, bind, port)
+            await serve_forever(router, bind, port, listening=listening)
         except StoreError as exc:
             raise click.ClickException(str(exc)) from None
         except OSError as exc:
-            if exc.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
-                raise
-            raise click.ClickException(
-                f"cannot listen on {bind}:{port}: {os.strerror(exc.errno)}; stop what runs "
-                "there or choose another --port (or --host)"
-            ) from None
+            raise listen_error(exc, bind, port) from None
 
     run_until_signal(serve_until_signalled, "gateway")

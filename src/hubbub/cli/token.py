@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from hubbub.cli.options import hidden_alias
 from hubbub.server.config import (
     ConfigError,
     ParticipantConfig,
@@ -24,13 +25,19 @@ def token() -> None:
 
 @token.command("create")
 @click.option(
-    "--space",
+    "--space-config",
     "space_file",
-    required=True,
     type=click.Path(dir_okay=False, path_type=Path),
-    help="The space.yaml to update (created if missing).",
+    help="The space.yaml to update, created if missing (required).",
 )
-@click.option("--id", "pid", required=True, help="Participant id.")
+@hidden_alias(
+    "--space",
+    "--space-config",
+    "space_file",
+    warn="write --space-config FILE (--space is a space's name in every other command)",
+    type=click.Path(dir_okay=False, path_type=Path),
+)
+@click.option("--id", "pid", required=True, help="The participant's id (1-32 of [A-Za-z0-9_.-]).")
 @click.option(
     "--kind",
     type=click.Choice(["human", "agent", "service"]),
@@ -43,9 +50,12 @@ def token() -> None:
     default=None,
     help="Dashboard role [participant].",
 )
-def token_create(space_file: Path, pid: str, kind: str | None, role: str | None) -> None:
+def token_create(space_file: Path | None, pid: str, kind: str | None, role: str | None) -> None:
     """Create a token for a participant; prints it once and stores only its hash."""
     from hubbub.protocol.ids import is_participant_id
+
+    if space_file is None:  # not required=True: the old spelling --space may give it
+        raise click.UsageError("Missing option '--space-config' (the space.yaml to update).")
 
     if not is_participant_id(pid):
         raise click.BadParameter(

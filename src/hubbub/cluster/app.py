@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import msgspec
 from aiohttp import web
@@ -148,8 +148,16 @@ def build_node_app(node: Node, limits: Limits) -> web.Application:
     return app
 
 
-async def serve_node(node: Node, limits: Limits, host: str, port: int, reuse_port: bool) -> None:
-    """Serve a cluster node on ``host:port`` until cancelled."""
+async def serve_node(
+    node: Node,
+    limits: Limits,
+    host: str,
+    port: int,
+    reuse_port: bool,
+    listening: Callable[[int], None] | None = None,
+) -> None:
+    """Serve a cluster node on ``host:port`` until cancelled; ``listening`` is called with
+    the bound port once the node has joined and the port is bound."""
     runner = web.AppRunner(
         build_node_app(node, limits),
         shutdown_timeout=5.0,
@@ -159,7 +167,13 @@ async def serve_node(node: Node, limits: Limits, host: str, port: int, reuse_por
     )
     await runner.setup()
     site = GuardedSite(runner, host, port, limits, node.metrics, reuse_port=reuse_port)
-    await site.start()
+    try:
+        await site.start()
+    except BaseException:
+        await runner.cleanup()  # the node leaves the cluster it joined in setup()
+        raise
+    if listening is not None:
+        listening(site.port)
     try:
         await asyncio.Event().wait()
     finally:

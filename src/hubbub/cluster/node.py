@@ -39,6 +39,44 @@ log = logging.getLogger("hubbub.cluster")
 SECRET_KEY = "hubbub:secret"
 NODES_KEY = "hubbub:nodes"
 STOP_WAIT_S = 10
+REDIS_START_WAIT_S = 3.0
+"""How long a starting node retries a Redis it cannot reach before it exits saying so (a Redis
+started beside it has this long to come up; a wrong --cluster is told within seconds)."""
+
+
+class RedisUnreachable(ConnectionError):
+    """A starting node could not reach its Redis; the message names the URL and the fix."""
+
+
+async def reach_redis(redis: Any, url: str) -> None:
+    """Ping ``redis`` (the client of ``url``) until it answers; :class:`RedisUnreachable`
+    after :data:`REDIS_START_WAIT_S` (the one start-up rule of a node and of ``--workers``)."""
+    deadline = time.monotonic() + REDIS_START_WAIT_S
+    while True:
+        try:
+            await redis.ping()
+            return
+        except (aioredis.ConnectionError, aioredis.TimeoutError, OSError) as exc:
+            if time.monotonic() + 0.5 > deadline:
+                why = str(exc).rstrip(".")
+                raise RedisUnreachable(
+                    f"cannot reach Redis at {redacted_url(url)} (--cluster) within "
+                    f"{REDIS_START_WAIT_S:g} s: {why}. Start redis-server there (with "
+                    "--appendonly yes, docs/cluster.md), or point --cluster (or "
+                    "HUBBUB_CLUSTER) at a Redis that is running; nothing was served."
+                ) from None
+            await asyncio.sleep(0.5)
+
+
+async def check_redis(url: str) -> None:
+    """Reach the Redis of ``url`` once (``--workers`` does before it starts any worker)."""
+    redis = redis_client(url, timeout_s=2.0)
+    try:
+        await reach_redis(redis, url)
+    finally:
+        await redis.aclose()
+
+
 """How long a stopping leader waits for Redis to commit what is queued."""
 
 
@@ -172,19 +210,12 @@ class Node:
         self._task = asyncio.get_running_loop().create_task(self._supervise())
 
     async def _reach_redis(self) -> None:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                await self.redis.ping()
-                self.redis_ok = True
-                return
-            except (aioredis.ConnectionError, aioredis.TimeoutError, OSError) as exc:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"cannot reach Redis at {redacted_url(self.settings.redis_url)}: {exc}; "
-                        "start redis-server there or fix --cluster"
-                    ) from None
-                await asyncio.sleep(0.5)
+        try:
+            await reach_redis(self.redis, self.settings.redis_url)
+        except RedisUnreachable:
+            await self.redis.aclose()
+            raise
+        self.redis_ok = True
 
     async def _check_persistence(self) -> None:
         """Warn when Redis would lose acknowledged messages in a crash (no AOF)."""

@@ -11,6 +11,7 @@ from hubbub.process import run_until_signal
 from hubbub.server.app import build_app
 from hubbub.server.config import EngineSettings, Limits, SpaceConfig
 from hubbub.server.gateway import Gateway
+from hubbub.server.listener import listen_error
 from hubbub.server.state.metrics import Metrics
 from hubbub.store.base import Store
 from hubbub.store.redis import redacted_url
@@ -44,20 +45,24 @@ def serve_cluster(
     def build_router(configs: list[SpaceConfig], store: Store) -> Gateway:
         return Gateway(configs, store, limits, metrics, engine_settings=engines)
 
-    log.info(
-        "hubbub %s node %s serving ws://%s:%d/ws in the cluster on %s",
-        __version__,
-        settings.node,
-        host,
-        port,
-        redacted_url(redis_url),
-    )
-    log.info("dashboard: http://%s:%d/dashboard", host, port)
-    log.info("chat: http://%s:%d/chat", host, port)
+    def listening(bound: int) -> None:
+        """Said once the node has joined the cluster and its port is bound, not before."""
+        log.info(
+            "hubbub %s node %s serving ws://%s:%d/ws in the cluster on %s",
+            __version__,
+            settings.node,
+            host,
+            bound,
+            redacted_url(redis_url),
+        )
+        log.info("dashboard: http://%s:%d/dashboard", host, bound)
+        log.info("chat: http://%s:%d/chat", host, bound)
 
     async def main() -> None:
-        await serve_node(
-            Node(settings, spaces, build_router, metrics, build_app), limits, host, port, reuse_port
-        )
+        node_ = Node(settings, spaces, build_router, metrics, build_app)
+        try:
+            await serve_node(node_, limits, host, port, reuse_port, listening)
+        except OSError as exc:
+            raise listen_error(exc, host, port) from None
 
     run_until_signal(main, "node")

@@ -22,7 +22,7 @@ from typing import Any
 import websockets
 from aiohttp import web
 
-from hubbub.defaults import LOOPBACK
+from hubbub.defaults import DEFAULT_PORT, LOOPBACK
 from hubbub.demo.cast import (
     CONTESTED,
     SKILLS,
@@ -38,7 +38,7 @@ from hubbub.sdk import Agent, Participant
 from hubbub.sdk.server_notes import CallbackFired, Wake
 from hubbub.server.app import build_app, make_router
 from hubbub.server.gateway import Gateway
-from hubbub.server.listener import GuardedSite
+from hubbub.server.listener import GuardedSite, listen_error
 
 Moment = Callable[[], Awaitable[None]]
 QUESTIONS = (
@@ -48,14 +48,21 @@ QUESTIONS = (
 )
 
 
-def _listen(preferred: int) -> socket.socket:
-    """The gateway's listening socket on 127.0.0.1:``preferred``, or on a free port when that
-    one is taken (the socket is the listener itself, so TIME_WAIT from a run a moment ago
-    does not count as taken: ``create_server`` sets SO_REUSEADDR, as aiohttp would)."""
+def _listen(preferred: int, exact: bool) -> socket.socket:
+    """The gateway's listening socket on 127.0.0.1:``preferred``; when that one is taken, an
+    ``OSError`` saying so if ``exact`` (the user asked for that port), else a free port (the
+    socket is the listener itself, so TIME_WAIT from a run a moment ago does not count as
+    taken: ``create_server`` sets SO_REUSEADDR, as aiohttp would)."""
     try:
         return socket.create_server((LOOPBACK, preferred))
     except OSError as exc:
         why = os.strerror(exc.errno) if exc.errno else str(exc)
+        if exact:
+            fix = (
+                "stop what runs there, choose another --port, or leave --port out (the demo "
+                f"then takes a free port when {DEFAULT_PORT} is taken)"
+            )
+            raise listen_error(exc, LOOPBACK, preferred, fix) from None
         say(f"  (port {preferred} is not free: {why}; the gateway takes a free one)")
         return socket.create_server((LOOPBACK, 0))
 
@@ -293,10 +300,11 @@ async def _cast_and_scene(
 
 
 @contextlib.asynccontextmanager
-async def gateway(port: int) -> AsyncIterator[tuple[Gateway, int]]:
-    """An open-mode gateway on 127.0.0.1:``port`` (or a free port), stopped on exit; its
-    history lives in a temporary directory, removed on exit."""
-    with _listen(port) as probe:  # the port the listener takes: 8080 unless really taken
+async def gateway(port: int, *, exact: bool = False) -> AsyncIterator[tuple[Gateway, int]]:
+    """An open-mode gateway on 127.0.0.1:``port`` (a free port when that one is taken,
+    unless ``exact``), stopped on exit; its history lives in a temporary directory, removed on
+    exit."""
+    with _listen(port, exact) as probe:  # the port the listener takes: 8080 unless really taken
         port = int(probe.getsockname()[1])
     with tempfile.TemporaryDirectory(prefix="hubbub-demo-", ignore_cleanup_errors=True) as data:
         router = make_router(data_dir=Path(data))
@@ -331,11 +339,16 @@ async def run_demo(
     once: bool,
     screenshot: Path | None = None,
     chat_screenshot: Path | None = None,
+    exact: bool = False,
 ) -> None:
-    """Serve on ``port`` (or a free one), play the scene, then serve until Ctrl-C (or, with
-    ``once``, stop); with ``screenshot`` / ``chat_screenshot``, save the dashboard / the web
-    chat (signed in as a person watching from the start) mid-scene to that file."""
-    async with gateway(port) as (router, real_port), contextlib.AsyncExitStack() as stack:
+    """Serve on ``port`` (a free one when it is taken, unless ``exact``), play the scene,
+    then serve until Ctrl-C (or, with ``once``, stop); with ``screenshot`` /
+    ``chat_screenshot``, save the dashboard / the web chat (signed in as a person watching
+    from the start) mid-scene to that file."""
+    async with (
+        gateway(port, exact=exact) as (router, real_port),
+        contextlib.AsyncExitStack() as stack,
+    ):
         dashboard = _banner(real_port)
         url = f"ws://127.0.0.1:{real_port}/ws"
         shots: list[Callable[[], Awaitable[None]]] = []

@@ -14,7 +14,6 @@ a literal ``$``). A wrong key or value is an :class:`AgentConfigError` naming it
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import os
 import re
@@ -27,6 +26,7 @@ from typing import Any, Final, Literal, Union, get_args, get_origin, get_type_hi
 import yaml
 
 from hubbub.errors import HubbubError
+from hubbub.hints import did_you_mean
 from hubbub.llm.factory import ModelSettings, Provider
 from hubbub.protocol.ids import is_participant_id
 from hubbub.sdk.floor import Coordination, FloorSettings, HumanPolicy
@@ -499,8 +499,7 @@ def _normalize_nested(data: Mapping[str, Any], cls: type[Any], where: str) -> di
 
 
 def _hint(key: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(_snake(key), known, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else f" (known keys: {', '.join(known)})"
+    return did_you_mean(_snake(key), known)
 
 
 def _merge(into: dict[str, Any], new: Mapping[str, Any]) -> None:

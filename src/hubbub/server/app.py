@@ -460,9 +460,14 @@ def make_router(
 
 
 async def serve_forever(
-    router: Gateway, host: str, port: int, stop: asyncio.Event | None = None
+    router: Gateway,
+    host: str,
+    port: int,
+    stop: asyncio.Event | None = None,
+    listening: Callable[[int], None] | None = None,
 ) -> None:
-    """Run the gateway until ``stop`` is set or the task is cancelled, then shut down cleanly."""
+    """Run the gateway until ``stop`` is set or the task is cancelled, then shut down cleanly;
+    ``listening`` is called with the bound port once the port is bound."""
     runner = web.AppRunner(
         build_app(router),
         shutdown_timeout=5.0,
@@ -472,7 +477,13 @@ async def serve_forever(
     )
     await runner.setup()
     site = GuardedSite(runner, host, port, router.limits, router.metrics)
-    await site.start()
+    try:
+        await site.start()
+    except BaseException:
+        await runner.cleanup()  # the store opened in setup() is closed again
+        raise
+    if listening is not None:
+        listening(site.port)
     try:
         await (stop or asyncio.Event()).wait()
     finally:

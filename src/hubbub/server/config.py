@@ -7,6 +7,7 @@ import hmac
 import logging
 import math
 import os
+import re
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any, Literal, TypeVar
 import msgspec
 import yaml
 
+from hubbub.hints import did_you_mean
 from hubbub.protocol.capabilities import CapabilityError, validate_capabilities
 from hubbub.protocol.errors import ProtocolError
 from hubbub.protocol.ids import SPACE_ID_RE, is_channel, is_participant_id, reserved_id_error
@@ -426,7 +428,7 @@ def read_space(path: str | os.PathLike[str]) -> tuple[SpaceConfig, list[str]]:
     except FileNotFoundError:
         raise ConfigError(
             f"space config {p} does not exist; create it with "
-            f"`hubbub token create --space {p} --id <id>`"
+            f"`hubbub token create --space-config {p} --id <id>`"
         ) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{p} is not valid YAML: {exc}") from None
@@ -452,19 +454,41 @@ def read_space(path: str | os.PathLike[str]) -> tuple[SpaceConfig, list[str]]:
     return cfg, notes
 
 
+_UNKNOWN_FIELD = re.compile(r"Object contains unknown field `(.+)`")
+
+
 def _convert(raw: object, typ: type[_T], path: Path, prefix: str) -> _T:
-    """msgspec.convert with the error's location written as a dotted key."""
+    """msgspec.convert with the error's location written as a dotted key (a misspelt key
+    with the known key it is closest to)."""
     try:
         return msgspec.convert(raw, typ)
     except msgspec.ValidationError as exc:
         text = str(exc)
-        where = ""
+        loc = ""
         if " - at `$." in text:
             text, _, loc = text.partition(" - at `$.")
-            where = f" (at {prefix}{loc.rstrip('`')})"
-        elif prefix:
-            where = f" (at {prefix.rstrip('.')})"
+            loc = loc.rstrip("`")
+        unknown = _UNKNOWN_FIELD.fullmatch(text)
+        if unknown is not None:
+            known = _field_names(typ, loc)
+            hint = did_you_mean(unknown[1], known) if known else ""
+            where = f"{prefix}{loc}".rstrip(".")
+            raise ConfigError(
+                f"{path}: {where + ': ' if where else ''}unknown key {unknown[1]!r}{hint}"
+            ) from None
+        where = f" (at {prefix}{loc})" if loc else f" (at {prefix.rstrip('.')})" if prefix else ""
         raise ConfigError(f"{path}: {text}{where}") from None
+
+
+def _field_names(typ: type[Any], loc: str) -> list[str]:
+    """The keys of the struct at dotted ``loc`` inside struct ``typ`` ([] if none is there)."""
+    for part in filter(None, loc.split(".")):
+        fields = {f.name: f.type for f in msgspec.structs.fields(typ)}
+        inner = fields.get(part.partition("[")[0])
+        if not (isinstance(inner, type) and issubclass(inner, msgspec.Struct)):
+            return []
+        typ = inner
+    return [f.name for f in msgspec.structs.fields(typ)]
 
 
 def space_yaml(cfg: SpaceConfig) -> str:

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import errno
 import json
 import logging
+import os
 import resource
 import socket
 from collections.abc import Callable
@@ -452,3 +454,15 @@ class GuardedSite(web.BaseSite):
         self._report_timer = None
         assert self._throttle is not None
         self._report(self._throttle.flush())
+
+
+LISTEN_FIX = "stop what runs there or choose another --port (or --host)"
+"""What to do about a port that cannot be bound (the default of :func:`listen_error`)."""
+
+
+def listen_error(exc: OSError, host: str, port: int, fix: str = LISTEN_FIX) -> OSError:
+    """A failed bind of ``host:port`` as an error naming the address, the reason and ``fix``;
+    any other ``OSError`` is returned as it is."""
+    if exc.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
+        return exc
+    return OSError(f"cannot listen on {host}:{port}: {os.strerror(exc.errno)}; {fix}")

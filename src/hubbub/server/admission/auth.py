@@ -160,7 +160,7 @@ class Authenticator:
             raise ProtocolError(
                 ErrorCode.AUTH_FAILED,
                 "unknown token: check MEW_TOKEN / --token, or create one with "
-                "`hubbub token create --space space.yaml --id <id>`",
+                "`hubbub token create --space-config space.yaml --id <id>`",
             )
         if owner is not None:
             sid, pid = owner

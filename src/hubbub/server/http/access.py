@@ -21,7 +21,9 @@ from hubbub.server.state.space import SpaceState
 
 Need = Literal["page", "observe", "admin"]
 
-MAKE_OBSERVER = "hubbub token create --space space.yaml --id ops --kind human --role observer"
+MAKE_OBSERVER = (
+    "hubbub token create --space-config space.yaml --id ops --kind human --role observer"
+)
 
 
 class Directory(Protocol):

@@ -25,7 +25,7 @@ from hubbub.server.http.access import request_token
 from hubbub.server.json_body import json_body
 from hubbub.server.web_assets import page_response
 
-MAKE_TOKEN = "hubbub token create --space space.yaml --id <your name> --kind human"
+MAKE_TOKEN = "hubbub token create --space-config space.yaml --id <your name> --kind human"
 
 
 def _refuse(status: int, error: str, message: str) -> web.Response:

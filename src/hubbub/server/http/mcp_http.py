@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from hubbub.extras import install_command
 from hubbub.protocol.envelope import Envelope, decode_envelope, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.mew import MewDialect
@@ -235,13 +236,14 @@ class Caller:
                 raise ProtocolError(
                     ErrorCode.AUTH_FAILED,
                     "unknown token: send 'Authorization: Bearer <token>' with a token of this "
-                    "space (create one with `hubbub token create --space space.yaml --id <id>`)",
+                    "space (create one with "
+                    "`hubbub token create --space-config space.yaml --id <id>`)",
                 )
         if not pid and not router.auth.ignores_unknown_token(space, "an MCP client"):
             raise ProtocolError(
                 ErrorCode.AUTH_FAILED,
                 f"space {space!r} requires a token: send 'Authorization: Bearer <token>' "
-                "(create one with `hubbub token create --space space.yaml --id <id>`)",
+                "(create one with `hubbub token create --space-config space.yaml --id <id>`)",
             )
         if not pid:
             raise ProtocolError(
@@ -495,7 +497,7 @@ def add_mcp_routes(
                 {
                     "error": "unavailable",
                     "message": f"/mcp needs the mcp package ({exc.name} is missing): "
-                    "pip install 'hubbub[mcp]'",
+                    f"{install_command('mcp')}",
                 },
                 status=501,
             )
