@@ -6,7 +6,10 @@
 # questions from what hubbub shows over HTTP, with the scenario's own TEST_PORT:
 #   received (wait_for_envelope, wait_for_envelope_receipt): the envelope is in the space's
 #     stored history (GET /channels/%23general/messages), from the participant if one is named;
-#     hubbub stores a message before it acknowledges or delivers it.
+#     hubbub stores a message before it acknowledges or delivers it. A direct message (a
+#     capability/grant or /revoke, which hubbub delivers to its recipient alone) is in no
+#     channel's history: it counts as received when a participant's output log
+#     ($WORKSPACE_DIR/logs/*-output.log, what hubbub delivered to it) holds it.
 #   delivered (wait_for_delivery): received, and the participant is online
 #     (GET /participants) — hubbub delivers every stored message to its online addressees.
 #   capability allowed (wait_for_capability_grant): a message of exactly that kind from the
@@ -24,10 +27,22 @@ _history() {
   _hub "/channels/%23general/messages?limit=1000"
 }
 
+# every envelope hubbub delivered to the participants that keep an output log, as one
+# {"messages": [...]} like the history's (lines that are not JSON left out)
+_delivered() {
+  cat "${WORKSPACE_DIR:-/nonexistent}"/logs/*-output.log 2> /dev/null |
+    jq -R -s '{messages: [split("\n")[] | fromjson? // empty | select(type == "object")]}'
+}
+
+_seen() {
+  _history
+  _delivered
+}
+
 assert_envelope_received() {
   local id="$1" participant="${2:-}"
-  _history | jq -e --arg id "$id" --arg p "$participant" \
-    '.messages | any(.id == $id and ($p == "" or .from == $p))' > /dev/null
+  _seen | jq -s -e --arg id "$id" --arg p "$participant" \
+    'map(.messages) | add | any(.id == $id and ($p == "" or .from == $p))' > /dev/null
 }
 
 assert_envelope_delivered() {
@@ -39,8 +54,9 @@ assert_envelope_delivered() {
 
 assert_capability_granted() {
   local participant="$1" capability="$2" id="${3:-}"
-  _history | jq -e --arg p "$participant" --arg k "$capability" --arg id "$id" \
-    '.messages | any(.from == $p and .kind == $k and ($id == "" or .id == $id))' > /dev/null
+  _seen | jq -s -e --arg p "$participant" --arg k "$capability" --arg id "$id" \
+    'map(.messages) | add | any(.from == $p and .kind == $k and ($id == "" or .id == $id))' \
+    > /dev/null
 }
 
 _poll() {
