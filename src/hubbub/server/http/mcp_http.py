@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import logging
 import os
 import time
@@ -531,6 +532,7 @@ def add_mcp_routes(
             # the SDK runs each message's handler in the context of the request that
             # carried it: that is where the tools find their desk
             token = CURRENT_DESK.set(opened.desk) if opened is not None else None
+            cancelled = await _cancelled_requests(request) if opened is not None else []
             if opened is not None:
                 opened.in_flight += 1
             try:
@@ -541,6 +543,9 @@ def add_mcp_routes(
                 if opened is not None:
                     opened.in_flight -= 1
                     opened.last_active = door.clock()
+            for rid in cancelled:  # cancelled after its answer was written: offered again
+                assert opened is not None
+                await opened.desk.reoffer(rid)
             ended = request.method == "DELETE" and response.status < 300
             if opened is not None and (ended or response.status == 404):
                 # ended by its client, or by the SDK on its own (a crashed session): the
@@ -593,6 +598,32 @@ def add_mcp_routes(
 
     app.router.add_route("*", MCP_PATH, endpoint)
     app.on_shutdown.append(cleanup)
+
+
+CANCEL_SNIFF_BYTES = 4096
+"""A POST this small is read for ``notifications/cancelled`` (they are a few hundred bytes)."""
+
+
+async def _cancelled_requests(request: web.Request) -> list[str]:
+    """The request ids a POST's ``notifications/cancelled`` name (as the tools see them:
+    strings), so a ``listen`` whose answer was written already offers its batch again."""
+    if request.method != "POST" or (request.content_length or 0) > CANCEL_SNIFF_BYTES:
+        return []
+    body = await request.read()  # kept: the bridge reads the same bytes
+    if b"notifications/cancelled" not in body:
+        return []
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return []
+    out = []
+    for msg in parsed if isinstance(parsed, list) else [parsed]:
+        if isinstance(msg, dict) and msg.get("method") == "notifications/cancelled":
+            params = msg.get("params")
+            rid = params.get("requestId") if isinstance(params, dict) else None
+            if isinstance(rid, str | int) and not isinstance(rid, bool):
+                out.append(str(rid))
+    return out
 
 
 def _handshake_version(version: str) -> bool:
