@@ -72,6 +72,28 @@ SWEEP_EVERY_S = 30.0
 IDLE_TIMEOUT_S = 30 * 60.0
 """A session with no request in flight (an open event stream counts) for this long ends, as
 the SDK's own ``session_idle_timeout`` would (its default, 30 minutes)."""
+GONE_GRACE_S = 180.0
+"""A session whose event stream (its ``GET``) closed and which has no request in flight ends
+after this long (``HUBBUB_MCP_GONE_GRACE_S``): its client most likely exited without the
+``DELETE`` (Claude Code, Gemini CLI, the Inspector, the TypeScript SDK's ``close()``)."""
+
+
+def gone_grace_s(env: Mapping[str, str] | None = None) -> float:
+    """:data:`GONE_GRACE_S`, or ``HUBBUB_MCP_GONE_GRACE_S`` when set."""
+    raw = (os.environ if env is None else env).get("HUBBUB_MCP_GONE_GRACE_S")
+    if not raw:
+        return GONE_GRACE_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ValueError(
+            f"HUBBUB_MCP_GONE_GRACE_S={raw!r}: write a number of seconds more than 0, e.g. 180"
+        )
+    return value
+
+
 _STATUS = {
     ErrorCode.AUTH_FAILED: 401,
     ErrorCode.WRONG_SPACE: 403,
@@ -284,6 +306,9 @@ class _Open:
     """When its last request ended (the door's clock)."""
     opening: tuple[str, str] | None = None
     """(space, participant) while its ``initialize`` is being answered."""
+    streamed: bool = False
+    """Whether its client opened an event stream (a ``GET``): once that closes and nothing
+    is in flight, the session ends after :attr:`McpDoor.gone_grace_s`."""
 
 
 @dataclass
@@ -298,6 +323,8 @@ class McpDoor:
     clock: Callable[[], float] = time.monotonic
     opening: set[tuple[str, str]] = field(default_factory=set)
     """The participants whose ``initialize`` is being answered: one at a time each."""
+    gone_grace_s: float = field(default_factory=gone_grace_s)
+    """How long a session whose event stream closed stays (see :data:`GONE_GRACE_S`)."""
     _runner: asyncio.Task[None] | None = None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -334,11 +361,12 @@ class McpDoor:
 
     async def sweep(self) -> None:
         """End the sessions idle for :data:`IDLE_TIMEOUT_S` (no request in flight, no open
-        event stream): the SDK's session with a ``DELETE`` of its own, then the participant's
-        connection."""
+        event stream), or for :attr:`gone_grace_s` once their event stream closed: the SDK's
+        session with a ``DELETE`` of its own, then the participant's connection."""
         now = self.clock()
         for sid, opened in list(self.sessions.items()):
-            if opened.in_flight == 0 and now - opened.last_active >= IDLE_TIMEOUT_S:
+            limit = self.gone_grace_s if opened.streamed else IDLE_TIMEOUT_S
+            if opened.in_flight == 0 and now - opened.last_active >= limit:
                 self.sessions.pop(sid, None)
                 await self._delete(sid)
                 await opened.seat.close()
@@ -535,6 +563,7 @@ def add_mcp_routes(
             cancelled = await _cancelled_requests(request) if opened is not None else []
             if opened is not None:
                 opened.in_flight += 1
+                opened.streamed |= request.method == "GET"
             try:
                 response = await serve_asgi(request, door.manager.handle_request)
             finally:
