@@ -308,6 +308,26 @@ class Desk:
                 for held in self._paging.pop(name, []):
                     self._take(held)
 
+    def resume_saved(self, cursor: ListenCursor) -> list[str]:
+        """Resume from ``cursor``, a saved one read after the joins (``hubbub mcp``): each
+        joined channel's messages after its point become news again (:meth:`catch_up` pages
+        them; what arrived meanwhile is held, then taken in order). Returns the channels of
+        the cursor not joined yet: join each with ``after_seq`` at its point (its history is
+        then news too). Nothing when the cursor is of another history epoch."""
+        if cursor.epoch is not None and cursor.epoch != self.epoch:
+            return []
+        later: list[str] = []
+        for name, point in cursor.channels.items():
+            if name not in self.channels:
+                self._resuming[name] = point
+                later.append(name)
+            elif point < self.last_seq.get(name, 0):
+                held = [e for e in self.inbox if e.channel == name]
+                self.inbox = deque(e for e in self.inbox if e.channel != name)
+                self.last_seq[name] = point
+                self._paging[name] = held
+        return later
+
     async def checkpoint(self) -> None:
         """Hand the cursor over now (after a join or a leave: the next session rejoins the
         channels the participant is in)."""

@@ -42,9 +42,9 @@ from aiohttp import web
 from hubbub.protocol.envelope import Envelope, decode_envelope, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.mew import MewDialect
+from hubbub.server.core.mcp_cursors import ListenCursors
 from hubbub.server.http.access import request_token
 from hubbub.server.http.asgi_bridge import serve_asgi
-from hubbub.server.http.mcp_cursors import ListenCursors
 from hubbub.server.web_guard import MCP_PATH
 
 if TYPE_CHECKING:
@@ -442,7 +442,7 @@ class McpDoor:
         from hubbub.server.state.connection import Connection
 
         if self.cursors is None:
-            self.cursors = ListenCursors(self.router.store)
+            self.cursors = self.router.listen_cursors
         cursors = self.cursors
         cursor = await cursors.get(str(hello["space"]), str(hello["participantId"]))
         if cursor is not None:
