@@ -13,7 +13,7 @@ import pytest
 
 from hubbub.sdk import Client
 from hubbub.server.config import Limits, ParticipantConfig, SpaceConfig, hash_token
-from hubbub.server.http.mcp_http import IDLE_TIMEOUT_S, MCP_DOORS
+from hubbub.server.http.mcp_http import GONE_GRACE_S, IDLE_TIMEOUT_S, MCP_DOORS, gone_grace_s
 from tests.conftest import RunningGateway, start_gateway, stop_gateway
 from tests.mcp.conftest import (
     SHORT,
@@ -263,6 +263,39 @@ async def test_an_idle_session_ends_and_its_participant_goes_offline(
         assert "idler" not in gateway.router.spaces["default"].online
         gone = await http.post(url, json=ping, headers=headers)
         assert gone.status_code == 404
+
+
+async def test_a_session_whose_stream_closed_ends_after_the_grace(
+    gateway: RunningGateway,
+) -> None:
+    """Claude Code, Gemini CLI, the Inspector and the TypeScript SDK exit without a
+    ``DELETE``: once the session's event stream (its GET) closed and nothing is in flight
+    for ``GONE_GRACE_S`` (the door's clock), the participant goes offline, not 30 minutes
+    later."""
+    async with httpx2.AsyncClient() as http:
+        url = gateway.http + "/mcp"
+        headers = {**ACCEPT, "X-Hubbub-Participant": "ghost"}
+        opened = await http.post(url, json=INIT, headers=headers)
+        sid = opened.headers["mcp-session-id"]
+        headers |= {"mcp-session-id": sid, "mcp-protocol-version": "2025-06-18"}
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await http.post(url, json=note, headers=headers)).status_code == 202
+        (door,) = gateway.runner.app[MCP_DOORS]
+        stream = {**headers, "accept": "text/event-stream"}
+        async with http.stream("GET", url, headers=stream) as events:
+            assert events.status_code == 200
+            await until(lambda: door.sessions[sid].in_flight == 1, what="the stream open")
+        await until(lambda: not door.sessions[sid].in_flight, what="the stream's end")
+        now = door.clock()
+        door.clock = lambda: now + GONE_GRACE_S - 1
+        await door.sweep()
+        assert "ghost" in gateway.router.spaces["default"].online  # within the grace
+        door.clock = lambda: now + GONE_GRACE_S + 1
+        await door.sweep()
+        assert "ghost" not in gateway.router.spaces["default"].online
+    assert gone_grace_s({"HUBBUB_MCP_GONE_GRACE_S": "30"}) == 30.0
+    with pytest.raises(ValueError, match="HUBBUB_MCP_GONE_GRACE_S"):
+        gone_grace_s({"HUBBUB_MCP_GONE_GRACE_S": "soon"})
 
 
 async def test_http_resume_longer_than_a_page_is_paged(tmp_path: Path) -> None:

@@ -253,3 +253,76 @@ def test_cursor_records_read_back() -> None:
     assert ListenCursor.from_json({"channels": {"nope": 1, "#a": True, "#b": 2}}) == (
         ListenCursor(None, {"#b": 2}, None)
     )
+
+
+class Clock:
+    """A clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _clocked(clock: Clock, **kw: Any) -> Desk:
+    s = ListenSettings(**{"settle_s": 0.001, "nudge_s": 30, "jitter": 0, **kw})
+    d = Desk(FakeSeat(), "claude", s, clock=clock)
+    d.receive(Envelope(kind="system/welcome", payload={"you": {"id": "claude", "kind": "agent"}}))
+    d.receive(Envelope(kind="channel/joined", payload={"channel": "#general", "seq": 0}))
+    return d
+
+
+async def test_a_batch_returned_past_the_client_timeout_comes_again_flagged() -> None:
+    """A listen that returns after its client most likely gave up (the settle window
+    ended past ``client_timeout_s``) keeps its batch: the next listen returns it again,
+    marked repeated, and the cursor stays before it until then."""
+    clock = Clock()
+    saved: list[ListenCursor] = []
+
+    async def save(c: ListenCursor) -> None:
+        saved.append(c)
+
+    d = _clocked(clock, client_timeout_s=10)
+    d.on_cursor = save
+    d.receive(chat(1))
+    asyncio.get_running_loop().call_soon(setattr, clock, "now", 11.0)  # during the settle
+    late = await d.listen(None, None, request="r1")
+    assert [e.seq for e in late.messages] == [1] and late.repeated == []
+    assert saved == []  # not handed over: a restart offers it again too
+    again = await d.listen(None, None, request="r2")
+    assert [e.seq for e in again.messages] == [1] and again.repeated == ["m1"]
+    assert saved[-1].channels == {"#general": 1}
+    assert not d.inbox  # returned in time now: gone
+
+
+async def test_a_batch_whose_request_was_cancelled_after_it_returned_comes_again() -> None:
+    d = desk()
+    d.receive(chat(1))
+    got = await d.listen(None, None, request="7")
+    assert [e.seq for e in got.messages] == [1]
+    assert await d.reoffer("6") is False  # not that listen's
+    assert await d.reoffer("7") is True
+    again = await d.listen(None, None)
+    assert [e.seq for e in again.messages] == [1] and again.repeated == ["m1"]
+
+
+async def test_a_listen_asked_again_steps_aside_and_learns_the_client_timeout() -> None:
+    """The client gave up on a listen and calls it again: the old one ends without taking
+    anything, and from then on listen ends within 3/4 of how long the old one had run."""
+    clock = Clock()
+    d = _clocked(clock)
+    old = asyncio.create_task(d.listen(None, None))
+    await asyncio.sleep(0)
+    clock.now = 8.0
+    new = asyncio.create_task(d.listen(None, None))
+    assert (await old).superseded
+    assert d.observed_timeout_s == 8.0 and d.client_timeout_s() == 8.0
+    d.receive(chat(1))
+    assert [e.seq for e in (await new).messages] == [1]
+    clock.now = 100.0
+    waiting = asyncio.create_task(d.listen(None, None))
+    await asyncio.sleep(0)
+    clock.now = 100.0 + 6.0  # 3/4 of 8 s: the nudge is due, though nudge_s is 30
+    d._arrived.set()
+    assert (await waiting).nudge

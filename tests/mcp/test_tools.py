@@ -92,7 +92,8 @@ async def test_callback_and_sleep(gateway: RunningGateway, open_mcp: Any) -> Non
         assert [m["text"] for m in got["messages"]] == ["@@cb-fire@@check the build"]
         assert got["messages"][0]["from"] == "system:gateway"
         slept = await call(s, "sleep", seconds=30)
-        assert slept == {"seconds": 30.0, "mode": "default"}
+        assert slept["seconds"] == 30.0 and slept["mode"] == "default"
+        assert "listen" in slept["advice"]
         bob = await gateway.mew("bob")
         who = await call(s, "who", channel="#general")
         me = next(p for p in who["participants"] if p["id"] == "claude")
@@ -102,8 +103,10 @@ async def test_callback_and_sleep(gateway: RunningGateway, open_mcp: Any) -> Non
         # hostile input round three, item 8: a huge duration is clamped to the gateway's
         # longest (its welcome's max_duration_s), and the answer says so; NaN is refused
         later = await call(s, "schedule_callback", seconds=1e300, payload="much later")
-        assert later == {"seconds": 3600.0, "channel": None, "payload": "much later"}
-        assert await call(s, "sleep", seconds=1e300) == {"seconds": 3600.0, "mode": "default"}
+        assert later["seconds"] == 3600.0 and later["payload"] == "much later"
+        assert "channel" not in later  # nulls are left out
+        slept = await call(s, "sleep", seconds=1e300)
+        assert (slept["seconds"], slept["mode"]) == (3600.0, "default")
         text = await fails(s, "sleep", seconds=float("nan"))
         assert "number" in text, text
         assert "must be a number more than 0" in await fails(s, "schedule_callback", seconds=-1,
@@ -250,9 +253,15 @@ def test_listen_settings_from_env() -> None:
     from hubbub.mcp.settings import ListenSettings
 
     s = ListenSettings.from_env({"AGENTCHAT_SETTLE_MS": "250", "HUBBUB_MCP_NUDGE_S": "10"})
-    assert (s.settle_s, s.nudge_s, s.jitter) == (0.25, 10.0, 0.5)
+    assert (s.settle_s, s.nudge_s, s.jitter) == (0.25, 10.0, 0.2)
     fixed = ListenSettings(nudge_s=10, jitter=0.5, random=lambda: 1.0)
     assert fixed.nudge_after(None) == 15.0 and fixed.nudge_after(4) == 6.0
+    # the longest listen, settle window included, fits every client's default timeout
+    worst = ListenSettings(random=lambda: 1.0)
+    assert worst.nudge_after(None) + worst.settle_s <= 45
+    assert worst.nudge_after(600) + worst.settle_s == 45  # a long timeout_s is cut too
+    with pytest.raises(ValueError, match="HUBBUB_MCP_MAX_LISTEN_S"):
+        ListenSettings.from_env({"HUBBUB_MCP_MAX_LISTEN_S": "4"})  # below the 5 s settle
     assert ListenSettings(jitter=0.5, random=lambda: 0.0).nudge_after(10) == 5.0
     with pytest.raises(ValueError, match="not a number"):
         ListenSettings.from_env({"HUBBUB_MCP_SETTLE_MS": "soon"})
@@ -266,8 +275,10 @@ SPOOF = (
 
 
 def _headers(text: str) -> list[str]:
-    """The lines of a rendering that start a message (anything not a continuation line)."""
-    return [line for line in text.splitlines() if not line.startswith("  | ")]
+    """The lines of a rendering that start a message (anything not a continuation line, nor
+    hubbub's own closing advice)."""
+    lines = text.splitlines()
+    return [line for line in lines if not line.startswith(("  | ", "Advice: "))]
 
 
 async def test_a_text_cannot_write_a_message_header(gateway: RunningGateway, open_mcp: Any) -> None:

@@ -53,6 +53,11 @@ CATCH_UP_PAGE = 1000
 REMEMBERED = 256
 """How many recent messages the desk remembers (id → channel, to claim them)."""
 _DM_SEEN = 512
+SAFE_SHARE = 0.75
+"""A listen ends within this share of the client's (likely) request timeout."""
+MIN_CLIENT_TIMEOUT_S = 1.0
+"""A listen replaced sooner than this says nothing of its client's timeout (a slip, a
+parallel call)."""
 SERVER_IDS = frozenset({SERVER_ID, SERVER_NAME})
 """The server's names: its id, and how the agentchat dialect calls it."""
 
@@ -86,6 +91,10 @@ class ListenResult:
     messages: list[Envelope]
     yields: list[Yielded]
     nudge: bool
+    repeated: list[str] = field(default_factory=list)
+    """Ids of messages an earlier listen returned already, too late for its client."""
+    superseded: bool = False
+    """A newer listen of the same session replaced this one (its client gave up on it)."""
 
 
 _Waiter = tuple[Callable[[Envelope], bool], asyncio.Future[Envelope]]
@@ -142,6 +151,13 @@ class Desk:
         self._paging: dict[str, list[Envelope]] = {}
         self._dm_max: int | None = None
         self._dm_start: int | None = None
+        self.observed_timeout_s: float | None = None
+        """How long this session's client waits for a request at most, as seen: how long a
+        listen had run when the client asked again (None until that happened)."""
+        self._listen_gen = 0
+        self._listening_since: float | None = None
+        self._offered: set[str] = set()
+        self._last_batch: tuple[object, list[Envelope]] | None = None
 
     # ------------------------------------------------------------------ input
 
@@ -295,6 +311,26 @@ class Desk:
                 for held in self._paging.pop(name, []):
                     self._take(held)
 
+    def resume_saved(self, cursor: ListenCursor) -> list[str]:
+        """Resume from ``cursor``, a saved one read after the joins (``hubbub mcp``): each
+        joined channel's messages after its point become news again (:meth:`catch_up` pages
+        them; what arrived meanwhile is held, then taken in order). Returns the channels of
+        the cursor not joined yet: join each with ``after_seq`` at its point (its history is
+        then news too). Nothing when the cursor is of another history epoch."""
+        if cursor.epoch is not None and cursor.epoch != self.epoch:
+            return []
+        later: list[str] = []
+        for name, point in cursor.channels.items():
+            if name not in self.channels:
+                self._resuming[name] = point
+                later.append(name)
+            elif point < self.last_seq.get(name, 0):
+                held = [e for e in self.inbox if e.channel == name]
+                self.inbox = deque(e for e in self.inbox if e.channel != name)
+                self.last_seq[name] = point
+                self._paging[name] = held
+        return later
+
     async def checkpoint(self) -> None:
         """Hand the cursor over now (after a join or a leave: the next session rejoins the
         channels the participant is in)."""
@@ -447,14 +483,49 @@ class Desk:
         channels: list[str] | None,
         timeout_s: float | None,
         progress: Callable[[float, str], Awaitable[None]] | None = None,
+        request: object = None,
     ) -> ListenResult:
         """Wait for messages (then the settle window), or return a nudge after the jittered
-        timeout. Messages leave the inbox only when returned: a cancelled listen loses none."""
-        s = self.settings
+        timeout, within the client's likely request timeout. Messages leave the inbox only
+        when returned in time: a cancelled listen loses none, and a batch returned after the
+        client most likely gave up stays, offered again (``repeated``) by the next listen.
+        ``request`` names the MCP request, for :meth:`reoffer`."""
         start = self.clock()
-        deadline = start + s.nudge_after(timeout_s)
+        if self._listening_since is not None:
+            # a listen still runs: its client gave up on it and asks again. It steps aside,
+            # and the time it ran is this client's request timeout, at most
+            waited = start - self._listening_since
+            if waited >= MIN_CLIENT_TIMEOUT_S:
+                seen = self.observed_timeout_s
+                self.observed_timeout_s = waited if seen is None else min(seen, waited)
+        self._listen_gen += 1
+        gen = self._listen_gen
+        self._arrived.set()  # wake the older listen so it sees it was replaced
+        self._listening_since = start
+        try:
+            return await self._listen(channels, timeout_s, progress, request, start, gen)
+        finally:
+            if gen == self._listen_gen:
+                self._listening_since = None
+
+    async def _listen(
+        self,
+        channels: list[str] | None,
+        timeout_s: float | None,
+        progress: Callable[[float, str], Awaitable[None]] | None,
+        request: object,
+        start: float,
+        gen: int,
+    ) -> ListenResult:
+        s = self.settings
+        # end well within the client's request timeout (the setting, or as seen)
+        budget = min(s.max_listen_s, SAFE_SHARE * self.client_timeout_s())
+        settle = min(s.settle_s, budget / 2)
+        deadline = start + s.nudge_after(timeout_s, budget - settle)
         next_tick = start + s.progress_s
         while not self._matching(channels) and not self._unreported_yields:
+            if gen != self._listen_gen:
+                return ListenResult([], [], nudge=False, superseded=True)
             if self.closed is not None:
                 raise SeatClosed(self.closed)
             now = self.clock()
@@ -467,15 +538,53 @@ class Desk:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(max(min(deadline, next_tick) - now, 0.0)):
                     await self._arrived.wait()
-        if self._matching(channels) and s.settle_s > 0:
-            await asyncio.sleep(s.settle_s)  # the settle window: let a burst finish
+        if gen != self._listen_gen:
+            return ListenResult([], [], nudge=False, superseded=True)
+        if self._matching(channels) and settle > 0:
+            # the settle window: let a burst finish (ending within the budget)
+            await asyncio.sleep(max(min(settle, start + budget - self.clock()), 0.0))
+            if gen != self._listen_gen:
+                return ListenResult([], [], nudge=False, superseded=True)
         taken = self._matching(channels)
+        repeated = [e.id for e in taken if e.id in self._offered]
+        yields = self.take_yields()
+        if self.clock() - start >= self.client_timeout_s():
+            # the client most likely gave up already: this batch may never reach it, so
+            # it stays queued (and the cursor where it is), offered again next time
+            self._offered.update(e.id for e in taken)
+            self._unreported_yields[:0] = yields
+            return ListenResult(taken, yields, nudge=False, repeated=repeated)
         if taken and self.on_cursor is not None:
             # saved before the messages leave the inbox: a failed save loses none
             await asyncio.shield(self.on_cursor(self.cursor(taken)))
         ids = {id(e) for e in taken}
         self.inbox = deque(e for e in self.inbox if id(e) not in ids)
-        return ListenResult(taken, self.take_yields(), nudge=False)
+        self._offered.difference_update(e.id for e in taken)
+        self._last_batch = (request, taken) if taken and request is not None else None
+        return ListenResult(taken, yields, nudge=False, repeated=repeated)
+
+    def client_timeout_s(self) -> float:
+        """When this session's client most likely gave up on a request: the setting, or
+        what was seen of it if shorter."""
+        seen = self.observed_timeout_s
+        limit = self.settings.client_timeout_s
+        return limit if seen is None else min(limit, seen)
+
+    async def reoffer(self, request: object) -> bool:
+        """The client cancelled ``request`` (a listen) after its batch was returned: queue
+        that batch again, offered as ``repeated`` by the next listen. False when the last
+        batch was not that request's."""
+        batch = self._last_batch
+        if batch is None or batch[0] != request:
+            return False
+        self._last_batch = None
+        queued = {id(e) for e in self.inbox}
+        back = [e for e in batch[1] if id(e) not in queued]
+        self.inbox.extendleft(reversed(back))
+        self._offered.update(e.id for e in back)
+        self._arrived.set()
+        await self.checkpoint()  # the cursor goes back before them
+        return True
 
     # ------------------------------------------------------------------ views
 

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from hubbub.errors import ConnectionFailed, NotConnected
-from hubbub.mcp.desk import Desk
+from hubbub.mcp.cursor import ListenCursor
+from hubbub.mcp.desk import Desk, DeskError
 from hubbub.mcp.seat import SeatClosed
 from hubbub.mcp.settings import ListenSettings
 from hubbub.mcp.tools import CURRENT_DESK, build_server
@@ -52,7 +53,9 @@ class ClientSeat:
 
 
 async def open_desk(options: ClientOptions, settings: ListenSettings) -> tuple[Desk, Client]:
-    """Connect a participant and return its desk (every envelope received goes to it)."""
+    """Connect a participant and return its desk (every envelope received goes to it),
+    resumed where its last ``listen`` stopped (the cursor the gateway keeps, as for
+    ``/mcp``)."""
     client = Client(options)
     desk = Desk(ClientSeat(client), options.participant_id, settings)
     client.on("message", desk.receive)
@@ -63,7 +66,31 @@ async def open_desk(options: ClientOptions, settings: ListenSettings) -> tuple[D
 
     client.on("disconnected", gone)
     await client.connect()
+    await resume(desk)
     return desk, client
+
+
+async def resume(desk: Desk) -> None:
+    """Read the participant's listen cursor from the gateway (``mcp/cursor``), take what its
+    channels got since as news (once), and save the cursor there from now on."""
+
+    async def save(at: ListenCursor) -> None:
+        await desk.request(Envelope(kind="mcp/cursor", payload={"cursor": at.to_json()}))
+
+    try:
+        state = await desk.request(Envelope(kind="mcp/cursor"))
+    except DeskError as exc:  # a gateway without mcp/cursor: no resume across restarts
+        log.warning("the gateway keeps no listen cursor (%s): a restart starts afresh", exc)
+        return
+    saved = ListenCursor.from_json(state.payload.get("cursor"))
+    if saved is not None:
+        for name in desk.resume_saved(saved):
+            join = {"channel": name, "after_seq": saved.channels[name]}
+            await desk.seat.send(Envelope(kind="channel/join", payload=join))
+        await desk.catch_up()
+    desk.on_cursor = save
+    if saved is None:
+        await desk.checkpoint()  # a first session starts the cursor where it joined
 
 
 async def run_stdio(options: ClientOptions, settings: ListenSettings | None = None) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 import json
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
@@ -27,13 +28,14 @@ from mcp.types import (
     TextContent,
     UnsubscribeRequestParams,
 )
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from hubbub import __version__
 from hubbub.mcp import models as m
 from hubbub.mcp.desk import Desk, DeskError
 from hubbub.mcp.sdk_private import add_request_handler
 from hubbub.mcp.seat import SeatClosed
+from hubbub.mcp.settings import ListenSettings
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.ids import is_channel, is_participant_id, normalize_channel
 from hubbub.protocol.markers import (
@@ -52,11 +54,12 @@ REQUEST_TIMEOUT_S = 30.0
 
 INSTRUCTIONS = """\
 You are a participant in a hubbub space: chat channels shared with people and other agents.
-Call `listen` to wait for messages; it returns after a burst settles, or with `nudge: true`
-when nothing happened. Answer what is addressed to you (`addressed_to_you`). Before answering
-an unaddressed question, `claim_floor` on it: answer only if `granted`; if you get
-`yielded_to`, another agent answers - do not. Use `schedule_callback` instead of polling, and
-`sleep` when you have nothing to do. Read the prompt `collaborate` for the full etiquette."""
+Call `listen` in a loop; it returns messages once a burst settles, or `nudge: true` when
+nothing happened. Answer what is addressed to you (`addressed_to_you`). Before answering an
+unaddressed question, `claim_floor` on it: answer only if `granted`; if you get `yielded_to`,
+another agent answers - do not. If someone already answered well, stay silent. Each result's
+`advice` says what to do next. Use `schedule_callback` instead of polling, and `sleep` when
+you have nothing to do."""
 
 COLLABORATE = """\
 How to behave in a shared hubbub channel:
@@ -85,13 +88,18 @@ How to behave in a shared hubbub channel:
 
 def _ok(model: BaseModel, text: str) -> CallToolResult:
     return CallToolResult(
-        content=[TextContent(type="text", text=text)],
-        structured_content=model.model_dump(mode="json", by_alias=True),
+        content=[TextContent(type="text", text=text)], structured_content=m.structured(model)
     )
 
 
 def _fail(text: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+    """A refusal: its text in the content and, for clients that show the model only the
+    structured content, as its ``advice`` too."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content={"error": True, "advice": text},
+        is_error=True,
+    )
 
 
 def _desk() -> Desk:
@@ -131,15 +139,47 @@ def _bad_channel(name: str) -> CallToolResult:
     )
 
 
-def build_server() -> MCPServer:
-    """The MCP server with hubbub's tools, resources and prompt (one per process)."""
+CHANNEL = (
+    "A channel: '#' then 1-31 letters, digits, '_' or '-', e.g. '#general' (the '#' may be "
+    "left out)."
+)
+Channel = Annotated[str, Field(description=CHANNEL)]
+MessageId = Annotated[str, Field(description="The `id` of a message (from `listen` or `history`).")]
+
+
+ListenTimeout = Annotated[float | None, Field(ge=0)]
+"""``listen``'s ``timeout_s`` (its description, which states the settings, is set per server)."""
+
+
+def _tool(srv: MCPServer, **hints: Any) -> Callable[[Any], Any]:
+    """``srv.tool()`` with the docstring dedented as the tool's description; ``hints``
+    replace parameters' annotations (ones built at run time, which a string annotation
+    cannot name)."""
+
+    def register(fn: Any) -> Any:
+        fn.__annotations__.update(hints)
+        return srv.tool(description=inspect.cleandoc(fn.__doc__ or ""))(fn)
+
+    return register
+
+
+def build_server(settings: ListenSettings | None = None) -> MCPServer:
+    """The MCP server with hubbub's tools, resources and prompt (one per process);
+    ``listen``'s description states ``settings``' defaults (the environment's by default)."""
+    ls = settings or ListenSettings.from_env()
     srv: MCPServer = MCPServer(
         "hubbub", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
+    tool = _tool(srv)
+    timeout_help = (
+        f"Seconds to wait for traffic before a nudge (default {ls.nudge_s:g}, varied by "
+        f"±{ls.jitter:.0%}); at most {ls.longest_wait_s:g}, so that with the "
+        f"{ls.settle_s:g} s settle window the call ends within {ls.max_listen_s:g} s."
+    )
 
-    @srv.tool()
-    async def join(channel: str) -> Annotated[CallToolResult, m.Joined]:
-        """Join a channel (e.g. '#general'): its messages then reach you through `listen`."""
+    @tool
+    async def join(channel: Channel) -> Annotated[CallToolResult, m.Joined]:
+        """Join a channel: its messages then reach you through `listen`."""
         name = _channel_arg(channel)
         if name is None:
             return _bad_channel(channel)
@@ -158,8 +198,8 @@ def build_server() -> MCPServer:
 
         return await _guarded(run)
 
-    @srv.tool()
-    async def leave(channel: str) -> Annotated[CallToolResult, m.Left]:
+    @tool
+    async def leave(channel: Channel) -> Annotated[CallToolResult, m.Left]:
         """Leave a channel."""
         name = _channel_arg(channel)
         if name is None:
@@ -172,13 +212,32 @@ def build_server() -> MCPServer:
 
         return await _guarded(run)
 
-    @srv.tool()
+    @tool
     async def send(
-        to: str, text: str, reply_to: str | None = None, force: bool = False
+        to: Annotated[
+            str,
+            Field(
+                description="'#channel' (e.g. '#general'), or '@participant' for a private "
+                "message (e.g. '@alice')."
+            ),
+        ],
+        text: Annotated[
+            str, Field(description="The message (not empty). Markers such as @@cb:30s@@ work.")
+        ],
+        reply_to: Annotated[
+            str | None,
+            Field(description="The `id` of the message you answer (default: none)."),
+        ] = None,
+        force: Annotated[
+            bool,
+            Field(
+                description="Send although you yielded the floor on `reply_to` (default "
+                "false); only for a genuinely different contribution."
+            ),
+        ] = False,
     ) -> Annotated[CallToolResult, m.Sent]:
-        """Send `text` to '#channel' or, privately, to '@participant'. `reply_to`: the id of
-        the message you answer. Refuses when you yielded the floor on that message, unless
-        `force` is true. Markers such as @@cb:30s@@ work as for any client."""
+        """Send a message to a channel or, privately, to a participant. Refused when you
+        yielded the floor on the message you reply to, unless `force` is true."""
         target = to.strip()
         if not text.strip():
             return _fail("`text` is empty: write the message to send.")
@@ -208,7 +267,14 @@ def build_server() -> MCPServer:
                 await desk.seat.send(env)
                 await desk.sync()
                 return _ok(
-                    m.Sent(id=env.id, channel=env.channel, to=env.to), "Done (markers only)."
+                    m.Sent(
+                        id=env.id,
+                        channel=env.channel,
+                        to=env.to,
+                        advice="Markers only: nothing was posted; what they schedule arrives "
+                        "through listen.",
+                    ),
+                    "Done (markers only).",
                 )
             echo = await desk.send_stored(env)
             return _ok(
@@ -219,15 +285,21 @@ def build_server() -> MCPServer:
 
         return await _guarded(run)
 
-    @srv.tool()
+    @_tool(srv, timeout_s=Annotated[float | None, Field(ge=0, description=timeout_help)])
     async def listen(
         ctx: Context,
-        channels: list[str] | None = None,
-        timeout_s: float | None = None,
+        channels: Annotated[
+            list[str] | None,
+            Field(
+                description="Only messages of these channels (default: every channel you "
+                "are in); direct messages always come."
+            ),
+        ] = None,
+        timeout_s: ListenTimeout = None,
     ) -> Annotated[CallToolResult, m.Listened]:
-        """Wait for messages for you (your channels, or only `channels`, and your DMs). Returns
-        them once a burst has settled; with no traffic, returns `nudge: true` and who is online
-        after about `timeout_s` seconds (jittered). Also reports floor yields."""
+        """Wait for messages for you (your channels and your direct messages) and return them
+        once a burst has settled. With no traffic, returns `nudge: true` and who is online.
+        Also reports floor yields. Follow the result's `advice`; call `listen` again after."""
         wanted: list[str] | None = None
         if channels:
             wanted = []
@@ -241,8 +313,9 @@ def build_server() -> MCPServer:
             await ctx.report_progress(elapsed, None, message)
 
         async def run(desk: Desk) -> CallToolResult:
-            got = await desk.listen(wanted, timeout_s, progress)
-            msgs = [m.message_of(desk, e) for e in got.messages]
+            got = await desk.listen(wanted, timeout_s, progress, str(ctx.request_id))
+            repeated = set(got.repeated)
+            msgs = [m.message_of(desk, e, e.id in repeated) for e in got.messages]
             yields = [
                 m.YieldNote(message_id=y.msg_id, winner=y.winner, channel=y.channel)
                 for y in got.yields
@@ -257,17 +330,21 @@ def build_server() -> MCPServer:
                 present = [m.present_of(p) for p in desk.roster() if p.get("id") != desk.me]
                 others = ", ".join(f"{p.id} ({p.kind}, {p.presence})" for p in present) or "nobody"
                 lines.insert(0, f"No new messages (nudge). Online: {others}.")
+            advice = _listen_advice(got.nudge, got.superseded, msgs, yields)
+            lines.append(f"Advice: {advice}")
             return _ok(
-                m.Listened(messages=msgs, nudge=got.nudge, present=present, yields=yields),
+                m.Listened(
+                    messages=msgs, nudge=got.nudge, present=present, yields=yields, advice=advice
+                ),
                 "\n".join(lines),
             )
 
         return await _guarded(run)
 
-    @srv.tool()
-    async def claim_floor(message_id: str) -> Annotated[CallToolResult, m.Claim]:
-        """Claim the floor on a channel message before answering it (document 000's
-        RESPONDING_TO). Returns `granted`, or `yielded_to` the agent that answers instead."""
+    @tool
+    async def claim_floor(message_id: MessageId) -> Annotated[CallToolResult, m.Claim]:
+        """Claim the floor on a channel message before answering it. Returns `granted`
+        (answer it), or `yielded_to`: the agent that answers instead (do not answer)."""
 
         async def run(desk: Desk) -> CallToolResult:
             channel = desk.recent.get(message_id)
@@ -281,10 +358,18 @@ def build_server() -> MCPServer:
 
         return await _guarded(run)
 
-    @srv.tool()
-    async def who(channel: str | None = None) -> Annotated[CallToolResult, m.Who]:
-        """Who is online in the space, or the members of `channel`, with presence (sleeping
-        participants show their wake time)."""
+    @tool
+    async def who(
+        channel: Annotated[
+            str | None,
+            Field(
+                description="List this channel's members (default: everyone online in the "
+                "space). " + CHANNEL
+            ),
+        ] = None,
+    ) -> Annotated[CallToolResult, m.Who]:
+        """Who is online, or the members of a channel, with presence (sleeping participants
+        show their wake time)."""
 
         async def run(desk: Desk) -> CallToolResult:
             if channel is None:
@@ -308,7 +393,7 @@ def build_server() -> MCPServer:
 
         return await _guarded(run)
 
-    @srv.tool()
+    @tool
     async def channels() -> Annotated[CallToolResult, m.Channels]:
         """The channels of the space, their member counts, and whether you are in each."""
 
@@ -330,12 +415,21 @@ def build_server() -> MCPServer:
 
         return await _guarded(run)
 
-    @srv.tool()
+    @tool
     async def history(
-        channel: str, before_seq: int | None = None, limit: int = 20
+        channel: Channel,
+        before_seq: Annotated[
+            int | None,
+            Field(
+                description="Only messages before this `seq` (default: up to the latest); "
+                "0 or more."
+            ),
+        ] = None,
+        limit: Annotated[
+            int, Field(description="How many messages, the newest last (default 20, 1-200).")
+        ] = 20,
     ) -> Annotated[CallToolResult, m.History]:
-        """Older messages of a channel you are in: the last `limit` before `before_seq`
-        (default: the latest)."""
+        """Older messages of a channel you are in, for context (not news to answer)."""
         name = _channel_arg(channel)
         if name is None:
             return _bad_channel(channel)
@@ -347,7 +441,7 @@ def build_server() -> MCPServer:
             if before_seq is not None:
                 payload["before_seq"] = before_seq
             ans = await desk.request(Envelope(kind="history/request", payload=payload))
-            envs = _envelopes(ans.payload.get("messages", []))
+            envs = [e for e in _envelopes(ans.payload.get("messages", [])) if _shown(e)]
             msgs = [m.message_of(desk, e) for e in envs]
             for e in envs:
                 desk.remember(e)
@@ -357,12 +451,26 @@ def build_server() -> MCPServer:
 
         return await _guarded(run)
 
-    @srv.tool()
+    @tool
     async def schedule_callback(
-        seconds: float, payload: str, channel: str | None = None
+        seconds: Annotated[
+            float,
+            Field(
+                description="Delay in seconds, more than 0 (the gateway's longest is "
+                "applied: the result says when it cut it)."
+            ),
+        ],
+        payload: Annotated[str, Field(description="The text that comes back to you.")],
+        channel: Annotated[
+            str | None,
+            Field(
+                description="Post it to this channel for everyone (default: to you only). "
+                + CHANNEL
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, m.Scheduled]:
-        """After `seconds`, the gateway sends `payload` back to you as a message (document
-        001's @@cb:Ns@@), or to `channel` for everyone there. Use it instead of polling."""
+        """After `seconds`, the gateway sends `payload` back to you as a message (through
+        `listen`), or to a channel for everyone there. Use it instead of polling."""
         name = None
         if channel is not None:
             name = _channel_arg(channel)
@@ -380,7 +488,12 @@ def build_server() -> MCPServer:
             await desk.seat.send(Envelope(kind="chat", channel=where, payload={"text": marker}))
             await desk.sync()
             return _ok(
-                m.Scheduled(seconds=due, channel=name, payload=payload),
+                m.Scheduled(
+                    seconds=due,
+                    channel=name,
+                    payload=payload,
+                    advice=f"Keep listening: the callback arrives through listen in {due:g}s.",
+                ),
                 f"Callback in {due:g}s"
                 + (f" to {name}" if name else " to you")
                 + _clamped(seconds, due)
@@ -389,12 +502,22 @@ def build_server() -> MCPServer:
 
         return await _guarded(run)
 
-    @srv.tool()
+    @tool
     async def sleep(
-        seconds: float, mode: Literal["default", "buffer", "drop"] = "default"
+        seconds: Annotated[
+            float,
+            Field(description="How long, more than 0 (the gateway's longest is applied)."),
+        ],
+        mode: Annotated[
+            Literal["default", "buffer", "drop"],
+            Field(
+                description="'default' (the default) drops channel chatter and keeps "
+                "direct messages and mentions; 'buffer' keeps everything; 'drop' keeps "
+                "nothing."
+            ),
+        ] = "default",
     ) -> Annotated[CallToolResult, m.Slept]:
-        """Sleep for `seconds` (document 004): `default` drops channel chatter and keeps DMs
-        and mentions, `buffer` keeps everything, `drop` keeps nothing. Sending wakes you."""
+        """Stop receiving channel chatter for a while. Sending a message wakes you."""
         if not seconds > 0:  # NaN too
             return _fail("`seconds` must be a number more than 0 (e.g. 600).")
 
@@ -405,16 +528,28 @@ def build_server() -> MCPServer:
             await desk.seat.send(Envelope(kind="chat", channel=where, payload={"text": text}))
             await desk.sync()
             return _ok(
-                m.Slept(seconds=due, mode=mode),
+                m.Slept(
+                    seconds=due,
+                    mode=mode,
+                    advice="Call listen: it returns the wake-up and what was kept for you.",
+                ),
                 f"Sleeping for {due:g}s ({mode}){_clamped(seconds, due)}; `listen` returns "
                 "the wake-up.",
             )
 
         return await _guarded(run)
 
-    @srv.tool()
-    async def tools(participant: str | None = None) -> Annotated[CallToolResult, m.Tools]:
-        """The MCP tools other participants offer (all online agents and services, or one)."""
+    @tool
+    async def tools(
+        participant: Annotated[
+            str | None,
+            Field(
+                description="Only this participant's tools, e.g. 'calc' (default: every "
+                "online agent and service)."
+            ),
+        ] = None,
+    ) -> Annotated[CallToolResult, m.Tools]:
+        """The MCP tools other participants offer."""
 
         async def run(desk: Desk) -> CallToolResult:
             if participant is not None:
@@ -439,9 +574,14 @@ def build_server() -> MCPServer:
 
         return await _guarded(run)
 
-    @srv.tool()
+    @tool
     async def call_tool(
-        participant: str, tool: str, arguments: dict[str, Any] | None = None
+        participant: Annotated[str, Field(description="Who offers the tool, e.g. 'calc'.")],
+        tool: Annotated[str, Field(description="The tool's name (from `tools`).")],
+        arguments: Annotated[
+            dict[str, Any] | None,
+            Field(description="The tool's arguments, as its input schema says (default: none)."),
+        ] = None,
     ) -> Annotated[CallToolResult, m.Called]:
         """Call another participant's tool. Without the capability to call it directly, it
         becomes a proposal that a person approves; the answer then arrives through `listen`."""
@@ -474,7 +614,14 @@ def build_server() -> MCPServer:
                 )
                 echo = await desk.send_stored(env)
                 return _ok(
-                    m.Called(status="proposed", participant=target, tool=tool, proposal_id=echo.id),
+                    m.Called(
+                        status="proposed",
+                        participant=target,
+                        tool=tool,
+                        proposal_id=echo.id,
+                        advice="Waiting for a person to approve it: its answer (or a rejection) "
+                        "arrives through listen.",
+                    ),
                     f"You may not call {target}'s {tool} directly, so it became proposal "
                     f"{echo.id} in {where}, waiting for approval by a person. Its answer (or a "
                     "rejection) arrives through `listen`.",
@@ -486,7 +633,7 @@ def build_server() -> MCPServer:
 
         return await _guarded(run)
 
-    @srv.tool()
+    @tool
     async def proposals() -> Annotated[CallToolResult, m.Proposals]:
         """Proposals waiting in your channels (for participants who may approve them)."""
 
@@ -502,9 +649,14 @@ def build_server() -> MCPServer:
 
         return await _guarded(run)
 
-    @srv.tool()
+    @tool
     async def decide_proposal(
-        proposal_id: str, approve: bool, reason: str | None = None
+        proposal_id: Annotated[str, Field(description="The proposal's `id` (from `proposals`).")],
+        approve: Annotated[bool, Field(description="true runs it; false rejects it.")],
+        reason: Annotated[
+            str | None,
+            Field(description="Why you reject it, told to its author (default: 'rejected')."),
+        ] = None,
     ) -> Annotated[CallToolResult, m.Decided]:
         """Approve a proposal (it runs, and you get its result) or reject it with a reason."""
 
@@ -567,7 +719,7 @@ def build_server() -> MCPServer:
         ans = await desk.request(
             Envelope(kind="history/request", payload={"channel": channel, "limit": 50})
         )
-        envs = _envelopes(ans.payload.get("messages", []))
+        envs = [e for e in _envelopes(ans.payload.get("messages", [])) if _shown(e)]
         return "\n".join(m.message_line(m.message_of(desk, e)) for e in envs)
 
     @srv.prompt(name="collaborate", description="How to behave in a shared hubbub channel.")
@@ -576,6 +728,38 @@ def build_server() -> MCPServer:
 
     _add_subscriptions(srv)
     return srv
+
+
+def _shown(env: Envelope) -> bool:
+    """Whether ``history`` shows a stored record: chat, and what reads as a one-line note."""
+    return env.kind == "chat" or bool(m.note_of(env))
+
+
+def _listen_advice(
+    nudge: bool, superseded: bool, msgs: list[m.Message], yields: list[m.YieldNote]
+) -> str:
+    """What a model should do with one ``listen`` result, in a sentence or three."""
+    if superseded:
+        return "A newer listen call replaced this one; use its result."
+    parts = []
+    for y in yields:
+        parts.append(f"{y.winner} is answering {y.message_id}: do not answer it.")
+    if nudge:
+        parts.append("Nothing new: check on your own work, or sleep if you have none; "
+                     "then listen again.")  # fmt: skip
+    if any(x.repeated for x in msgs):
+        parts.append("Messages marked repeated may have reached you before: skip those you "
+                     "handled.")  # fmt: skip
+    if any(x.age_s is not None for x in msgs):
+        parts.append("Messages with age_s are old: answer only what still needs an answer.")
+    if any(x.addressed_to_you for x in msgs):
+        parts.append("Answer what is addressed_to_you.")
+    if any(not x.addressed_to_you and x.channel and x.kind == "chat" for x in msgs):
+        parts.append("Before answering anything else, claim_floor on it and answer only if "
+                     "granted; stay silent if it is answered well.")  # fmt: skip
+    if msgs or yields:
+        parts.append("Then listen again.")
+    return " ".join(parts)
 
 
 def _envelopes(raw: Any) -> list[Envelope]:
@@ -612,13 +796,21 @@ async def _claim(desk: Desk, message_id: str, channel: str) -> CallToolResult:
     if granted is not None and granted.kind == "floor/yield":
         desk.yield_reported(message_id)
         winner = str(granted.payload.get("winner"))
+        advice = f"{winner} is answering {message_id}: do not answer it, do not repeat them."
         return _ok(
-            m.Claim(message_id=message_id, channel=channel, granted=False, yielded_to=winner),
-            f"Yielded: {winner} is answering {message_id}. Do not answer it.",
+            m.Claim(
+                message_id=message_id,
+                channel=channel,
+                granted=False,
+                yielded_to=winner,
+                advice=advice,
+            ),
+            f"Yielded: {advice}",
         )
+    advice = f"You hold the floor: answer with send(to={channel!r}, reply_to={message_id!r})."
     return _ok(
-        m.Claim(message_id=message_id, channel=channel, granted=True),
-        f"Granted: you hold the floor on {message_id}; answer with send(reply_to={message_id!r}).",
+        m.Claim(message_id=message_id, channel=channel, granted=True, advice=advice),
+        f"Granted. {advice}",
     )
 
 

@@ -88,6 +88,7 @@ _TABLE: Final = (
     _client("channel/list", request=True, standard=False),
     _client("channel/members", request=True, standard=False),
     _client("history/request", request=True, standard=False),
+    _client("mcp/cursor", request=True, standard=False),  # an MCP listen cursor: read, save
     _client("floor/responding-to", request=True, engines="claim", standard=False),
     # sent only by the server
     _server("system/welcome", standard=True),
@@ -105,6 +106,7 @@ _TABLE: Final = (
     _server("channel/list-response"),
     _server("channel/members-response"),
     _server("history/response"),
+    _server("mcp/cursor-state"),
     _server("floor/yield"),
     _server("floor/claimed"),
     _server("floor/outcome", stored=True),  # in the channel's history: who answered, who yielded

@@ -146,6 +146,8 @@ class Gateway:
             self.streams,
             self.space_invites,
         )
+        self.listen_cursors = requests.cursors
+        """Where each MCP participant's listen stopped (kept in the store)."""
         self.router = Router(
             self.admission,
             self.sequencer,

@@ -35,6 +35,7 @@ from hubbub.server.config import Limits
 from hubbub.server.core import pages
 from hubbub.server.core.coordination import Coordination
 from hubbub.server.core.delivery import Delivery
+from hubbub.server.core.mcp_cursors import ListenCursors
 from hubbub.server.core.moderation import Moderation
 from hubbub.server.core.sequencer import HISTORY_CACHE, Sequencer, clamp_seq
 from hubbub.server.core.sessions import Sessions
@@ -89,6 +90,8 @@ class Requests:
         self.auth = auth
         self.space_invites = space_invites
         self.verifications = Verifications()
+        self.cursors = ListenCursors(store)
+        """Where each MCP participant's listen stopped (``/mcp`` and ``mcp/cursor``)."""
         self.handlers: dict[str, Handler] = {
             "floor/responding-to": self._claim,
             "channel/join": self._join,
@@ -104,6 +107,7 @@ class Requests:
             "channel/list": self._list,
             "channel/members": self._members,
             "history/request": self._history,
+            "mcp/cursor": self._cursor,
             "system/heartbeat": self._heartbeat,
             "capability/grant": self._capability,
             "capability/revoke": self._capability,
@@ -382,6 +386,35 @@ class Requests:
             messages = [msgspec.Raw(x.data) for x in rows]
             payload = {"channel": ch.name, "messages": messages, "has_more": has_more}
             self.reply(sender, env, "history/response", payload)
+
+        self.tasks.spawn(run(), answer=sender if isinstance(sender, Session) else None)
+
+    def _cursor(self, sender: Sender, env: Envelope, now: int) -> None:
+        """``mcp/cursor``: the sender's MCP listen cursor (``hubbub mcp`` resumes from it),
+        or, with ``{cursor}``, save it; answered ``mcp/cursor-state {cursor}`` once durable."""
+        from hubbub.mcp.cursor import ListenCursor
+        from hubbub.mcp.desk import DeskError
+
+        raw = env.payload.get("cursor")
+        cursor = None if raw is None else ListenCursor.from_json(raw)
+        if raw is not None and cursor is None:
+            raise ProtocolError(
+                ErrorCode.INVALID_ENVELOPE,
+                "mcp/cursor: cursor must be {epoch, channels: {'#name': seq}, dm: seq|null}",
+            )
+        space, pid = sender.space.id, sender.id
+
+        async def run() -> None:
+            if cursor is None:
+                saved = await self.cursors.get(space, pid)
+            else:
+                try:
+                    await self.cursors.save(space, pid, cursor)
+                except DeskError as exc:
+                    raise ProtocolError(ErrorCode.UNAVAILABLE, str(exc)) from None
+                saved = cursor
+            state = None if saved is None else saved.to_json()
+            self.reply(sender, env, "mcp/cursor-state", {"cursor": state})
 
         self.tasks.spawn(run(), answer=sender if isinstance(sender, Session) else None)
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import logging
 import os
 import time
@@ -42,9 +43,9 @@ from hubbub.extras import install_command
 from hubbub.protocol.envelope import Envelope, decode_envelope, encode
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.mew import MewDialect
+from hubbub.server.core.mcp_cursors import ListenCursors
 from hubbub.server.http.access import request_token
 from hubbub.server.http.asgi_bridge import serve_asgi
-from hubbub.server.http.mcp_cursors import ListenCursors
 from hubbub.server.web_guard import MCP_PATH
 
 if TYPE_CHECKING:
@@ -72,6 +73,28 @@ SWEEP_EVERY_S = 30.0
 IDLE_TIMEOUT_S = 30 * 60.0
 """A session with no request in flight (an open event stream counts) for this long ends, as
 the SDK's own ``session_idle_timeout`` would (its default, 30 minutes)."""
+GONE_GRACE_S = 180.0
+"""A session whose event stream (its ``GET``) closed and which has no request in flight ends
+after this long (``HUBBUB_MCP_GONE_GRACE_S``): its client most likely exited without the
+``DELETE`` (Claude Code, Gemini CLI, the Inspector, the TypeScript SDK's ``close()``)."""
+
+
+def gone_grace_s(env: Mapping[str, str] | None = None) -> float:
+    """:data:`GONE_GRACE_S`, or ``HUBBUB_MCP_GONE_GRACE_S`` when set."""
+    raw = (os.environ if env is None else env).get("HUBBUB_MCP_GONE_GRACE_S")
+    if not raw:
+        return GONE_GRACE_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ValueError(
+            f"HUBBUB_MCP_GONE_GRACE_S={raw!r}: write a number of seconds more than 0, e.g. 180"
+        )
+    return value
+
+
 _STATUS = {
     ErrorCode.AUTH_FAILED: 401,
     ErrorCode.WRONG_SPACE: 403,
@@ -285,6 +308,9 @@ class _Open:
     """When its last request ended (the door's clock)."""
     opening: tuple[str, str] | None = None
     """(space, participant) while its ``initialize`` is being answered."""
+    streamed: bool = False
+    """Whether its client opened an event stream (a ``GET``): once that closes and nothing
+    is in flight, the session ends after :attr:`McpDoor.gone_grace_s`."""
 
 
 @dataclass
@@ -299,6 +325,8 @@ class McpDoor:
     clock: Callable[[], float] = time.monotonic
     opening: set[tuple[str, str]] = field(default_factory=set)
     """The participants whose ``initialize`` is being answered: one at a time each."""
+    gone_grace_s: float = field(default_factory=gone_grace_s)
+    """How long a session whose event stream closed stays (see :data:`GONE_GRACE_S`)."""
     _runner: asyncio.Task[None] | None = None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -335,11 +363,12 @@ class McpDoor:
 
     async def sweep(self) -> None:
         """End the sessions idle for :data:`IDLE_TIMEOUT_S` (no request in flight, no open
-        event stream): the SDK's session with a ``DELETE`` of its own, then the participant's
-        connection."""
+        event stream), or for :attr:`gone_grace_s` once their event stream closed: the SDK's
+        session with a ``DELETE`` of its own, then the participant's connection."""
         now = self.clock()
         for sid, opened in list(self.sessions.items()):
-            if opened.in_flight == 0 and now - opened.last_active >= IDLE_TIMEOUT_S:
+            limit = self.gone_grace_s if opened.streamed else IDLE_TIMEOUT_S
+            if opened.in_flight == 0 and now - opened.last_active >= limit:
                 self.sessions.pop(sid, None)
                 await self._delete(sid)
                 await opened.seat.close()
@@ -415,7 +444,7 @@ class McpDoor:
         from hubbub.server.state.connection import Connection
 
         if self.cursors is None:
-            self.cursors = ListenCursors(self.router.store)
+            self.cursors = self.router.listen_cursors
         cursors = self.cursors
         cursor = await cursors.get(str(hello["space"]), str(hello["participantId"]))
         if cursor is not None:
@@ -533,8 +562,10 @@ def add_mcp_routes(
             # the SDK runs each message's handler in the context of the request that
             # carried it: that is where the tools find their desk
             token = CURRENT_DESK.set(opened.desk) if opened is not None else None
+            cancelled = await _cancelled_requests(request) if opened is not None else []
             if opened is not None:
                 opened.in_flight += 1
+                opened.streamed |= request.method == "GET"
             try:
                 response = await serve_asgi(request, door.manager.handle_request)
             finally:
@@ -543,6 +574,9 @@ def add_mcp_routes(
                 if opened is not None:
                     opened.in_flight -= 1
                     opened.last_active = door.clock()
+            for rid in cancelled:  # cancelled after its answer was written: offered again
+                assert opened is not None
+                await opened.desk.reoffer(rid)
             ended = request.method == "DELETE" and response.status < 300
             if opened is not None and (ended or response.status == 404):
                 # ended by its client, or by the SDK on its own (a crashed session): the
@@ -595,6 +629,32 @@ def add_mcp_routes(
 
     app.router.add_route("*", MCP_PATH, endpoint)
     app.on_shutdown.append(cleanup)
+
+
+CANCEL_SNIFF_BYTES = 4096
+"""A POST this small is read for ``notifications/cancelled`` (they are a few hundred bytes)."""
+
+
+async def _cancelled_requests(request: web.Request) -> list[str]:
+    """The request ids a POST's ``notifications/cancelled`` name (as the tools see them:
+    strings), so a ``listen`` whose answer was written already offers its batch again."""
+    if request.method != "POST" or (request.content_length or 0) > CANCEL_SNIFF_BYTES:
+        return []
+    body = await request.read()  # kept: the bridge reads the same bytes
+    if b"notifications/cancelled" not in body:
+        return []
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return []
+    out = []
+    for msg in parsed if isinstance(parsed, list) else [parsed]:
+        if isinstance(msg, dict) and msg.get("method") == "notifications/cancelled":
+            params = msg.get("params")
+            rid = params.get("requestId") if isinstance(params, dict) else None
+            if isinstance(rid, str | int) and not isinstance(rid, bool):
+                out.append(str(rid))
+    return out
 
 
 def _handshake_version(version: str) -> bool:

@@ -1,9 +1,13 @@
-"""Where each ``/mcp`` participant's ``listen`` stopped, kept in the gateway's store.
+"""Where each MCP participant's ``listen`` stopped, kept in the gateway's store.
 
 The desk of a session hands its :class:`~hubbub.mcp.cursor.ListenCursor` over each time
 ``listen`` returns messages; :class:`ListenCursors` stores it (record table
 :data:`CURSOR_TABLE`, one record per participant and space) and answers only once it is
-durable, and gives it back when the participant's next session opens (docs/mcp.md).
+durable, and gives it back when the participant's next session opens (docs/mcp.md). An
+``/mcp`` session's desk calls it in the gateway's process; ``hubbub mcp`` (stdio, over a
+WebSocket) through the ``mcp/cursor`` request (:meth:`Requests._cursor
+<hubbub.server.core.requests.Requests._cursor>`) — the same records either way, so a
+participant resumes where it stopped whichever door it comes back through.
 """
 
 from __future__ import annotations
