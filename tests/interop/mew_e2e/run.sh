@@ -25,7 +25,8 @@ if [[ ${#scenarios[@]} -eq 0 ]]; then
   scenarios=(scenario-1-basic scenario-2-mcp scenario-3-proposals scenario-5-reasoning
     scenario-6-errors scenario-7-mcp-bridge scenario-8-grant scenario-8-typescript-agent
     scenario-9-typescript-proposals scenario-10-multi-agent scenario-11-chat-controls
-    scenario-12-stream-controls scenario-13-participant-controls scenario-17-space-invite)
+    scenario-12-stream-controls scenario-13-participant-controls scenario-17-space-invite
+    scenario-4-capabilities)
 fi
 
 e2e="${mew_root}/e2e-hubbub"
