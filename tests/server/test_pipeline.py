@@ -37,7 +37,7 @@ class Recorded(Connection):
     __slots__ = ("got", "sends")
 
     def __init__(self) -> None:
-        super().__init__(MEW, Port(1 << 20), lambda c: None, "test")
+        super().__init__(MEW, Port(1 << 20, envelopes=True), lambda c: None, "test")
         self.got: list[dict[str, Any]] = []
         self.sends = 0
 

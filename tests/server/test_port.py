@@ -16,7 +16,7 @@ def env(n: int) -> Envelope:
 
 
 def test_bytes_are_counted_as_queued_drained_and_held() -> None:
-    port = Port(100)
+    port = Port(100, envelopes=True)
     assert port.put(b"abc", env(1)) and port.put(b"defgh", (env(2), env(3)))
     assert (port.queued, port.held, port.pending, len(port)) == (8, 0, 8, 2)
     items = port.drain()
@@ -59,7 +59,7 @@ def test_settling_at_the_bound_keeps_the_port_open() -> None:
 
 
 def test_drop_oldest_keeps_the_newest_and_reports_the_gap() -> None:
-    port = Port(10, Overflow.DROP_OLDEST)
+    port = Port(10, Overflow.DROP_OLDEST, envelopes=True)
     for n in range(1, 6):
         assert port.put(b"abcd", env(n))  # 4 bytes each: at most two fit
     assert port.closed is None and port.queued == 8
@@ -70,7 +70,7 @@ def test_drop_oldest_keeps_the_newest_and_reports_the_gap() -> None:
 
 
 def test_drop_oldest_counts_what_the_driver_holds() -> None:
-    port = Port(10, Overflow.DROP_OLDEST)
+    port = Port(10, Overflow.DROP_OLDEST, envelopes=True)
     port.put(b"abcd", env(1))
     port.put(b"efgh", (env(2), env(3)))
     assert port.settle(6)  # the receiver still holds 6: only one frame of 4 fits beside it
@@ -85,6 +85,15 @@ def test_a_frame_without_envelopes_is_counted_in_the_gap_by_bytes() -> None:
     gap = port.take_gap()
     assert gap == Gap(items=1, bytes=6, first=None, last=None)
     assert len(port) == 0
+
+
+def test_a_byte_port_keeps_no_envelopes_and_counts_its_frames() -> None:
+    """A WebSocket's port: frames appended as they come, counted when asked."""
+    port = Port(100)
+    assert port.plain and port.sent is None
+    port.frames.append(b"abc")  # what Connection.send does for a plain port
+    port.put(b"de", env(1))
+    assert port.queued == 5 and port.drain() == [(b"abc", None), (b"de", None)]
 
 
 def test_a_bound_must_be_positive() -> None:
@@ -102,25 +111,26 @@ _op = st.one_of(
 @settings(max_examples=300, deadline=None)
 @given(
     policy=st.sampled_from(list(Overflow)),
+    envelopes=st.booleans(),
     bound=st.integers(1, 120),
     ops=st.lists(_op, max_size=60),
 )
 def test_bytes_accounted_equal_bytes_queued_minus_drained(
-    policy: Overflow, bound: int, ops: list[tuple[str, object]]
+    policy: Overflow, envelopes: bool, bound: int, ops: list[tuple[str, object]]
 ) -> None:
     """Whatever the sequence: queued = put − drained − dropped − cut at a close, and equals
     the bytes of the items in the port; a drop-oldest port never holds more than its bound
     after a put; a closed port takes nothing."""
-    port = Port(bound, policy)
+    port = Port(bound, policy, envelopes=envelopes)
     put = drained = dropped = cut = 0
     for op, arg in ops:
         if op == "put":
             assert isinstance(arg, bytes)
             before = port.queued
-            if port.put(arg):
+            if port.put(arg, env(put)):
                 put += len(arg)
                 if policy is Overflow.DROP_OLDEST:
-                    assert port.pending <= bound or not port.items
+                    assert port.pending <= bound or not port.frames
             else:
                 assert port.closed is not None and port.queued == before == 0
         elif op == "drain":
@@ -133,5 +143,7 @@ def test_bytes_accounted_equal_bytes_queued_minus_drained(
         gap = port.take_gap()
         if gap is not None:
             dropped += gap.bytes
-        assert port.queued == sum(len(d) for d, _ in port.items)
+        assert port.queued == sum(len(d) for d in port.frames)
+        if port.sent is not None:
+            assert len(port.sent) == len(port.frames)
         assert port.queued == put - drained - dropped - cut

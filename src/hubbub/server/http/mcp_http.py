@@ -111,7 +111,7 @@ class SeatConnection(Connection):
         on_overflow: Callable[[Connection], None],
         on_end: Callable[[str], None],
     ) -> None:
-        super().__init__(_MEW, Port(bound, Overflow.CLOSE), on_overflow, "mcp")
+        super().__init__(_MEW, Port(bound, Overflow.CLOSE, envelopes=True), on_overflow, "mcp")
         self.desk = desk
         self.on_end = on_end
         self._ledger: deque[tuple[Envelope, int]] = deque()
@@ -122,7 +122,7 @@ class SeatConnection(Connection):
         """Hand the turn's envelopes to the desk; end the session when it fell too far
         behind, or when another connection of its participant displaced it."""
         port = self.port
-        if not port.items:
+        if not port.frames:
             return
         items = port.drain()
         if self.closed:

@@ -108,7 +108,7 @@ class Connection:
     awaits a slow reader: the port's bound and policy decide (``state/port.py``).
     """
 
-    __slots__ = ("_on_overflow", "closed", "dialect", "peer", "port")
+    __slots__ = ("_frames", "_on_overflow", "_plain", "closed", "dialect", "peer", "port")
 
     def __init__(
         self,
@@ -119,6 +119,8 @@ class Connection:
     ) -> None:
         self.dialect = dialect
         self.port = port
+        self._frames = port.frames  # the hot path's shortcuts (send: one append per frame)
+        self._plain = port.plain
         self.closed = False
         self._on_overflow = on_overflow
         self.peer = peer
@@ -144,13 +146,16 @@ class Connection:
         drain; False when the connection is gone."""
         if self.closed:
             return False
-        port = self.port
-        if not port.items:  # the turn's first frame (flush checks the receiver again)
+        frames = self._frames
+        if not frames:  # the turn's first frame (flush checks the receiver again)
             if not self.writable():
                 self.closed = True
                 return False
             _cork(self)
-        port.put(frame, sent)
+        if self._plain:
+            frames.append(frame)  # a byte port: the frame is all it keeps (state/port.py)
+        else:
+            self.port.put(frame, sent)
         return True
 
     def writable(self) -> bool:
@@ -212,17 +217,23 @@ class SocketConnection(Connection):
 
     def flush(self) -> None:
         """Write the queued frames now, in one write; close a reader that fell too far behind."""
-        port = self.port
-        if not port.items:
+        frames = self._frames
+        if not frames:
             return
-        data = port.drain_bytes()
+        port = self.port
+        data = frames[0] if len(frames) == 1 else port.drain_bytes()
+        frames.clear()
         t = self.transport
         if self.closed or t.is_closing():
             self.closed = True
             return
         t.write(data)
-        if not port.settle(t.get_write_buffer_size()):
-            self.overflow()
+        held = t.get_write_buffer_size()
+        if held > port.bound:  # the socket keeps more than the bound: the port's policy
+            if not port.settle(held):
+                self.overflow()
+        else:
+            port.held = held
 
     def end_slow(self) -> None:
         """Close frame, then abort."""

@@ -62,29 +62,42 @@ class Gap:
 
 
 class Port:
-    """One receiver's out-going frames and envelopes, their bytes, and its bound."""
+    """One receiver's out-going frames (and, where its driver wants them, the envelopes
+    they carry), their bytes, and its bound.
+
+    A *plain* port — close policy, no envelopes kept (a WebSocket, a cluster link) — is put
+    into by appending to :attr:`frames` alone (:meth:`Connection.send
+    <hubbub.server.state.connection.Connection.send>` does so: the WebSocket write path stays
+    one append per frame); its :attr:`queued` is counted when asked (at :meth:`settle`, after
+    a drain, that is nothing). Every other port counts as it goes."""
 
     __slots__ = (
         "_gap_bytes",
         "_gap_first",
         "_gap_items",
         "_gap_last",
+        "_queued",
         "bound",
         "closed",
+        "frames",
         "held",
-        "items",
+        "plain",
         "policy",
-        "queued",
+        "sent",
     )
 
-    def __init__(self, bound: int, policy: Overflow = Overflow.CLOSE) -> None:
+    def __init__(
+        self, bound: int, policy: Overflow = Overflow.CLOSE, *, envelopes: bool = False
+    ) -> None:
         if bound <= 0:
             raise ValueError(f"a port's bound must be > 0 bytes, not {bound}")
         self.bound = bound
         self.policy = policy
-        self.items: deque[Item] = deque()
-        self.queued = 0
-        """Bytes of :attr:`items`."""
+        self.frames: deque[bytes] = deque()
+        self.sent: deque[Sent] | None = deque() if envelopes else None
+        """The envelopes of each frame in :attr:`frames` (None: not kept, a byte port)."""
+        self.plain = policy is Overflow.CLOSE and not envelopes
+        self._queued = 0
         self.held = 0
         """Bytes the driver took and the receiver has not consumed (its last :meth:`settle`)."""
         self.closed: str | None = None
@@ -93,6 +106,11 @@ class Port:
         self._gap_bytes = 0
         self._gap_first: Envelope | None = None
         self._gap_last: Envelope | None = None
+
+    @property
+    def queued(self) -> int:
+        """Bytes of the queued frames."""
+        return sum(map(len, self.frames)) if self.plain else self._queued
 
     @property
     def pending(self) -> int:
@@ -104,26 +122,40 @@ class Port:
         closed (nothing is queued then)."""
         if self.closed is not None:
             return False
-        self.items.append((data, sent))
-        self.queued += len(data)
-        if self.policy is Overflow.DROP_OLDEST and self.queued + self.held > self.bound:
+        self.frames.append(data)
+        if self.sent is not None:
+            self.sent.append(sent)
+        self._queued += len(data)
+        if self.policy is Overflow.DROP_OLDEST and self._queued + self.held > self.bound:
             self._drop_oldest()
         return True
 
     def drain(self) -> list[Item]:
-        """Take every queued item, oldest first (the driver's turn)."""
-        items = list(self.items)
-        self.items.clear()
-        self.queued = 0
+        """Take every queued frame with its envelopes, oldest first (the driver's turn)."""
+        frames = self.frames
+        sent = self.sent
+        items: list[Item]
+        if sent is not None:
+            items = list(zip(frames, sent, strict=True))
+        else:
+            items = [(f, None) for f in frames]
+        self._clear()
         return items
 
     def drain_bytes(self) -> bytes:
         """Take every queued frame as one buffer (a socket writer: one write per turn)."""
-        items = self.items
-        data = items[0][0] if len(items) == 1 else b"".join([d for d, _ in items])
-        items.clear()
-        self.queued = 0
+        frames = self.frames
+        data = frames[0] if len(frames) == 1 else b"".join(frames)
+        frames.clear()
+        if not self.plain:
+            self._clear()
         return data
+
+    def _clear(self) -> None:
+        self.frames.clear()
+        if self.sent is not None:
+            self.sent.clear()
+        self._queued = 0
 
     def settle(self, held: int) -> bool:
         """The driver holds ``held`` bytes the receiver has not consumed (after a drain);
@@ -131,13 +163,17 @@ class Port:
         self.held = held
         if self.closed is not None:
             return False
-        if self.policy is Overflow.CLOSE and self.queued + held > self.bound:
-            self.close(
-                f"slow consumer: {self.queued + held} bytes not taken, over the bound of "
-                f"{self.bound} bytes"
-            )
-            return False
-        if self.policy is Overflow.DROP_OLDEST and self.queued + held > self.bound:
+        if self.plain and not self.frames and held <= self.bound:
+            return True  # a socket writer's every turn: nothing queued, the socket keeps up
+        if self.policy is Overflow.CLOSE:
+            queued = self.queued
+            if queued + held > self.bound:
+                self.close(
+                    f"slow consumer: {queued + held} bytes not taken, over the bound of "
+                    f"{self.bound} bytes"
+                )
+                return False
+        elif self._queued + held > self.bound:
             self._drop_oldest()
         return True
 
@@ -146,8 +182,7 @@ class Port:
         if self.closed is not None:
             return False
         self.closed = reason
-        self.items.clear()
-        self.queued = 0
+        self._clear()
         return True
 
     def take_gap(self) -> Gap | None:
@@ -160,17 +195,18 @@ class Port:
         return gap
 
     def _drop_oldest(self) -> None:
-        items = self.items
-        while items and self.queued + self.held > self.bound:
-            data, sent = items.popleft()
-            self.queued -= len(data)
+        frames, sent = self.frames, self.sent
+        while frames and self._queued + self.held > self.bound:
+            data = frames.popleft()
+            carried = sent.popleft() if sent is not None else None
+            self._queued -= len(data)
             self._gap_items += 1
             self._gap_bytes += len(data)
-            envs = (sent,) if isinstance(sent, Envelope) else sent or ()
+            envs = (carried,) if isinstance(carried, Envelope) else carried or ()
             if envs:
                 if self._gap_first is None:
                     self._gap_first = envs[0]
                 self._gap_last = envs[-1]
 
     def __len__(self) -> int:
-        return len(self.items)
+        return len(self.frames)
