@@ -214,6 +214,10 @@ class SessionSeat:
 
     async def close(self) -> None:
         """Detach the session: the participant goes offline."""
+        self.detach()
+
+    def detach(self) -> None:
+        """:meth:`close`, now (the door ends a session from a connection's callback)."""
         s, self.session = self.session, None
         if s is not None:
             self.router.detach(s)
@@ -555,15 +559,15 @@ class McpDoor:
             self.gone[opened.sid] = (opened.caller, reason)
             while len(self.gone) > GONE_KEPT:
                 self.gone.popitem(last=False)
-        self.router.spawn(self._finish(opened))
-
-    async def _finish(self, opened: _Open) -> None:
-        """Detach an ended session's participant; end the SDK's session once no request of
-        it but its event stream is being served (that one it ends)."""
-        await opened.seat.close()
-        if opened.sid is not None and opened.posts == 0 and not opened.deleted:
+        # after the gateway's own detach of a displaced session (which keeps its streams for
+        # the newer connection): this one only catches what nothing else detached
+        asyncio.get_running_loop().call_soon(opened.seat.detach)
+        # the SDK's session ends once no request of it but its event stream is being served
+        # (the request that is ends it as it finishes: the route); at shutdown, the manager
+        # ends them all
+        if opened.sid is not None and opened.posts == 0 and not self.router.shutting_down:
             opened.deleted = True
-            await self._delete(opened.sid)
+            self.router.spawn(self._delete(opened.sid))
 
 
 # ---------------------------------------------------------------------- the route
