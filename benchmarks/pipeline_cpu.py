@@ -73,9 +73,12 @@ async def _measure(k: int, n: int, batch: int, dialect_name: str = "mew") -> dic
     from hubbub.server.config import Limits
 
     try:
-        from hubbub.server.state.connection import Connection
-    except ImportError:  # the layout before server/ had parts
-        from hubbub.server.connection import Connection  # type: ignore[no-redef]
+        from hubbub.server.state.connection import SocketConnection as Connection
+    except ImportError:  # before ports (state/port.py), or before server/ had parts
+        try:
+            from hubbub.server.state.connection import Connection  # type: ignore[assignment]
+        except ImportError:
+            from hubbub.server.connection import Connection  # type: ignore[no-redef]
 
     with tempfile.TemporaryDirectory() as data:
         gw: Any = make_router(None, data_dir=data, limits=Limits(rate_per_s=0))

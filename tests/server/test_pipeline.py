@@ -1,66 +1,53 @@
 """The message pipeline without sockets: admission, sequencer and delivery, on a MemoryStore
 and on SQLite (whose group commit delivers a burst of one channel's messages in one go).
 
-Each participant is a recorded connection (frames decoded as they are sent), each frame goes
-through :meth:`Gateway.receive` exactly as the WebSocket hands it over, and the engines run on
-an injected clock. A test settles by waiting for the store's commits, never for time.
+Each participant is a recorded receiver (its port's envelopes kept as they are drained), each
+frame goes through :meth:`Gateway.receive` exactly as the WebSocket hands it over, and the
+engines run on an injected clock. A test settles by waiting for the store's commits, never for time.
 """
 
 from __future__ import annotations
 
 import asyncio
-import struct
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import msgspec
 import pytest
 
 from hubbub.protocol.dialects import MEW
+from hubbub.protocol.envelope import Envelope, materialized, to_builtins
 from hubbub.protocol.hello import Hello
 from hubbub.protocol.ids import SERVER_ID
 from hubbub.protocol.markers import WAKE
 from hubbub.server.config import Limits, open_space
 from hubbub.server.gateway import Gateway
 from hubbub.server.state.connection import Connection
+from hubbub.server.state.port import Port
 from hubbub.server.state.space import Session
 from hubbub.store.memory import MemoryStore
 from hubbub.store.sqlite import SqliteStore
 
 
-def _frames(buf: bytes) -> list[bytes]:
-    """The payloads of the unmasked server→client frames in ``buf``."""
-    out: list[bytes] = []
-    i = 0
-    while i < len(buf):
-        n = buf[i + 1] & 0x7F
-        i += 2
-        if n == 126:
-            (n,) = struct.unpack_from("!H", buf, i)
-            i += 2
-        elif n == 127:
-            (n,) = struct.unpack_from("!Q", buf, i)
-            i += 8
-        out.append(buf[i : i + n])
-        i += n
-    return out
-
-
 class Recorded(Connection):
-    """A MEW connection that keeps every envelope sent to it, decoded, and counts the sends."""
+    """A MEW receiver whose driver keeps every envelope drained from its port (as the wire
+    names its fields) and counts the frames."""
 
     __slots__ = ("got", "sends")
 
     def __init__(self) -> None:
-        super().__init__(cast(asyncio.Transport, None), MEW, 1 << 20, lambda c: None, "test")
+        super().__init__(MEW, Port(1 << 20, envelopes=True), lambda c: None, "test")
         self.got: list[dict[str, Any]] = []
         self.sends = 0
 
-    def send(self, frame: bytes) -> bool:
-        self.got.extend(msgspec.json.decode(p) for p in _frames(frame))
-        self.sends += 1
-        return True
+    def flush(self) -> None:
+        for _data, sent in self.port.drain():
+            envs = [sent] if isinstance(sent, Envelope) else list(sent or ())
+            assert envs, "a frame for a MEW receiver carries its envelopes"
+            self.got.extend(to_builtins(materialized(e)) for e in envs)
+            self.sends += 1
+        self.port.settle(0)
 
     def close(self, code: int, reason: str) -> None:
         self.closed = True

@@ -19,6 +19,7 @@ from hubbub.server.core.delivery import DIALECTS, Delivery
 from hubbub.server.state.activity import Activity
 from hubbub.server.state.connection import Connection, Members
 from hubbub.server.state.metrics import Metrics
+from hubbub.server.state.port import Port, Sent
 from hubbub.server.state.space import Channel, Session, SpaceState, TokenBucket
 
 PIDS = ["a", "b", "c", "d"]
@@ -52,7 +53,7 @@ class Recorded(Connection):
         self.group = group
         self.member = member
 
-    def send(self, frame: bytes) -> bool:
+    def send(self, frame: bytes, sent: Sent = None) -> bool:
         self.tally[self.key] += 1
         return True
 
@@ -62,8 +63,9 @@ class Sink:
 
     def __init__(self) -> None:
         self.frames: list[bytes] = []
+        self.port = Port(1 << 30)
 
-    def send(self, frame: bytes) -> bool:
+    def send(self, frame: bytes, sent: Sent = None) -> bool:
         self.frames.append(frame)
         return True
 

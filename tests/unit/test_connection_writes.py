@@ -7,10 +7,10 @@ import asyncio
 import socket
 
 from hubbub.protocol.dialects import DIALECTS
-from hubbub.server.state.connection import Connection
+from hubbub.server.state.connection import SocketConnection
 
 
-async def _pair() -> tuple[Connection, asyncio.StreamReader, list[int]]:
+async def _pair() -> tuple[SocketConnection, asyncio.StreamReader, list[int]]:
     """A connection on one end of a socket pair, a reader of the other end, and the sizes
     of the writes it makes."""
     a, b = socket.socketpair()
@@ -26,7 +26,7 @@ async def _pair() -> tuple[Connection, asyncio.StreamReader, list[int]]:
         write(data)
 
     transport.write = counted  # type: ignore[method-assign]
-    conn = Connection(transport, DIALECTS["mew"], 1 << 20, lambda c: None, "peer")
+    conn = SocketConnection(transport, DIALECTS["mew"], 1 << 20, lambda c: None, "peer")
     return conn, reader, writes
 
 

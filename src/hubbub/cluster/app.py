@@ -17,7 +17,7 @@ from hubbub.server.app import Accepted, accept_websocket, error_frames, pump, ru
 from hubbub.server.config import Limits
 from hubbub.server.http.health import HEALTHY
 from hubbub.server.listener import GuardedSite
-from hubbub.server.state.connection import Connection
+from hubbub.server.state.connection import SocketConnection
 from hubbub.server.web_guard import browser_guard
 
 NODE_KEY = web.AppKey("node", Node)
@@ -71,7 +71,7 @@ async def _websocket(request: web.Request) -> web.StreamResponse:
         elif uplink is None:
             await accepted.refuse(ProtocolError(ErrorCode.UNAVAILABLE, _NO_LEADER))
         else:
-            conn = Connection(
+            conn = SocketConnection(
                 accepted.transport,
                 accepted.dialect,
                 limits.send_buffer_bytes,

@@ -15,7 +15,14 @@ from hubbub.protocol.dialects import DIALECTS, NATIVE
 from hubbub.protocol.errors import ProtocolError
 from hubbub.server.app import error_frames, open_session
 from hubbub.server.gateway import Gateway
-from hubbub.server.state.connection import CLOSE_POLICY, Connection, Members, ws_binary_frame
+from hubbub.server.state.connection import (
+    CLOSE_POLICY,
+    Connection,
+    Members,
+    SocketConnection,
+    ws_binary_frame,
+)
+from hubbub.server.state.port import Sent
 from hubbub.server.state.space import Session
 
 log = logging.getLogger("hubbub.cluster")
@@ -25,19 +32,14 @@ LINK_BUFFER_BYTES = 256 * 1024 * 1024
 
 
 class RemoteConnection(Connection):
-    """A client connected to another node: what the router writes goes over the link."""
+    """A client connected to another node: what the router writes goes over the link, whose
+    port (the link's own connection's) holds it and counts its bytes for every client of the
+    link; slow readers are cut off by their own node."""
 
     __slots__ = ("link", "sid")
 
     def __init__(self, link: LeaderLink, sid: int, dialect: Dialect, peer: str) -> None:
-        # no transport of its own: every method that touches one is overridden
-        self.transport = cast(asyncio.Transport, None)
-        self.dialect = dialect
-        self.buffer_limit = LINK_BUFFER_BYTES
-        self.closed = False
-        self._on_overflow = link.router.on_overflow
-        self.peer = peer
-        self._out = []
+        super().__init__(dialect, link.conn.port, link.router.on_overflow, peer)
         self.link = link
         self.sid = sid
 
@@ -51,7 +53,7 @@ class RemoteConnection(Connection):
         """Its id on the link."""
         return self.sid
 
-    def send(self, frame: bytes) -> bool:
+    def send(self, frame: bytes, sent: Sent = None) -> bool:
         """Queue one frame for this client on its node's link."""
         if self.closed:
             return False
@@ -204,7 +206,7 @@ async def serve_link(request: web.Request, router: Gateway, node: str) -> web.We
     await ws.prepare(request)
     transport = request.transport
     assert transport is not None
-    conn = Connection(transport, NATIVE, LINK_BUFFER_BYTES, lambda c: None, node)
+    conn = SocketConnection(transport, NATIVE, LINK_BUFFER_BYTES, lambda c: None, node)
     link = LeaderLink(router, node, conn)
     log.info("node %s linked", node)
     router.metrics.cluster_links += 1

@@ -187,6 +187,39 @@ def to_builtins(env: Envelope) -> dict[str, Any]:
     return out
 
 
+def materialized(env: Envelope) -> Envelope:
+    """``env`` as a receiver that decoded its frame would hold it: the pre-encoded parts of
+    its payload (``msgspec.Raw``: stored messages, participant summaries) decoded; ``env``
+    itself when it has none (it may be shared: it is never changed)."""
+    payload = _decoded(env.payload)
+    return env if payload is env.payload else msgspec.structs.replace(env, payload=payload)
+
+
+def _decoded(value: Any) -> Any:
+    """``value`` with every ``msgspec.Raw`` in it decoded (``value`` itself when none is)."""
+    if isinstance(value, msgspec.Raw):
+        return msgspec.json.decode(value)
+    if isinstance(value, dict):
+        out: dict[Any, Any] | None = None
+        for k, v in value.items():
+            d = _decoded(v)
+            if d is not v:
+                if out is None:
+                    out = dict(value)
+                out[k] = d
+        return value if out is None else out
+    if isinstance(value, list):
+        items: list[Any] | None = None
+        for i, v in enumerate(value):
+            d = _decoded(v)
+            if d is not v:
+                if items is None:
+                    items = list(value)
+                items[i] = d
+        return value if items is None else items
+    return value
+
+
 def content_digest(env: Envelope) -> int:
     """A 63-bit digest of what a sender decides of a message (kind, payload, ``to``, channel,
     ``private``, ``correlation_id``, ``context``): equal only for the same message, never 0."""

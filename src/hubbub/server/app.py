@@ -30,8 +30,14 @@ from hubbub.server.http.health import health_handler
 from hubbub.server.http.http_api import add_http_routes
 from hubbub.server.http.mcp_http import add_mcp_routes
 from hubbub.server.http.observe import ActivityWatcher
-from hubbub.server.listener import GuardedSite
-from hubbub.server.state.connection import CLOSE_POLICY, CLOSE_TOO_BIG, Connection, ws_text_frame
+from hubbub.server.listener import CONNECTION_GATES, GuardedSite
+from hubbub.server.state.connection import (
+    CLOSE_POLICY,
+    CLOSE_TOO_BIG,
+    Connection,
+    SocketConnection,
+    ws_text_frame,
+)
 from hubbub.server.state.metrics import Metrics
 from hubbub.server.state.space import Session
 from hubbub.server.state.visibility import sees_channel
@@ -367,7 +373,7 @@ async def run_session(accepted: Accepted, router: Gateway) -> None:
     """Attach an accepted client to ``router`` and route its frames until it goes."""
     limits = router.limits
     ws = accepted.ws
-    conn = Connection(
+    conn = SocketConnection(
         accepted.transport,
         accepted.dialect,
         limits.send_buffer_bytes,
@@ -406,6 +412,7 @@ def build_app(router: Gateway) -> web.Application:
         middlewares=[browser_guard(router.limits.allowed_origins, router.limits.allowed_hosts)],
     )
     app[ROUTER_KEY] = router
+    app[CONNECTION_GATES] = []  # the public port's gate, once its site is made
     router.events.subscribe(ActivityWatcher(router))  # the dashboard's feed
     app.router.add_get("/ws", websocket_endpoint)
     app.router.add_get("/", websocket_endpoint)

@@ -120,6 +120,19 @@ class ConnectionGate:
         self.refusing += 1
         return Verdict.REFUSE_TOTAL if self.open >= caps.total else Verdict.REFUSE_IP
 
+    def hold(self, ip: str) -> Verdict:
+        """Count a receiver from ``ip`` that is no connection of its own (an ``/mcp``
+        session) against the same caps: ``SERVE`` (counted until :meth:`release`), or the
+        cap that refuses it."""
+        caps = self.caps
+        if self.open >= caps.total:
+            return Verdict.REFUSE_TOTAL
+        if self.per_ip.get(ip, 0) >= caps.per_ip:
+            return Verdict.REFUSE_IP
+        self.open += 1
+        self.per_ip[ip] = self.per_ip.get(ip, 0) + 1
+        return Verdict.SERVE
+
     def release(self, ip: str, verdict: Verdict) -> None:
         """Forget a connection that ended."""
         if verdict is Verdict.SERVE:
@@ -131,6 +144,32 @@ class ConnectionGate:
                 del self.per_ip[ip]
         elif verdict is not Verdict.DROP:
             self.refusing -= 1
+
+
+PUBLIC_FIXES = (
+    "--max-connections-per-ip or HUBBUB_MAX_CONNECTIONS_PER_IP",
+    "--max-connections or HUBBUB_MAX_CONNECTIONS",
+)
+"""How a public port's caps are raised (per address, in total)."""
+
+
+def refusal_message(verdict: Verdict, caps: Caps, fixes: tuple[str, str] = PUBLIC_FIXES) -> str:
+    """Why a connection (or an ``/mcp`` session) over a cap is refused, and what to do."""
+    if verdict is Verdict.REFUSE_IP:
+        return (
+            f"this address already holds {caps.per_ip} connections (WebSockets, HTTP "
+            "connections and /mcp sessions together), the most one address may "
+            f"(limits.max_connections_per_ip); close some, or raise the limit with {fixes[0]}"
+        )
+    return (
+        f"the gateway is serving its limit of {caps.total} connections "
+        f"(limits.max_connections); try again shortly, or raise the limit with {fixes[1]}"
+    )
+
+
+CONNECTION_GATES = web.AppKey("connection_gates", list[ConnectionGate])
+"""The gate of the public port serving an app (a list: filled when its site is made), so
+that receivers that are no connection of their own count against the same caps."""
 
 
 class Throttle:
@@ -286,27 +325,19 @@ class GuardedSite(web.BaseSite):
         self.gate = gate or ConnectionGate(connection_caps(limits, self.nofile))
         caps = self.gate.caps
         if gate is None:
-            per_ip_fix = "--max-connections-per-ip or HUBBUB_MAX_CONNECTIONS_PER_IP"
-            total_fix = "--max-connections or HUBBUB_MAX_CONNECTIONS"
+            fixes = PUBLIC_FIXES
+            app = runner.app if isinstance(runner, web.AppRunner) else None
+            gates = app.get(CONNECTION_GATES) if app is not None else None
+            if gates is not None:
+                gates.append(self.gate)  # the app's /mcp sessions count against these caps
         else:
-            per_ip_fix = total_fix = (
-                f"--max-connections (the link ports get 1/{LINK_SHARE} of the public port's)"
-            )
+            fix = f"--max-connections (the link ports get 1/{LINK_SHARE} of the public port's)"
+            fixes = (fix, fix)
         self.refusals = {
-            Verdict.REFUSE_IP: _answer(
-                "503 Service Unavailable",
-                "too_many_connections",
-                f"this address already holds {caps.per_ip} connections, the most one address "
-                f"may (limits.max_connections_per_ip); close some, or raise the limit with "
-                f"{per_ip_fix}",
-            ),
-            Verdict.REFUSE_TOTAL: _answer(
-                "503 Service Unavailable",
-                "too_many_connections",
-                f"the gateway is serving its limit of {caps.total} connections "
-                f"(limits.max_connections); try again shortly, or raise the limit with "
-                f"{total_fix}",
-            ),
+            v: _answer(
+                "503 Service Unavailable", "too_many_connections", refusal_message(v, caps, fixes)
+            )
+            for v in (Verdict.REFUSE_IP, Verdict.REFUSE_TOTAL)
         }
         self.timeout_answer = _answer(
             "408 Request Timeout",

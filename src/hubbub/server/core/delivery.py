@@ -29,6 +29,7 @@ from hubbub.server.core.events import Events
 from hubbub.server.state.activity import Activity
 from hubbub.server.state.connection import ws_text_frame, ws_text_frames
 from hubbub.server.state.metrics import Metrics
+from hubbub.server.state.port import Sent
 from hubbub.server.state.space import Channel, Session, SpaceState
 from hubbub.server.state.visibility import announced_channels, sees_channel
 
@@ -45,12 +46,13 @@ class SleepHook(Protocol):
         ...
 
 
-def _send_to_listeners(ch: Channel, dialect: str, buf: bytes) -> int:
-    """Queue ``buf`` for every awake member of ``ch`` on ``dialect`` (one call per group of
-    connections); how many members that is. Sending only queues, so the lists stay put."""
+def _send_to_listeners(ch: Channel, dialect: str, buf: bytes, sent: Sent) -> int:
+    """Queue ``buf`` (made from ``sent``) for every awake member of ``ch`` on ``dialect``
+    (one call per group of connections); how many members that is. Sending only queues, so
+    the lists stay put."""
     conns, groups = ch.by_dialect[dialect], ch.groups[dialect]
     for conn in conns.values():
-        conn.send(buf)
+        conn.send(buf, sent)
     n = len(conns)
     for group, members in groups.items():
         group.send_many(buf, members)
@@ -87,7 +89,7 @@ class _Variant:
         self.env = env
         self.entries = entries
         self.frames: dict[str, bytes] = {}
-        self.each: dict[str, bytes] = {}
+        self.each: dict[str, tuple[bytes, list[Envelope]]] = {}
 
 
 def _frames(dialect: Dialect, env: Envelope, data: bytes | None = None) -> bytes:
@@ -158,7 +160,7 @@ class Delivery:
             payloads = s.conn.dialect.welcome(env)
         else:
             payloads = s.conn.dialect.encode(env)
-        s.conn.send_payloads(payloads)
+        s.conn.send_payloads(payloads, env)
         self.metrics.messages_out += 1
 
     def send_shared(
@@ -172,7 +174,7 @@ class Delivery:
         if buf is None:
             buf = frames[dialect.name] = _frames(dialect, env, data)
         if buf:
-            s.conn.send(buf)
+            s.conn.send(buf, env)
             self.metrics.messages_out += 1
 
     def error(self, s: Session, exc: ProtocolError) -> None:
@@ -248,7 +250,7 @@ class Delivery:
                 else:
                     buf = ws_text_frames(dialect.encode(env))
                 if buf:
-                    n += _send_to_listeners(ch, dname, buf)
+                    n += _send_to_listeners(ch, dname, buf, env)
         self.metrics.messages_out += n
 
     def fanout_all(
@@ -270,7 +272,10 @@ class Delivery:
                 framed = [_frames(dialect, e, d) for e, d in zip(envs, datas, strict=True)]
             frames = [f for f in framed if f]  # those the dialect can express
             if frames:
-                n += _send_to_listeners(ch, dname, b"".join(frames)) * len(frames)
+                sent = envs
+                if len(frames) != len(envs):
+                    sent = [e for e, f in zip(envs, framed, strict=True) if f]
+                n += _send_to_listeners(ch, dname, b"".join(frames), sent) * len(frames)
         self.metrics.messages_out += n
 
     # ------------------------------------------------------------------ the whole space
@@ -383,22 +388,27 @@ class Delivery:
         event: str,
         channel: str | None,
         entries: list[dict[str, Any]],
-        each: dict[str, bytes],
+        each: dict[str, tuple[bytes, list[Envelope]]],
     ) -> None:
         """A run of presence events as one frame per participant, for a client that reads
         one participant per frame (MEW's ``MEWAgent`` reads only the first of a list)."""
         dialect = s.conn.dialect
-        buf = each.get(dialect.name)
-        if buf is None:
-            parts = []
+        cached = each.get(dialect.name)
+        if cached is None:
+            parts, envs = [], []
             for entry in entries:
                 payload: dict[str, Any] = {"event": event, "participant": entry}
                 if channel is not None:
                     payload["channel"] = channel
-                parts.append(_frames(dialect, self.server_env("system/presence", payload), None))
-            buf = each[dialect.name] = b"".join(parts)
+                env = self.server_env("system/presence", payload)
+                part = _frames(dialect, env, None)
+                if part:
+                    parts.append(part)
+                    envs.append(env)
+            cached = each[dialect.name] = (b"".join(parts), envs)
+        buf, sent = cached
         if buf:
-            s.conn.send(buf)
+            s.conn.send(buf, sent)
             self.metrics.messages_out += len(entries)
 
     def _membership_by_channel(
@@ -424,7 +434,7 @@ class Delivery:
             if ch is None:
                 continue
             # per dialect: each person's frames, so that a subject can be left out of its own
-            pieces: dict[str, list[tuple[str, bytes]]] = {}
+            pieces: dict[str, list[tuple[str, bytes, Envelope]]] = {}
             for s in list(ch.members.values()):
                 dialect = s.conn.dialect
                 if not dialect.channel_presence:
@@ -432,12 +442,13 @@ class Delivery:
                 mine = pieces.get(dialect.name)
                 if mine is None:
                     mine = pieces[dialect.name] = [
-                        (str(e.get("id")), self._membership_frames(dialect, event, e, name))
+                        (str(e.get("id")), *self._membership_frames(dialect, event, e, name))
                         for e in people
                     ]
-                buf = b"".join(frames for pid, frames in mine if pid != s.id)
+                theirs = [(frames, env) for pid, frames, env in mine if pid != s.id]
+                buf = b"".join(frames for frames, _ in theirs)
                 if buf:
-                    s.conn.send(buf)
+                    s.conn.send(buf, [env for _, env in theirs])
                     self.metrics.messages_out += 1
 
     def _update_to_co_members(self, space: SpaceState, entries: list[dict[str, Any]]) -> None:
@@ -462,8 +473,8 @@ class Delivery:
 
     def _membership_frames(
         self, dialect: Dialect, event: str, entry: dict[str, Any], channel: str
-    ) -> bytes:
+    ) -> tuple[bytes, Envelope]:
         env = self.server_env(
             "system/presence", {"event": event, "participant": entry, "channel": channel}
         )
-        return ws_text_frames(dialect.encode(env))
+        return ws_text_frames(dialect.encode(env)), env

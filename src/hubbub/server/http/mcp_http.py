@@ -33,6 +33,7 @@ import json
 import logging
 import os
 import time
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -40,12 +41,15 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from hubbub.extras import install_command
-from hubbub.protocol.envelope import Envelope, decode_envelope, encode
+from hubbub.protocol.envelope import Envelope, encode, materialized
 from hubbub.protocol.errors import ErrorCode, ProtocolError
 from hubbub.protocol.mew import MewDialect
 from hubbub.server.core.mcp_cursors import ListenCursors
 from hubbub.server.http.access import request_token
 from hubbub.server.http.asgi_bridge import serve_asgi
+from hubbub.server.listener import CONNECTION_GATES, ConnectionGate, Verdict, refusal_message
+from hubbub.server.state.connection import Connection
+from hubbub.server.state.port import Overflow, Port
 from hubbub.server.web_guard import MCP_PATH
 
 if TYPE_CHECKING:
@@ -53,7 +57,6 @@ if TYPE_CHECKING:
     from hubbub.mcp.desk import Desk
     from hubbub.protocol.dialect import Dialect
     from hubbub.server.gateway import Gateway
-    from hubbub.server.state.connection import Connection
     from hubbub.server.state.space import Session
 
 OpenSession = Callable[
@@ -70,6 +73,8 @@ SPACE_HEADER = "X-Hubbub-Space"
 SESSION_HEADER = "mcp-session-id"
 _MEW = MewDialect()
 SWEEP_EVERY_S = 30.0
+GONE_KEPT = 4096
+"""How many ended sessions' reasons are kept for their next request."""
 IDLE_TIMEOUT_S = 30 * 60.0
 """A session with no request in flight (an open event stream counts) for this long ends, as
 the SDK's own ``session_idle_timeout`` would (its default, 30 minutes)."""
@@ -109,64 +114,95 @@ _STATUS = {
 # ---------------------------------------------------------------------- the in-process seat
 
 
-class QueueTransport(asyncio.Transport):
-    """The transport of an in-process session's ``Connection``: the gateway writes complete
-    server→client WebSocket frames (unmasked, never fragmented); each text frame's envelope
-    goes to ``deliver``, a close frame to ``closed``."""
+class SeatConnection(Connection):
+    """The receiver of an in-process session: the driver of its port hands each envelope to
+    the session's :class:`~hubbub.mcp.desk.Desk`, in order, at the end of the loop turn —
+    the envelopes themselves, as delivery made them (no encode, frame or decode between).
 
-    def __init__(self, deliver: Callable[[Envelope], None], closed: Callable[[str], None]) -> None:
-        super().__init__()
-        self._deliver = deliver
-        self._closed = closed
-        self._closing = False
+    The port's bound (``limits.send_buffer_bytes``) covers what the desk keeps for
+    ``listen``: the bytes of each message it keeps are held until ``listen`` returns it. An
+    idle session past the bound is a slow consumer: the port closes (policy ``CLOSE``), the
+    participant is detached and the door ends the session at once (``on_end``), so that its
+    next request is told why; the next session's ``listen`` resumes where this one stopped.
+    A session another connection of its participant displaced ends at once too."""
 
-    def write(self, data: bytes | bytearray | memoryview) -> None:
-        """Take one or more whole frames."""
-        buf = bytes(data)
-        i = 0
-        while i + 2 <= len(buf):
-            head, n = buf[i], buf[i + 1] & 0x7F
-            i += 2
-            if n == 126:
-                n = int.from_bytes(buf[i : i + 2], "big")
-                i += 2
-            elif n == 127:
-                n = int.from_bytes(buf[i : i + 8], "big")
-                i += 8
-            payload = buf[i : i + n]
-            i += n
-            opcode = head & 0x0F
-            if opcode in (0x1, 0x2):
+    __slots__ = ("_held", "_ledger", "desk", "on_end")
+
+    def __init__(
+        self,
+        desk: Desk,
+        bound: int,
+        on_overflow: Callable[[Connection], None],
+        on_end: Callable[[str], None],
+    ) -> None:
+        super().__init__(_MEW, Port(bound, Overflow.CLOSE, envelopes=True), on_overflow, "mcp")
+        self.desk = desk
+        self.on_end = on_end
+        self._ledger: deque[tuple[Envelope, int]] = deque()
+        """The messages handed to the desk that it kept for ``listen``, with their bytes."""
+        self._held = 0
+
+    def flush(self) -> None:
+        """Hand the turn's envelopes to the desk; end the session when it fell too far
+        behind, or when another connection of its participant displaced it."""
+        port = self.port
+        if not port.frames:
+            return
+        items = port.drain()
+        if self.closed:
+            return
+        desk = self.desk
+        displaced: str | None = None
+        for data, sent in items:
+            envs = (sent,) if isinstance(sent, Envelope) else (sent or ())
+            share = len(data) // len(envs) if envs else 0
+            for sent_env in envs:
+                env = materialized(sent_env)  # shared with every receiver: never changed
                 try:
-                    self._deliver(decode_envelope(payload))
+                    desk.receive(env)
                 except Exception:
-                    log.exception("an MCP session could not take a frame")
-            elif opcode == 0x8:
-                reason = payload[2:].decode(errors="replace") if len(payload) > 2 else ""
-                self._closing = True
-                self._closed(reason or "closed by the gateway")
+                    log.exception("an MCP session could not take an envelope")
+                    continue
+                inbox = desk.inbox
+                if inbox and inbox[-1] is env:  # kept for listen: held till it is returned
+                    self._ledger.append((env, share))
+                    self._held += share
+                elif env.kind == "system/session-displaced" and self.desk.me in (env.to or ()):
+                    displaced = str(env.payload.get("reason") or "replaced by a new session")
+        if displaced is not None:
+            self._end(displaced)
+            return
+        if self._held > port.bound:
+            self._recount()
+        if not port.settle(self._held):
+            self.overflow()
 
-    def is_closing(self) -> bool:
-        """Whether the session is closed."""
-        return self._closing
+    def _recount(self) -> None:
+        """Forget the held messages ``listen`` has returned since (they left the inbox)."""
+        kept = {id(e) for e in self.desk.inbox}
+        self._ledger = deque(x for x in self._ledger if id(x[0]) in kept)
+        self._held = sum(n for _, n in self._ledger)
 
-    def close(self) -> None:
-        """Close (the gateway ends the session)."""
-        if not self._closing:
-            self._closing = True
-            self._closed("closed by the gateway")
+    def end_slow(self) -> None:
+        """The desk is told, the door ends the session."""
+        reason = self.port.closed or "slow consumer"
+        self._end(f"{reason}: messages this session did not listen for (limits.send_buffer_bytes)")
 
-    def abort(self) -> None:
-        """Close at once."""
-        self.close()
+    def close(self, code: int, reason: str) -> None:
+        """The gateway ends the session (kicked, shutting down, replaced)."""
+        if self.closed:
+            return
+        self.flush()  # what was sent before the close reaches the desk first
+        self._end(reason or "closed by the gateway")
 
-    def get_write_buffer_size(self) -> int:
-        """Nothing is ever buffered: frames are handed over as they are written."""
-        return 0
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        """No socket behind it."""
-        return default
+    def _end(self, reason: str) -> None:
+        """Close the port, tell the desk and the door."""
+        self.closed = True
+        self.port.close(reason)
+        self._ledger.clear()
+        self._held = 0
+        self.desk.closed_by(reason)
+        self.on_end(reason)
 
 
 class SessionSeat:
@@ -178,6 +214,8 @@ class SessionSeat:
         self.router = router
         self.session: Session | None = None
         self.on_closed: Callable[[], None] | None = None
+        self.release: Callable[[], None] | None = None
+        """Gives back the session's slot of its address's connection caps (once)."""
         self._prefix = os.urandom(4).hex()
 
     def new_id(self) -> str:
@@ -200,9 +238,16 @@ class SessionSeat:
 
     async def close(self) -> None:
         """Detach the session: the participant goes offline."""
+        self.detach()
+
+    def detach(self) -> None:
+        """:meth:`close`, now (the door ends a session from a connection's callback)."""
         s, self.session = self.session, None
         if s is not None:
             self.router.detach(s)
+        release, self.release = self.release, None
+        if release is not None:
+            release()
         if self.on_closed is not None:
             self.on_closed()
 
@@ -297,6 +342,10 @@ def _refusal(exc: ProtocolError) -> web.Response:
 # ---------------------------------------------------------------------- the door
 
 
+class CapReached(Exception):
+    """A new session would pass its address's (or the gateway's) connection cap."""
+
+
 @dataclass
 class _Open:
     caller: Caller
@@ -311,6 +360,14 @@ class _Open:
     streamed: bool = False
     """Whether its client opened an event stream (a ``GET``): once that closes and nothing
     is in flight, the session ends after :attr:`McpDoor.gone_grace_s`."""
+    sid: str | None = None
+    """Its ``Mcp-Session-Id``, once its ``initialize`` is answered."""
+    posts: int = 0
+    """Requests other than its event stream (``GET``) being served."""
+    ended: str | None = None
+    """Why the gateway ended it (:meth:`McpDoor.end`); None while it is open."""
+    deleted: bool = False
+    """Whether the SDK's session was ended too."""
 
 
 @dataclass
@@ -327,6 +384,12 @@ class McpDoor:
     """The participants whose ``initialize`` is being answered: one at a time each."""
     gone_grace_s: float = field(default_factory=gone_grace_s)
     """How long a session whose event stream closed stays (see :data:`GONE_GRACE_S`)."""
+    gate: ConnectionGate | None = None
+    """The public port's connection caps, which every session counts against (None: no
+    caps, a gateway served by a site of its own)."""
+    gone: OrderedDict[str, tuple[Caller, str]] = field(default_factory=OrderedDict)
+    """The sessions the gateway ended lately: id → (its caller, why), told to their next
+    request."""
     _runner: asyncio.Task[None] | None = None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -409,10 +472,11 @@ class McpDoor:
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await self._runner
 
-    async def open(self, caller: Caller) -> _Open:
-        """Attach a new participant connection for ``caller`` (raises ProtocolError: 409
-        while another ``initialize`` of the same participant is being answered); call
-        :meth:`opened` once its ``initialize`` is answered."""
+    async def open(self, caller: Caller, address: str = "") -> _Open:
+        """Attach a new participant connection for ``caller`` from ``address`` (raises
+        ProtocolError: 409 while another ``initialize`` of the same participant is being
+        answered; :class:`CapReached` over the connection caps); call :meth:`opened` once its
+        ``initialize`` is answered."""
         hello = caller.hello(self.router)
         key = (str(hello["space"]), str(hello["participantId"]))
         if key in self.opening:
@@ -422,12 +486,21 @@ class McpDoor:
                 "session it opens, or initialize again once it is answered (a new session "
                 "replaces the old one)",
             )
+        gate = self.gate
+        if gate is not None:
+            verdict = gate.hold(address)
+            if verdict is not Verdict.SERVE:
+                raise CapReached(refusal_message(verdict, gate.caps))
         self.opening.add(key)
         try:
             opened = await self._open(caller, hello)
         except BaseException:
             self.opening.discard(key)
+            if gate is not None:
+                gate.release(address, Verdict.SERVE)
             raise
+        if gate is not None:
+            opened.seat.release = lambda: gate.release(address, Verdict.SERVE)
         opened.opening = key
         return opened
 
@@ -441,7 +514,6 @@ class McpDoor:
         from hubbub.mcp.desk import Desk
         from hubbub.mcp.seat import SeatClosed
         from hubbub.mcp.settings import ListenSettings
-        from hubbub.server.state.connection import Connection
 
         if self.cursors is None:
             self.cursors = self.router.listen_cursors
@@ -463,13 +535,14 @@ class McpDoor:
             resume=cursor,
             on_cursor=save_cursor,
         )
-        transport = QueueTransport(desk.receive, desk.closed_by)
-        conn = Connection(
-            transport,
-            _MEW,
-            self.router.limits.send_buffer_bytes,
-            self.router.on_overflow,
-            "mcp",
+        ending: list[_Open] = []  # the session, once it is made (the connection may end first)
+
+        def on_end(reason: str) -> None:
+            if ending:
+                self.end(ending[0], reason)
+
+        conn = SeatConnection(
+            desk, self.router.limits.send_buffer_bytes, self.router.on_overflow, on_end
         )
         session, refusal = await self.open_session(self.router, _MEW, hello, conn)
         if session is None:
@@ -499,7 +572,33 @@ class McpDoor:
         except BaseException:
             await seat.close()
             raise
-        return _Open(caller, desk, seat)
+        opened = _Open(caller, desk, seat)
+        ending.append(opened)
+        if conn.closed:  # displaced or cut while it opened
+            opened.ended = conn.port.closed or "closed by the gateway"
+        return opened
+
+    def end(self, opened: _Open, reason: str) -> None:
+        """End ``opened`` at once (the gateway closed its connection: displaced by a newer
+        session of its participant, a slow consumer, kicked): its participant is detached,
+        the SDK's session ended, and its next request told ``reason``."""
+        if opened.ended is not None:
+            return
+        opened.ended = reason
+        if opened.sid is not None:
+            self.sessions.pop(opened.sid, None)
+            self.gone[opened.sid] = (opened.caller, reason)
+            while len(self.gone) > GONE_KEPT:
+                self.gone.popitem(last=False)
+        # after the gateway's own detach of a displaced session (which keeps its streams for
+        # the newer connection): this one only catches what nothing else detached
+        asyncio.get_running_loop().call_soon(opened.seat.detach)
+        # the SDK's session ends once no request of it but its event stream is being served
+        # (the request that is ends it as it finishes: the route); at shutdown, the manager
+        # ends them all
+        if opened.sid is not None and opened.posts == 0 and not self.router.shutting_down:
+            opened.deleted = True
+            self.router.spawn(self._delete(opened.sid))
 
 
 # ---------------------------------------------------------------------- the route
@@ -531,7 +630,8 @@ def add_mcp_routes(
                 status=501,
             )
         if not doors:
-            doors.append(McpDoor(router, open_session))
+            gates = request.app.get(CONNECTION_GATES) or []
+            doors.append(McpDoor(router, open_session, gate=gates[0] if gates else None))
         door = doors[0]
         await door.start()
         version = request.headers.get("mcp-protocol-version")
@@ -553,6 +653,15 @@ def add_mcp_routes(
         sid = request.headers.get(SESSION_HEADER)
         if sid is not None:
             opened = door.sessions.get(sid)
+            gone = door.gone.get(sid) if opened is None else None
+            if gone is not None and gone[0] == caller:
+                return web.json_response(
+                    {"jsonrpc": "2.0", "id": None,
+                     "error": {"code": -32600, "message": f"Session not found: the gateway "
+                               f"ended this session ({gone[1]}); initialize a new session: "
+                               "its listen resumes where this one stopped"}},
+                    status=404,
+                )  # fmt: skip
             if opened is not None and opened.caller != caller:
                 return web.json_response(
                     {"jsonrpc": "2.0", "id": None,
@@ -563,9 +672,11 @@ def add_mcp_routes(
             # carried it: that is where the tools find their desk
             token = CURRENT_DESK.set(opened.desk) if opened is not None else None
             cancelled = await _cancelled_requests(request) if opened is not None else []
+            post = request.method != "GET"
             if opened is not None:
                 opened.in_flight += 1
-                opened.streamed |= request.method == "GET"
+                opened.posts += post
+                opened.streamed |= not post
             try:
                 response = await serve_asgi(request, door.manager.handle_request)
             finally:
@@ -573,7 +684,11 @@ def add_mcp_routes(
                     CURRENT_DESK.reset(token)
                 if opened is not None:
                     opened.in_flight -= 1
+                    opened.posts -= post
                     opened.last_active = door.clock()
+                    if opened.ended is not None and not opened.posts and not opened.deleted:
+                        opened.deleted = True  # ended meanwhile: its answer is out now
+                        await door._delete(sid)
             for rid in cancelled:  # cancelled after its answer was written: offered again
                 assert opened is not None
                 await opened.desk.reoffer(rid)
@@ -593,9 +708,13 @@ def add_mcp_routes(
                 status=400,
             )
         try:
-            opened = await door.open(caller)
+            opened = await door.open(caller, request.remote or "")
         except ProtocolError as exc:
             return _refusal(exc)
+        except CapReached as exc:
+            return web.json_response(
+                {"error": "too_many_connections", "message": str(exc)}, status=503
+            )
         started: list[str] = []
 
         def on_start(status: int, headers: list[tuple[bytes, bytes]]) -> None:
@@ -610,12 +729,17 @@ def add_mcp_routes(
             CURRENT_DESK.reset(desk_token)
             door.opened(opened)
         if started:
-            sid = started[0]
+            sid = opened.sid = started[0]
             opened.last_active = door.clock()
+            if opened.ended is not None:  # displaced before its initialize was answered
+                reason, opened.ended = opened.ended, None
+                door.end(opened, reason)
+                return response
             door.sessions[sid] = opened
 
             def forget() -> None:
-                door.sessions.pop(sid, None)
+                if door.sessions.get(sid) is opened:
+                    door.sessions.pop(sid, None)
 
             opened.seat.on_closed = forget
         else:

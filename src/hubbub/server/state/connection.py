@@ -1,4 +1,5 @@
-"""One WebSocket connection's outgoing side: pre-encoded frames, a bounded send buffer."""
+"""The gateway's receivers: pre-encoded frames into a bounded port (``state/port.py``), drained
+once per loop turn by each kind's driver (a WebSocket's: :class:`SocketConnection`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from hubbub.protocol.dialect import Dialect
+from hubbub.server.state.port import Overflow, Port, Sent
 
 log = logging.getLogger("hubbub.connection")
 
@@ -95,32 +97,33 @@ def _uncork() -> None:
 
 
 class Connection:
-    """Writes whole frames to the transport; never awaits a slow reader.
+    """One receiver of the gateway's writes: delivery writes frames (in the receiver's
+    dialect, with the envelopes they were made from) to its :attr:`port`; the subclass is the
+    driver that drains it (:class:`SocketConnection`: a WebSocket; ``/mcp``'s seat; a
+    cluster link's client; a test's recorder).
 
-    The same frame bytes are written to every recipient (encode once, fan out). Frames sent to
-    one connection during one event-loop turn (a group commit delivers a batch of messages at
-    once) leave in one write, in order, at the end of the turn. When the transport's buffer
-    passes ``buffer_limit`` the reader is too slow: it gets a close frame (1013, "slow
-    consumer") and is aborted shortly after, so a channel never stalls.
+    The same frame bytes go to every recipient (encode once, fan out). Frames sent to one
+    receiver during one event-loop turn (a group commit delivers a batch of messages at once)
+    are drained together, in order, at the end of the turn (:meth:`flush`). Nothing here
+    awaits a slow reader: the port's bound and policy decide (``state/port.py``).
     """
 
-    __slots__ = ("_on_overflow", "_out", "buffer_limit", "closed", "dialect", "peer", "transport")
+    __slots__ = ("_frames", "_on_overflow", "_plain", "closed", "dialect", "peer", "port")
 
     def __init__(
         self,
-        transport: asyncio.Transport,
         dialect: Dialect,
-        buffer_limit: int,
+        port: Port,
         on_overflow: Callable[[Connection], None],
         peer: str = "",
     ) -> None:
-        self.transport = transport
         self.dialect = dialect
-        self.buffer_limit = buffer_limit
+        self.port = port
+        self._frames = port.frames  # the hot path's shortcuts (send: one append per frame)
+        self._plain = port.plain
         self.closed = False
         self._on_overflow = on_overflow
         self.peer = peer
-        self._out: list[bytes] = []
 
     @property
     def group(self) -> FanoutGroup | None:
@@ -133,53 +136,110 @@ class Connection:
         """This connection's number in its :attr:`group`."""
         return 0
 
-    def send(self, frame: bytes) -> bool:
-        """Queue one complete frame for this loop turn's write; False when the connection is
-        gone."""
+    @property
+    def buffer_limit(self) -> int:
+        """The port's bound in bytes (the slow-consumer cut)."""
+        return self.port.bound
+
+    def send(self, frame: bytes, sent: Sent = None) -> bool:
+        """Queue one complete frame (``sent``: the envelopes it carries) for this loop turn's
+        drain; False when the connection is gone."""
         if self.closed:
             return False
-        out = self._out
-        if not out:  # the turn's first frame (flush checks the transport again before writing)
-            if self.transport.is_closing():
+        frames = self._frames
+        if not frames:  # the turn's first frame (flush checks the receiver again)
+            if not self.writable():
                 self.closed = True
                 return False
             _cork(self)
-        out.append(frame)
+        if self._plain:
+            frames.append(frame)  # a byte port: the frame is all it keeps (state/port.py)
+        else:
+            self.port.put(frame, sent)
         return True
+
+    def writable(self) -> bool:
+        """Whether the receiver still takes frames."""
+        return True
+
+    def send_payloads(self, payloads: list[bytes], sent: Sent = None) -> None:
+        """Frame and send several JSON payloads as one frame buffer."""
+        if payloads:
+            self.send(ws_text_frames(payloads), sent)
+
+    def flush(self) -> None:
+        """Drain the port now (the end of the turn): the driver's part."""
+        raise NotImplementedError
+
+    def overflow(self) -> None:
+        """Give up on a receiver that does not keep up: the driver ends it, the gateway
+        detaches its session."""
+        if self.closed:
+            return
+        self.closed = True
+        log.warning(
+            "closing %s: %s (slow consumer)", self.peer, self.port.closed or "over its bound"
+        )
+        self.port.close(self.port.closed or "slow consumer")
+        self.end_slow()
+        self._on_overflow(self)
+
+    def end_slow(self) -> None:
+        """End the receiver after its port overflowed (the driver's part)."""
+
+    def close(self, code: int, reason: str) -> None:
+        """End the receiver with ``code`` and ``reason`` once what was sent before is out."""
+        raise NotImplementedError
+
+
+class SocketConnection(Connection):
+    """A WebSocket client: its port's frames are written to the transport in one write per
+    loop turn; the transport's write buffer is what the port holds. When that passes the
+    bound (``limits.send_buffer_bytes``) the reader is too slow: it gets a close frame
+    (1013, "slow consumer") and is aborted shortly after, so a channel never stalls."""
+
+    __slots__ = ("transport",)
+
+    def __init__(
+        self,
+        transport: asyncio.Transport,
+        dialect: Dialect,
+        buffer_limit: int,
+        on_overflow: Callable[[Connection], None],
+        peer: str = "",
+    ) -> None:
+        super().__init__(dialect, Port(buffer_limit, Overflow.CLOSE), on_overflow, peer)
+        self.transport = transport
+
+    def writable(self) -> bool:
+        """Whether the transport is still open."""
+        return not self.transport.is_closing()
 
     def flush(self) -> None:
         """Write the queued frames now, in one write; close a reader that fell too far behind."""
-        out = self._out
-        if not out:
+        frames = self._frames
+        if not frames:
             return
-        data = out[0] if len(out) == 1 else b"".join(out)
-        out.clear()
+        port = self.port
+        data = frames[0] if len(frames) == 1 else port.drain_bytes()
+        frames.clear()
         t = self.transport
         if self.closed or t.is_closing():
             self.closed = True
             return
         t.write(data)
-        if t.get_write_buffer_size() > self.buffer_limit:
-            self.overflow()
+        held = t.get_write_buffer_size()
+        if held > port.bound:  # the socket keeps more than the bound: the port's policy
+            if not port.settle(held):
+                self.overflow()
+        else:
+            port.held = held
 
-    def send_payloads(self, payloads: list[bytes]) -> None:
-        """Frame and write several JSON payloads in one write."""
-        if payloads:
-            self.send(ws_text_frames(payloads))
-
-    def overflow(self) -> None:
-        """Give up on a reader that does not keep up: close frame, then abort."""
-        if self.closed:
-            return
-        self.closed = True
-        log.warning(
-            "closing %s: send buffer over %d bytes (slow consumer)", self.peer, self.buffer_limit
-        )
+    def end_slow(self) -> None:
+        """Close frame, then abort."""
         t = self.transport
-        self._out.clear()
         t.write(ws_close_frame(CLOSE_TRY_AGAIN, "slow consumer: send buffer overflow"))
         asyncio.get_running_loop().call_later(2.0, t.abort)
-        self._on_overflow(self)
 
     def close(self, code: int, reason: str) -> None:
         """Send a close frame and close the transport once it is written."""
