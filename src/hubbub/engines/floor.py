@@ -3,23 +3,53 @@
 A claim ranks by ``(human first, started_at, participant id)``: a person's claim outranks any
 agent's, then the earlier ``started_at`` wins and equal times go to the smaller id. The loser
 of every contest (the newcomer or the holder it displaces) is told to yield. Claims expire
-``ttl_ms`` after they were made, and end when the holder speaks in the channel or disconnects.
-Past the document, claims are checked: the message must be a recent message of the channel,
-and ``started_at`` may be neither before that message nor later than now plus ``max_skew_ms``.
+``ttl_ms`` after they were made, and end when the holder answers the claimed message (a chat
+whose ``correlation_id`` / agentchat ``in_reply_to`` names it: its other chat ends nothing) or
+disconnects. Past the document, claims are checked: the message must be a recent message of
+the channel, and ``started_at`` may be neither before that message nor later than now plus
+``max_skew_ms``. A claim on a message that was answered already (:meth:`FloorControl.answered`),
+or that is addressed to others (:meth:`FloorControl.heard`), is refused
+(:class:`ClaimRefused`): whoever claims it, nobody answers it twice or in another's place.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Final, Literal, TypeVar
 
 from hubbub.engines.timers import TimerQueue
 
 ReleaseReason = Literal["answered", "expired", "disconnected"]
+RefusalWhy = Literal["answered", "addressed"]
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+KEPT: Final = 4096
+"""Messages whose answer (and whose addressees) a floor remembers (the oldest first forgotten)."""
 
 
 class ClaimRejected(ValueError):
     """A claim that cannot be accepted; the message says why and what to send instead."""
+
+
+class ClaimRefused(ClaimRejected):
+    """A believable claim on a message that is not the claimant's to answer: it was answered
+    already (``why="answered"``, ``by``: who answered, ``answer``: the answer's id), or it is
+    addressed to others (``why="addressed"``, ``by``: its addressees)."""
+
+    def __init__(
+        self, message: str, why: RefusalWhy, by: tuple[str, ...], answer: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.why: RefusalWhy = why
+        self.by = by
+        self.answer = answer
+
+    @property
+    def winner(self) -> str:
+        """Whom the claimant leaves the message to (who answered, or its first addressee)."""
+        return self.by[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +125,10 @@ class FloorControl:
         self._by_holder: dict[str, set[tuple[str, str]]] = {}
         self._yielded: dict[tuple[str, str], dict[str, None]] = {}
         """Who yielded on each held message (kept only while it is held)."""
+        self._answers: OrderedDict[tuple[str, str], tuple[str, str | None]] = OrderedDict()
+        """(channel, msg_id) → (who answered, the answer's id): the first answer of each."""
+        self._addressees: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
+        """(channel, msg_id) → whom the message is addressed to (addressed ones only)."""
 
     def __len__(self) -> int:
         return len(self._claims)
@@ -115,6 +149,47 @@ class FloorControl:
         """The timer-queue key of a claim's expiry."""
         return (self.scope, "floor", channel, msg_id)
 
+    def heard(self, channel: str, msg_id: str, addressees: tuple[str, ...]) -> None:
+        """A message of ``channel`` addressed to ``addressees`` (the addressing rule's): a
+        claim on it by anyone else is refused."""
+        if addressees:
+            _keep(self._addressees, (channel, msg_id), addressees)
+
+    def answered(self, channel: str, msg_id: str, by: str, answer: str | None) -> None:
+        """``by`` answered ``msg_id`` (a chat ``answer`` that replies to it): a later claim
+        on it is refused (the first answer is the one remembered)."""
+        key = (channel, msg_id)
+        if key not in self._answers:
+            _keep(self._answers, key, (by, answer))
+
+    def answer_of(self, channel: str, msg_id: str) -> tuple[str, str | None] | None:
+        """Who answered ``msg_id`` and with which message, if it was answered."""
+        return self._answers.get((channel, msg_id))
+
+    def refusal(self, channel: str, msg_id: str, participant: str) -> ClaimRefused | None:
+        """Why ``participant`` may not claim ``msg_id`` even when its claim is believable
+        (answered already, or addressed to others); ``None``: it may."""
+        done = self._answers.get((channel, msg_id))
+        if done is not None:
+            by, answer = done
+            whom = "you" if by == participant else by
+            which = f" (message {answer})" if answer else ""
+            return ClaimRefused(
+                f"{msg_id} was answered already by {whom}{which}; do not answer it again",
+                "answered",
+                (by,),
+                answer,
+            )
+        addressees = self._addressees.get((channel, msg_id))
+        if addressees and participant not in addressees:
+            return ClaimRefused(
+                f"{msg_id} is addressed to {', '.join(addressees)}, not to you; leave it to "
+                + ("them" if len(addressees) > 1 else addressees[0]),
+                "addressed",
+                addressees,
+            )
+        return None
+
     def claim(
         self,
         now: float,
@@ -132,6 +207,9 @@ class FloorControl:
                 f"{msg_id!r} is not a recent message of {channel}; claim only messages you "
                 "received in that channel"
             )
+        refused = self.refusal(channel, msg_id, participant)
+        if refused is not None:
+            raise refused
         if started_at < msg_ts:
             raise ClaimRejected(
                 f"started_at {started_at} is before the message itself ({int(msg_ts)}); "
@@ -166,16 +244,13 @@ class FloorControl:
     def spoke(
         self, channel: str, participant: str, reply_to: list[str] | None = None
     ) -> list[Release]:
-        """``participant`` sent a message to ``channel``: its claims there end.
-
-        When the message names the claimed messages it answers (``reply_to``), only those end.
-        """
+        """``participant`` sent a chat to ``channel`` that replies to ``reply_to``: the claims
+        it holds on those messages end as answered (its other claims, and every claim when it
+        replies to nothing, go on)."""
         keys = self._by_holder.get(participant)
-        if not keys:
+        if not keys or not reply_to:
             return []
-        ended = [k for k in keys if k[0] == channel and (not reply_to or k[1] in reply_to)]
-        if not ended and reply_to:
-            ended = [k for k in keys if k[0] == channel]
+        ended = [k for k in keys if k[0] == channel and k[1] in reply_to]
         return [self._release(self._claims[k], "answered") for k in ended]
 
     def disconnected(self, participant: str) -> list[Release]:
@@ -211,3 +286,11 @@ class FloorControl:
             del self._by_holder[claim.holder]
         self.timers.cancel(self.timer_key(*key))
         return claim
+
+
+def _keep(table: OrderedDict[_K, _V], key: _K, value: _V) -> None:
+    """Put ``key`` in a bounded table (:data:`KEPT`), forgetting the oldest entry past it."""
+    table[key] = value
+    table.move_to_end(key)
+    if len(table) > KEPT:
+        table.popitem(last=False)

@@ -612,6 +612,11 @@ async def _claim(desk: Desk, message_id: str, channel: str) -> CallToolResult:
     if granted is not None and granted.kind == "floor/yield":
         desk.yield_reported(message_id)
         winner = str(granted.payload.get("winner"))
+        if granted.payload.get("refused"):  # answered already, or addressed to others
+            return _ok(
+                m.Claim(message_id=message_id, channel=channel, granted=False, yielded_to=winner),
+                f"Refused: {granted.payload.get('reason')}. Do not answer it.",
+            )
         return _ok(
             m.Claim(message_id=message_id, channel=channel, granted=False, yielded_to=winner),
             f"Yielded: {winner} is answering {message_id}. Do not answer it.",
