@@ -379,6 +379,40 @@ def test_released_message_can_be_claimed_again() -> None:
     assert out.winner == "a2" and out.yielded == [] and out.changed
 
 
+# ---------------------------------------------------------------------------- open questions
+
+
+def test_an_open_question_nobody_claims_is_handed_back_when_its_timer_fires() -> None:
+    timers, floor = make()
+    assert floor.asked(NOW, CH, "q1", "ann")
+    assert timers.due_at(floor.open_key(CH, "q1")) == NOW + 30_000
+    assert timers.pop_due(NOW + 29_999) == []
+    (key,) = timers.pop_due(NOW + 30_000)
+    assert key == ("sp", "open", CH, "q1")
+    assert floor.unclaimed(CH, "q1") == "ann"
+    assert floor.unclaimed(CH, "q1") is None and floor.open_questions() == 0
+
+
+def test_a_claim_or_an_answer_takes_the_question() -> None:
+    timers, floor = make()
+    floor.asked(NOW, CH, "m1", "ann")
+    claim(floor, "maths", TS + 5)
+    assert floor.open_key(CH, "m1") not in timers and floor.unclaimed(CH, "m1") is None
+    floor.asked(NOW, CH, "q2", "ann")
+    floor.answered(CH, "q2", "bob", "a2")  # a person answered it
+    assert floor.open_key(CH, "q2") not in timers and floor.open_questions() == 0
+    assert not floor.asked(NOW, CH, "q2", "ann")  # answered already: not open
+    assert not floor.asked(NOW, CH, "m1", "ann")  # held: not open
+
+
+def test_no_open_questions_when_the_notice_is_off() -> None:
+    timers = TimerQueue()
+    floor = FloorControl(timers, scope="sp", unclaimed_ms=0)
+    assert not floor.asked(NOW, CH, "q1", "ann") and len(timers) == 0
+    disabled = FloorControl(timers, scope="sp", enabled=False)
+    assert not disabled.asked(NOW, CH, "q1", "ann") and len(timers) == 0
+
+
 # ---------------------------------------------------------------------------- property
 
 TTL = 1_000

@@ -10,6 +10,9 @@ the channel, and ``started_at`` may be neither before that message nor later tha
 ``max_skew_ms``. A claim on a message that was answered already (:meth:`FloorControl.answered`),
 or that is addressed to others (:meth:`FloorControl.heard`), is refused
 (:class:`ClaimRefused`): whoever claims it, nobody answers it twice or in another's place.
+An open question (:meth:`FloorControl.asked`) that nobody claims or answers within
+``unclaimed_ms`` is handed back by :meth:`FloorControl.unclaimed` when its timer fires, so
+that its asker can be told no agent took it.
 """
 
 from __future__ import annotations
@@ -115,9 +118,12 @@ class FloorControl:
         enabled: bool = True,
         max_skew_ms: float = 2_000,
         scope: str = "",
+        unclaimed_ms: float = 30_000,
     ) -> None:
         self.timers = timers
         self.ttl_ms = ttl_ms
+        self.unclaimed_ms = unclaimed_ms
+        """How long an open question may go unclaimed before its asker is told (0: never)."""
         self.enabled = enabled
         self.max_skew_ms = max_skew_ms
         self.scope = scope
@@ -129,6 +135,8 @@ class FloorControl:
         """(channel, msg_id) → (who answered, the answer's id): the first answer of each."""
         self._addressees: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
         """(channel, msg_id) → whom the message is addressed to (addressed ones only)."""
+        self._open: dict[tuple[str, str], str] = {}
+        """(channel, msg_id) → asker, for open questions nobody claimed or answered yet."""
 
     def __len__(self) -> int:
         return len(self._claims)
@@ -149,6 +157,36 @@ class FloorControl:
         """The timer-queue key of a claim's expiry."""
         return (self.scope, "floor", channel, msg_id)
 
+    def open_key(self, channel: str, msg_id: str) -> tuple[str, str, str, str]:
+        """The timer-queue key of an open question's deadline (:meth:`asked`)."""
+        return (self.scope, "open", channel, msg_id)
+
+    def asked(self, now: float, channel: str, msg_id: str, asker: str) -> bool:
+        """``asker`` asked an open question (unaddressed): unless a claim or an answer comes
+        within ``unclaimed_ms``, :meth:`unclaimed` hands it back when its timer fires. False
+        when that is off (or the floor is), or it is claimed or answered already."""
+        key = (channel, msg_id)
+        if not self.enabled or self.unclaimed_ms <= 0 or key in self._claims:
+            return False
+        if key in self._answers:
+            return False
+        self._open[key] = asker
+        self.timers.arm(self.open_key(channel, msg_id), now + self.unclaimed_ms)
+        return True
+
+    def unclaimed(self, channel: str, msg_id: str) -> str | None:
+        """An open question's timer fired: its asker, if nobody claimed or answered it."""
+        return self._open.pop((channel, msg_id), None)
+
+    def open_questions(self) -> int:
+        """How many open questions wait for a claim (for observers and tests)."""
+        return len(self._open)
+
+    def _taken(self, key: tuple[str, str]) -> None:
+        """Someone claimed or answered the message: it is no longer an open question."""
+        if self._open.pop(key, None) is not None:
+            self.timers.cancel(self.open_key(*key))
+
     def heard(self, channel: str, msg_id: str, addressees: tuple[str, ...]) -> None:
         """A message of ``channel`` addressed to ``addressees`` (the addressing rule's): a
         claim on it by anyone else is refused."""
@@ -161,6 +199,7 @@ class FloorControl:
         key = (channel, msg_id)
         if key not in self._answers:
             _keep(self._answers, key, (by, answer))
+        self._taken(key)
 
     def answer_of(self, channel: str, msg_id: str) -> tuple[str, str | None] | None:
         """Who answered ``msg_id`` and with which message, if it was answered."""
@@ -276,6 +315,7 @@ class FloorControl:
         self._claims[key] = claim
         self._by_holder.setdefault(claim.holder, set()).add(key)
         self.timers.arm(self.timer_key(*key), claim.expires_at)
+        self._taken(key)
 
     def _drop(self, claim: Claim) -> Claim:
         key = (claim.channel, claim.msg_id)

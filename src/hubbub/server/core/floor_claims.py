@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from hubbub.engines.floor import ClaimRefused, ClaimRejected, Release
 from hubbub.protocol import addressing
@@ -30,6 +30,10 @@ log = logging.getLogger("hubbub.floor")
 
 OutcomePost = Callable[[SpaceState, Envelope], object]
 """Sends a message of the server to a channel: numbered, stored and delivered."""
+
+NOTICE: Final = "system/notice"
+UNCLAIMED: Final = "unclaimed"
+"""The ``notice`` of a ``system/notice`` telling an asker that no agent took its question."""
 
 
 class FloorClaims:
@@ -240,24 +244,68 @@ class FloorClaims:
     def spoke(self, sender: Sender, env: Envelope) -> bool:
         """``sender`` wrote a chat in a channel: whom it is addressed to is noted (a claim by
         anyone else is refused), the messages it replies to are answered (a claim on them is
-        refused), and the claims it holds on them end (True: some did, so timers changed)."""
+        refused), the claims it holds on them end, and a person's open question waits for a
+        claim (:meth:`unclaimed`). True: timers changed."""
         if env.channel is None or sender.id == SERVER_ID:
             return False
         eng = self.spaces[sender.space.id]
         space, channel = sender.space, env.channel
+        addressees: tuple[str, ...] = ()
         if env.id and addressing.may_address(env):
-            eng.floor.heard(channel, env.id, tuple(addressing.of(env, space.roster_view()).ids))
+            addressees = tuple(addressing.of(env, space.roster_view()).ids)
+            eng.floor.heard(channel, env.id, addressees)
         reply_to = env.correlation_ids()
         for cid in reply_to:
             ref = space.ids.latest(cid)
             if ref is not None and ref.place == channel and ref.sender != sender.id:
                 eng.floor.answered(channel, cid, sender.id, env.id)
+        opened = False
+        if env.id and not addressees and not reply_to and self._open_question(sender, env):
+            opened = eng.floor.asked(self.clock(), channel, env.id, sender.id)
         if not reply_to or not eng.floor.holds(sender.id):
-            return False
+            return opened
         released = eng.floor.spoke(channel, sender.id, reply_to)
         for rel in released:
             self.released(space, rel, answer=env.id)
-        return bool(released)
+        return opened or bool(released)
+
+    def _open_question(self, sender: Sender, env: Envelope) -> bool:
+        """Whether a person's channel chat is a question an agent there could take: a ``?``
+        in its text, and an agent online in the channel (people's chat among themselves, and
+        a channel without agents, get no "no agent took this")."""
+        text = env.payload.get("text")
+        if sender.kind != "human" or not isinstance(text, str) or "?" not in text:
+            return False
+        ch = sender.space.channels.get(env.channel or "")
+        if ch is None:
+            return False
+        online = sender.space.online
+        return any((s := online.get(m)) is not None and s.kind == "agent" for m in ch.members)
+
+    def unclaimed(self, space: SpaceState, channel: str, msg_id: str, asker: str) -> None:
+        """Nobody claimed or answered ``asker``'s open question in time: tell the asker (a
+        ``system/notice`` correlated with it, not stored), and the feed (``unclaimed``)."""
+        eng = self.spaces[space.id]
+        after = round(eng.floor.unclaimed_ms / 1000)
+        self.activity.publish(
+            "unclaimed", space.id, channel=channel, msg_id=msg_id, participant=asker, after_s=after
+        )
+        s = space.online.get(asker)
+        if s is None:
+            return
+        note = self.delivery.server_env(
+            NOTICE,
+            {
+                "notice": UNCLAIMED,
+                "text": f"no agent took this: nobody claimed or answered it within {after} s",
+                "msg_id": msg_id,
+                "after_s": after,
+            },
+            to=[asker],
+            channel=channel,
+            correlation_id=[msg_id],
+        )
+        self.delivery.send(s, note)
 
     def released(self, space: SpaceState, rel: Release, answer: str | None = None) -> None:
         """A claim ended: the feed says why, and the channel's history keeps the outcome
