@@ -196,7 +196,8 @@ class AgentConfig:
     csma_timer: CsmaTimer = "local"
     """``local``: the agent's own timer; ``server``: a ``@@cb`` CSMA check callback."""
     skills: tuple[str, ...] = ()
-    """Skill tags; a message whose topic shares one gets the short CSMA band (2-4 s)."""
+    """Skill tags: the CSMA band is ranked by how much of a message's topics they cover
+    (by topic vocabulary) times the classifier's confidence (:mod:`hubbub.sdk.csma`)."""
     settle_ms: int = DEFAULT_SETTLE_MS
     """Channel messages within this window of a waiting one are answered in one turn."""
     continuity_s: float = DEFAULT_CONTINUITY_S
