@@ -8,6 +8,13 @@ Usage::
     .venv/bin/python benchmarks/pile_on.py --people [--agents 5,20] [--cases to,mention,...]
         [--real-model]
 
+    .venv/bin/python benchmarks/pile_on.py --situations [--runs 8] [--agents 5]
+        [--cases reply,follow-up,name,absent,best] [--time-scale 1]
+
+``--situations`` runs the "who answers" situations (:mod:`_pile_on.situations`): a reply to
+an agent's answer, a follow-up, a display-name mention, an absent addressee, a question one
+agent is best suited to; at the default floor settings (time scale 1) unless told.
+
 ``--people`` runs the cases people create instead (:mod:`_pile_on.people`): questions from
 people to agents with mixed skills, addressed (``to``, ``@mention``), unaddressed in some
 agent's skills or in nobody's, and a burst of 10 from 3 people at once.
@@ -67,7 +74,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _pile_on import people
+from _pile_on import people, situations
 from _pile_on.common import Inference, TimedModel, log, pct, start_gateway, until_done
 from hubbub.llm.offline import OfflineScript
 from hubbub.protocol.envelope import Envelope
@@ -334,7 +341,11 @@ def main() -> None:
     parser.add_argument(
         "--people", action="store_true", help="the people cases (N = 5, 20 unless --agents)"
     )
-    parser.add_argument("--cases", default=",".join(people.CASES), help="with --people")
+    parser.add_argument("--cases", default=None, help="with --people or --situations")
+    parser.add_argument(
+        "--situations", action="store_true", help='the "who answers" situations (N = 5)'
+    )
+    parser.add_argument("--runs", type=int, default=8, help="with --situations: runs each")
     parser.add_argument(
         "--real-model",
         action="store_true",
@@ -345,6 +356,9 @@ def main() -> None:
         raise SystemExit("--time-scale must be > 0")
     if args.people:
         run_people_cases(args)
+        return
+    if args.situations:
+        run_situations(args)
         return
     if args.questions is None:
         args.questions = 10 if args.quick else 50
@@ -369,7 +383,7 @@ def run_people_cases(args: argparse.Namespace) -> None:
     scale = args.time_scale or (0.05 if args.quick else 0.1)
     agents = "5,20" if args.agents == "5,10,20" else args.agents
     sizes = [int(x) for x in agents.split(",")]
-    cases = [c for c in args.cases.split(",") if c]
+    cases = [c for c in (args.cases or ",".join(people.CASES)).split(",") if c]
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     started = time.perf_counter()
     rows = asyncio.run(
@@ -378,6 +392,25 @@ def run_people_cases(args: argparse.Namespace) -> None:
     print(people.table(rows, scale))
     print()
     for line in people.verdict(rows):
+        print(line)
+    took = time.perf_counter() - started
+    print(f"\n{platform.python_implementation()} {platform.python_version()}, {took:.0f} s")
+    if args.json is not None:
+        args.json.write_text(json.dumps({"time_scale": scale, "rows": rows}, indent=2))
+
+
+def run_situations(args: argparse.Namespace) -> None:
+    """``--situations``: run the "who answers" situations, print their table and verdict."""
+    scale = args.time_scale or 1.0
+    agents = "5" if args.agents == "5,10,20" else args.agents
+    sizes = [int(x) for x in agents.split(",")]
+    cases = [c for c in (args.cases or ",".join(situations.SITUATIONS)).split(",") if c]
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    started = time.perf_counter()
+    rows = asyncio.run(situations.run_situations(sizes, cases, args.runs, scale, args.seed))
+    print(situations.table(rows, scale))
+    print()
+    for line in situations.verdict(rows):
         print(line)
     took = time.perf_counter() - started
     print(f"\n{platform.python_implementation()} {platform.python_version()}, {took:.0f} s")

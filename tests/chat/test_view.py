@@ -426,6 +426,25 @@ def test_an_expired_outcome_ends_the_holders_responding() -> None:
     assert [line for line in plain(v) if "↳" in line] == [plain(v)[-1]]
 
 
+def test_a_gateway_notice_shows_in_its_channel() -> None:
+    v = view_in()
+    question = chat("what is the capital of Peru?", sender="alice", seq=1)
+    v.handle(question, NOW)
+    text = "no agent took this: nobody claimed or answered it within 30 s"
+    v.handle(
+        env(
+            "system/notice",
+            "system:gateway",
+            to=["alice"],
+            channel="#general",
+            correlation_id=[question.id],
+            payload={"notice": "unclaimed", "text": text, "msg_id": question.id},
+        ),
+        NOW,
+    )
+    assert plain(v)[-1].endswith("ⓘ " + text)
+
+
 # ---------------------------------------------------------------------- typing
 
 

@@ -147,6 +147,33 @@ async def test_claims_and_yields_are_in_the_feed(dgw: EngineGateway) -> None:
         await events.next("state", lambda s: s["floor"] == [])
 
 
+async def test_a_refused_claim_and_an_unclaimed_question_are_in_the_feed(
+    dgw: EngineGateway,
+) -> None:
+    alice = await dgw.mew("alice", kind="human")
+    maths = await dgw.mew("maths", kind="agent")
+    chef = await dgw.mew("chef", kind="agent")
+    async with open_events(dgw) as events:
+        await events.next("snapshot")
+        await alice.send(_chat("what is 6*7?"))
+        question = await maths.expect("chat")
+        await chef.expect("chat")
+        await maths.send({**_chat("42"), "correlation_id": [question["id"]]})
+        await chef.expect("chat")
+        claim = {"msg_id": question["id"], "started_at": ulid_time_ms(question["id"]) + 1}
+        await chef.send({"kind": "floor/responding-to", "channel": "#general", "payload": claim})
+        refused = await events.activity("claim-refused", participant="chef")
+        assert (refused["reason"], refused["winner"]) == ("answered", "maths")
+        await alice.send(_chat("anyone been to Lima?"))
+        open_question = await alice.next_where(
+            lambda f: f.get("kind") == "chat" and f["payload"]["text"] == "anyone been to Lima?"
+        )
+        await dgw.synced(alice)
+        dgw.tick(31)
+        unclaimed = await events.activity("unclaimed", participant="alice")
+        assert unclaimed["msg_id"] == open_question["id"] and unclaimed["after_s"] == 30
+
+
 async def test_proposals_and_their_outcomes(dgw: EngineGateway) -> None:
     agent = await dgw.mew("agent")
     human = await dgw.mew("human", kind="human")

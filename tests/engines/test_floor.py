@@ -9,7 +9,14 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from hubbub.engines.floor import Claim, ClaimRejected, FloorControl, FloorOutcome, Release
+from hubbub.engines.floor import (
+    Claim,
+    ClaimRefused,
+    ClaimRejected,
+    FloorControl,
+    FloorOutcome,
+    Release,
+)
 from hubbub.engines.timers import TimerQueue
 from tests.strength import examples
 
@@ -233,23 +240,28 @@ def test_new_claim_after_expiry_holds() -> None:
     assert out.winner == "a2" and out.yielded == []
 
 
-def test_spoke_releases_claims_in_that_channel() -> None:
+def test_an_answer_ends_only_the_claims_it_replies_to() -> None:
     timers, floor = make()
     claim(floor, "a1", TS, msg="m1")
     claim(floor, "a1", TS, msg="m2")
     claim(floor, "a1", TS, msg="m1", channel="#other")
     claim(floor, "a2", TS, msg="m3")
-    rels = floor.spoke(CH, "a1")
-    assert sorted((r.claim.msg_id, r.reason) for r in rels) == [
-        ("m1", "answered"),
-        ("m2", "answered"),
-    ]
-    assert all(r.claim.holder == "a1" and r.claim.channel == CH for r in rels)
-    assert floor.holder(CH, "m1") is None and floor.holder(CH, "m2") is None
+    (rel,) = floor.spoke(CH, "a1", reply_to=["m1"])
+    assert (rel.claim.msg_id, rel.claim.channel, rel.reason) == ("m1", CH, "answered")
+    assert floor.holder(CH, "m1") is None
+    assert floor.holder(CH, "m2").holder == "a1"  # type: ignore[union-attr]
     assert floor.holder("#other", "m1").holder == "a1"  # type: ignore[union-attr]
     assert floor.holder(CH, "m3").holder == "a2"  # type: ignore[union-attr]
     assert floor.timer_key(CH, "m1") not in timers
-    assert len(timers) == 2
+    assert len(timers) == 3
+
+
+def test_a_holders_other_chat_ends_no_claim() -> None:
+    _, floor = make()
+    claim(floor, "a1", TS, msg="m1")
+    assert floor.spoke(CH, "a1") == []  # replies to nothing
+    assert floor.spoke(CH, "a1", reply_to=["m9"]) == []  # replies to another message
+    assert floor.holder(CH, "m1").holder == "a1"  # type: ignore[union-attr]
 
 
 def test_spoke_with_reply_to_releases_only_those() -> None:
@@ -261,19 +273,72 @@ def test_spoke_with_reply_to_releases_only_those() -> None:
     assert floor.holder(CH, "m1") is not None
 
 
-def test_spoke_with_reply_to_none_claimed_releases_the_channel() -> None:
-    _, floor = make()
-    claim(floor, "a1", TS, msg="m1")
-    rels = floor.spoke(CH, "a1", reply_to=["m9"])
-    assert [(r.claim.msg_id, r.reason) for r in rels] == [("m1", "answered")]
-
-
 def test_spoke_without_claims_or_elsewhere_releases_nothing() -> None:
     _, floor = make()
     claim(floor, "a1", TS)
-    assert floor.spoke(CH, "a2") == []
-    assert floor.spoke("#other", "a1") == []
+    assert floor.spoke(CH, "a2", reply_to=["m1"]) == []
+    assert floor.spoke("#other", "a1", reply_to=["m1"]) == []
     assert floor.holder(CH, "m1") is not None
+
+
+def test_a_claim_on_an_answered_message_is_refused_naming_who_answered() -> None:
+    timers, floor = make()
+    floor.answered(CH, "m1", "maths", "ans1")
+    with pytest.raises(ClaimRefused) as refused:
+        claim(floor, "chef", TS + 5)
+    assert refused.value.why == "answered" and refused.value.winner == "maths"
+    assert refused.value.answer == "ans1"
+    assert str(refused.value) == (
+        "m1 was answered already by maths (message ans1); do not answer it again"
+    )
+    assert len(floor) == 0 and len(timers) == 0
+    with pytest.raises(ClaimRefused, match="answered already by you"):
+        claim(floor, "maths", TS + 5)  # the answerer itself: nothing left to claim
+    with pytest.raises(ClaimRefused):
+        claim(floor, "ann", TS + 5, human=True)  # a person too
+    claim(floor, "chef", TS + 5, channel="#other")  # the same id elsewhere is another message
+
+
+def test_the_first_answer_is_the_one_remembered() -> None:
+    _, floor = make()
+    floor.answered(CH, "m1", "maths", "ans1")
+    floor.answered(CH, "m1", "chef", "ans2")
+    assert floor.answer_of(CH, "m1") == ("maths", "ans1")
+
+
+def test_a_claim_on_a_message_addressed_to_others_is_refused() -> None:
+    _, floor = make()
+    floor.heard(CH, "m1", ("travel",))
+    with pytest.raises(ClaimRefused) as refused:
+        claim(floor, "chef", TS + 5)
+    assert refused.value.why == "addressed" and refused.value.by == ("travel",)
+    assert str(refused.value) == "m1 is addressed to travel, not to you; leave it to travel"
+    assert claim(floor, "travel", TS + 5).winner == "travel"  # its addressee may claim it
+    floor.heard(CH, "m2", ("travel", "maths"))
+    with pytest.raises(ClaimRefused, match="to travel, maths, not to you; leave it to them"):
+        claim(floor, "chef", TS + 5, msg="m2")
+    floor.heard(CH, "m3", ())  # not addressed: anyone may claim it
+    assert claim(floor, "chef", TS + 5, msg="m3").winner == "chef"
+
+
+def test_a_refused_claim_leaves_the_holder_alone() -> None:
+    _, floor = make()
+    held = claim(floor, "maths", TS + 100).holder
+    floor.answered(CH, "m1", "coder", "ans9")  # someone answered without claiming
+    with pytest.raises(ClaimRefused):
+        claim(floor, "chef", TS + 1)  # earlier, but the message is answered
+    assert floor.holder(CH, "m1") == held
+
+
+def test_the_floor_forgets_the_oldest_answers_past_its_bound() -> None:
+    from hubbub.engines.floor import KEPT
+
+    _, floor = make()
+    for i in range(KEPT + 1):
+        floor.answered(CH, f"q{i}", "maths", None)
+        floor.heard(CH, f"q{i}", ("maths",))
+    assert floor.answer_of(CH, "q0") is None and floor.refusal(CH, "q0", "chef") is None
+    assert floor.answer_of(CH, f"q{KEPT}") == ("maths", None)
 
 
 def test_disconnected_releases_all() -> None:
@@ -298,7 +363,7 @@ def test_a_release_names_who_yielded_while_it_was_held() -> None:
     claim(floor, "maths", TS + 100)  # displaces chef
     claim(floor, "travel", TS + 200)  # yields to maths
     claim(floor, "travel", TS + 250)  # yields again: named once
-    (rel,) = floor.spoke(CH, "maths")
+    (rel,) = floor.spoke(CH, "maths", reply_to=["m1"])
     assert rel.reason == "answered" and rel.claim.holder == "maths"
     assert rel.yielded == ("chef", "travel")
     out = claim(floor, "coder", TS + 900)  # a later claim starts afresh
@@ -309,9 +374,43 @@ def test_a_release_names_who_yielded_while_it_was_held() -> None:
 def test_released_message_can_be_claimed_again() -> None:
     _, floor = make()
     claim(floor, "a1", TS + 10)
-    floor.spoke(CH, "a1")
+    floor.disconnected("a1")
     out = claim(floor, "a2", TS + 500)
     assert out.winner == "a2" and out.yielded == [] and out.changed
+
+
+# ---------------------------------------------------------------------------- open questions
+
+
+def test_an_open_question_nobody_claims_is_handed_back_when_its_timer_fires() -> None:
+    timers, floor = make()
+    assert floor.asked(NOW, CH, "q1", "ann")
+    assert timers.due_at(floor.open_key(CH, "q1")) == NOW + 30_000
+    assert timers.pop_due(NOW + 29_999) == []
+    (key,) = timers.pop_due(NOW + 30_000)
+    assert key == ("sp", "open", CH, "q1")
+    assert floor.unclaimed(CH, "q1") == "ann"
+    assert floor.unclaimed(CH, "q1") is None and floor.open_questions() == 0
+
+
+def test_a_claim_or_an_answer_takes_the_question() -> None:
+    timers, floor = make()
+    floor.asked(NOW, CH, "m1", "ann")
+    claim(floor, "maths", TS + 5)
+    assert floor.open_key(CH, "m1") not in timers and floor.unclaimed(CH, "m1") is None
+    floor.asked(NOW, CH, "q2", "ann")
+    floor.answered(CH, "q2", "bob", "a2")  # a person answered it
+    assert floor.open_key(CH, "q2") not in timers and floor.open_questions() == 0
+    assert not floor.asked(NOW, CH, "q2", "ann")  # answered already: not open
+    assert not floor.asked(NOW, CH, "m1", "ann")  # held: not open
+
+
+def test_no_open_questions_when_the_notice_is_off() -> None:
+    timers = TimerQueue()
+    floor = FloorControl(timers, scope="sp", unclaimed_ms=0)
+    assert not floor.asked(NOW, CH, "q1", "ann") and len(timers) == 0
+    disabled = FloorControl(timers, scope="sp", enabled=False)
+    assert not disabled.asked(NOW, CH, "q1", "ann") and len(timers) == 0
 
 
 # ---------------------------------------------------------------------------- property
@@ -351,6 +450,9 @@ class FloorModel(RuleBasedStateMachine):
         self.recs: list[Rec] = []
         self.yields: dict[tuple[str, str], list[str]] = {}
         """Who was told to yield on each held message since it became held."""
+        self.answers: dict[tuple[str, str], str] = {}
+        """Who answered each answered message first."""
+        self.addressees: dict[tuple[str, str], tuple[str, ...]] = {}
 
     def live(self, key: tuple[str, str] | None = None, who: str | None = None) -> list[Rec]:
         return [
@@ -395,6 +497,14 @@ class FloorModel(RuleBasedStateMachine):
         key = (channel, msg)
         human = HUMANS[who]
         valid = ts is not None and ts <= started <= self.now + SKEW
+        to = self.addressees.get(key)
+        if ts is not None and (key in self.answers or (to and who not in to)):
+            before = self.floor.claims()
+            with pytest.raises(ClaimRefused) as refused:
+                self.floor.claim(self.now, channel, msg, who, started, msg_ts=ts, human=human)
+            assert refused.value.by == ((self.answers[key],) if key in self.answers else to)
+            assert self.floor.claims() == before
+            return
         if not valid:
             before = self.floor.claims()
             try:
@@ -447,11 +557,22 @@ class FloorModel(RuleBasedStateMachine):
     )
     def spoke(self, channel: str, who: str, reply_to: list[str] | None) -> None:
         mine = [r for r in self.live(who=who) if r.key[0] == channel]
-        named = [r for r in mine if r.key[1] in (reply_to or ())]
-        expected = named if reply_to and named else mine
+        expected = [r for r in mine if r.key[1] in (reply_to or ())]
         rels = self.floor.spoke(channel, who, reply_to)
         self.released(rels, "answered")
         assert sorted(r.claim.msg_id for r in rels) == sorted(r.key[1] for r in expected)
+
+    @rule(msg=st.sampled_from(["m1", "m2"]), who=st.sampled_from(sorted(HUMANS)))
+    def answered(self, msg: str, who: str) -> None:
+        """Someone answers a message of #b (#a stays open for contests)."""
+        self.floor.answered("#b", msg, who, f"ans-{who}")
+        self.answers.setdefault(("#b", msg), who)
+
+    @rule(to=st.lists(st.sampled_from(sorted(HUMANS)), min_size=1, max_size=2, unique=True))
+    def addressed(self, to: list[str]) -> None:
+        """m2 of #a is addressed to some (m1 of #a stays open for anyone)."""
+        self.floor.heard("#a", "m2", tuple(to))
+        self.addressees[("#a", "m2")] = tuple(to)
 
     @rule(who=st.sampled_from(sorted(HUMANS)))
     def disconnect(self, who: str) -> None:

@@ -18,6 +18,7 @@ VARIABLES = {
     "AGENTCHAT_CB_POLL_MS": ("cb_poll_ms", 1_000),
     "AGENTCHAT_CB_GRACE_S": ("cb_grace_s", 30),
     "AGENTCHAT_SLEEP_MAX_BUFFER": ("sleep_max_buffer", 50),
+    "AGENTCHAT_UNCLAIMED_NOTICE_S": ("unclaimed_notice_s", 30),
 }
 """Every variable the gateway reads, the setting it fills and its default (the documents'
 defaults, and docs/engines.md's for the ones past them)."""
@@ -52,6 +53,7 @@ def test_unrelated_variables_are_ignored() -> None:
         ("AGENTCHAT_CB_POLL_MS", "250", 250.0),
         ("AGENTCHAT_CB_GRACE_S", "2.5", 2.5),
         ("AGENTCHAT_SLEEP_MAX_BUFFER", "3", 3),
+        ("AGENTCHAT_UNCLAIMED_NOTICE_S", "0", 0.0),
         ("AGENTCHAT_RESPOND_ENABLED", "false", False),
     ],
 )

@@ -105,7 +105,7 @@ async def test_holder_reclaim_is_idempotent(egw: EngineGateway) -> None:
     assert holder is not None and holder.started_at == t0 + 3
 
 
-async def test_answer_releases_then_new_claim_holds(egw: EngineGateway) -> None:
+async def test_an_answer_ends_the_claim_and_a_later_claim_is_refused(egw: EngineGateway) -> None:
     human = await egw.mew("human")
     a = await egw.mew("agent-a")
     b = await egw.mew("agent-b")
@@ -113,13 +113,31 @@ async def test_answer_releases_then_new_claim_holds(egw: EngineGateway) -> None:
     t0 = ulid_time_ms(q["id"])
     await a.send(_claim(q["id"], t0 + 1))
     await human.expect("floor/claimed")
-    await a.send({"kind": "chat", "channel": "#general", "payload": {"text": "the answer"}})
-    await human.expect("chat")
     floor = egw.router.coordination.spaces["default"].floor
+    await a.send({"kind": "chat", "channel": "#general", "payload": {"text": "by the way"}})
+    await human.expect("chat")
+    assert floor.holder("#general", q["id"]) is not None  # its other chat ends nothing
+    await a.send(
+        {
+            "kind": "chat",
+            "channel": "#general",
+            "correlation_id": [q["id"]],
+            "payload": {"text": "the answer"},
+        }
+    )
+    answer = await human.expect("chat")
     assert floor.holder("#general", q["id"]) is None
     await b.send(_claim(q["id"], t0 + 2))
-    claimed = await human.expect("floor/claimed")
-    assert claimed["payload"]["holder"] == "agent-b"
+    refused = await b.expect("floor/yield")
+    assert refused["payload"] == {
+        "msg_id": q["id"],
+        "winner": "agent-a",
+        "reason": f"{q['id']} was answered already by agent-a (message {answer['id']}); "
+        "do not answer it again",
+        "refused": "answered",
+        "answer": answer["id"],
+    }
+    await human.silent(lambda f: f.get("kind") == "floor/claimed")
 
 
 async def test_claim_expires_after_ttl(egw: EngineGateway) -> None:
@@ -398,7 +416,7 @@ async def test_agentchat_clients_get_no_frame_for_an_outcome(egw: EngineGateway)
         }
     )
     await a.expect_type("FLOOR_CLAIMED")
-    await a.send({"type": "MSG", "to": "#general", "content": "me", "reply_to": msg["msg_id"]})
+    await a.send({"type": "MSG", "to": "#general", "content": "me", "in_reply_to": msg["msg_id"]})
     await human.next_where(_outcome_of(msg["msg_id"]))
     frames = await a.fence()  # everything written to a1 up to the outcome, and more
     assert [f for f in frames if f.get("type") not in ("MSG", "PRESENCE")] == []

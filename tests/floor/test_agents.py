@@ -415,7 +415,12 @@ async def test_csma_through_a_server_callback_rereads_the_history(
         Envelope(kind="chat", correlation_id=[second.id], payload={"text": "my answer to asker"})
     )
     replies = await collect(gw, [slow], asker.client, stream, answers(second))
-    assert kinds(slow, second.id)[-2:] == ["claim", "discard"]  # found by re-reading
+    seen = slow.floor.coordinator.seen(second.id).replies
+    assert [r.who for r in seen] == ["helper"]  # found by re-reading (observe saw nothing)
+    # it claims, and the gateway refuses the claim: the message was answered already
+    assert kinds(slow, second.id)[-2:] == ["claim", "yield"]
+    (refused,) = [e for e in slow.floor.events if e.kind == "yield"]
+    assert refused.winner == "helper"
     assert [e.from_ for e in replies] == ["helper"]
 
 

@@ -73,8 +73,8 @@ def test_the_delay_is_within_the_configured_bounds_and_skill_bands(
         assert step.delay_ms == 0
         return
     assert lo <= step.delay_ms <= lo + span
-    if skilled and relevant:
-        assert step.delay_ms <= lo + span / 3
+    if skilled and relevant:  # covers the whole topic: the first sixth of the range
+        assert step.delay_ms <= lo + span / 6 + 1e-9
     elif skilled:
         assert step.delay_ms >= lo + span / 2
 

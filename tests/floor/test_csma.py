@@ -1,5 +1,5 @@
-"""CSMA timing: the delay stays in the configured range and in its skill band; skill overlap;
-the idle nudge jitter."""
+"""CSMA timing: the delay stays in the configured range and in its band; skill overlap; the
+idle nudge jitter (the ranking itself: tests/sdk/test_ranking.py)."""
 
 from __future__ import annotations
 
@@ -39,9 +39,10 @@ def test_skill_overlap_finds_tags_hashtags_and_phrases() -> None:
     assert normalize_skill(" #Big_Data ") == "big-data"
 
 
-def test_the_bands_of_the_documents_at_the_default_range() -> None:
+def test_the_bands_at_the_default_range() -> None:
     assert delay_band(2000, 8000, (), "anything") == (2000, 8000)
-    assert delay_band(2000, 8000, ("python",), "#python help") == (2000, 4000)
+    assert delay_band(2000, 8000, ("python",), "#python help") == (2000, 3000)
+    assert delay_band(2000, 8000, ("python",), "#python help", 0.9) == (2300, 3300)
     assert delay_band(2000, 8000, ("python",), "cooking help") == (5000, 8000)
     with pytest.raises(ValueError, match="empty"):
         delay_band(10, 5, (), "")
@@ -61,8 +62,8 @@ def test_the_delay_is_within_the_range_and_its_skill_band(
     hi = lo + span
     delay = csma_delay_ms(random.Random(seed), lo, hi, skills, text)
     assert lo <= delay <= hi
-    if skills and any(s in text.split() for s in skills):
-        assert delay <= lo + span / 3
+    if skills and any(s in text.split() for s in skills):  # it covers some of the topics
+        assert delay <= lo + span * 2 / 3
     elif skills:
         assert delay >= lo + span / 2
 

@@ -192,6 +192,13 @@ def error_line(env: Envelope) -> Line:
     return make_line(_stamp(env), ("class:error", f"error ({code}): {message}"))
 
 
+def notice_line(env: Envelope) -> Line:
+    """A ``system/notice`` from the gateway: ``ⓘ no agent took this: …`` (a question nobody
+    took, an addressee who is offline or asleep)."""
+    text = env.payload.get("text")
+    return make_line(_stamp(env), ("class:notice", f"ⓘ {text if isinstance(text, str) else ''}"))
+
+
 _ENDED: Final = {
     "answered": "answered by {holder}",
     "expired": "{holder} held the floor and did not answer in time",
@@ -230,6 +237,8 @@ def envelope_line(env: Envelope, me: str) -> Line | None:
         return error_line(env)
     if kind == "floor/outcome":
         return floor_outcome_line(env, me)
+    if kind == "system/notice":
+        return notice_line(env)
     return None
 
 
@@ -247,6 +256,7 @@ __all__ = [
     "is_dm",
     "make_line",
     "notice",
+    "notice_line",
     "presence_text",
     "proposal_line",
     "proposal_summary",

@@ -227,13 +227,13 @@ class ChatView:
             self._proposal(env)
         elif kind in ("mcp/reject", "mcp/withdraw", "mcp/request"):
             self._settle(env)
-        elif kind in ("chat", "system/error"):
+        elif kind in ("chat", "system/error", "system/notice"):
             self._message(env)
 
     def _message(self, env: Envelope) -> None:
         line = envelope_line(env, self.me)
         if env.channel is None:
-            if line is not None and env.kind == "system/error":
+            if line is not None and env.kind in ("system/error", "system/notice"):
                 self.log().add(line)
             elif line is not None and is_dm(env):
                 self._everywhere(line)

@@ -796,6 +796,18 @@ async def _claim(desk: Desk, message_id: str, channel: str) -> CallToolResult:
     if granted is not None and granted.kind == "floor/yield":
         desk.yield_reported(message_id)
         winner = str(granted.payload.get("winner"))
+        if granted.payload.get("refused"):  # answered already, or addressed to others
+            advice = f"{granted.payload.get('reason')}. Do not answer it."
+            return _ok(
+                m.Claim(
+                    message_id=message_id,
+                    channel=channel,
+                    granted=False,
+                    yielded_to=winner,
+                    advice=advice,
+                ),
+                f"Refused: {advice}",
+            )
         advice = f"{winner} is answering {message_id}: do not answer it, do not repeat them."
         return _ok(
             m.Claim(

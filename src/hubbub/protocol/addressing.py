@@ -137,6 +137,13 @@ def addressing(
     )
 
 
+def may_address(env: Envelope) -> bool:
+    """Whether a chat may be addressed to someone (``to``, a reply, an ``@`` in its text):
+    only those need :func:`of`, so a plain message costs nothing more."""
+    text = env.payload.get("text")
+    return bool(env.to or env.correlation_id or (isinstance(text, str) and "@" in text))
+
+
 def of(env: Envelope, roster: RosterView) -> Addressing:
     """Whom a chat envelope is addressed to, as ``roster`` knows the space."""
     text = env.payload.get("text") if env.kind == "chat" else None
@@ -209,6 +216,7 @@ __all__ = [
     "Why",
     "addressing",
     "display_name_error",
+    "may_address",
     "mentioned",
     "names_of",
     "of",

@@ -92,6 +92,7 @@ FLOOR_ENV: Final[dict[str, tuple[str, type[Any]]]] = {
 DEFAULT_CSMA_MIN_MS: Final = 2000
 DEFAULT_CSMA_MAX_MS: Final = 8000
 DEFAULT_SETTLE_MS: Final = 5000
+DEFAULT_CONTINUITY_S: Final = 180.0
 DEFAULT_JITTER_PERCENT: Final = 0.5
 CsmaTimer = Literal["local", "server"]
 _ALIASES: Final = {
@@ -195,9 +196,14 @@ class AgentConfig:
     csma_timer: CsmaTimer = "local"
     """``local``: the agent's own timer; ``server``: a ``@@cb`` CSMA check callback."""
     skills: tuple[str, ...] = ()
-    """Skill tags; a message whose topic shares one gets the short CSMA band (2-4 s)."""
+    """Skill tags: the CSMA band is ranked by how much of a message's topics they cover
+    (by topic vocabulary) times the classifier's confidence (:mod:`hubbub.sdk.csma`)."""
     settle_ms: int = DEFAULT_SETTLE_MS
     """Channel messages within this window of a waiting one are answered in one turn."""
+    continuity_s: float = DEFAULT_CONTINUITY_S
+    """For this long after the agent answered someone in a channel, that person's next
+    unaddressed message there goes first to it (the shortest CSMA band, so it claims first);
+    another agent's answer there makes this one defer (0: no continuity)."""
     humans: HumanPolicy = "coordinate"
     """``coordination.humans`` in a file: ``coordinate`` (a person's unaddressed channel
     message goes through CSMA and floor control, so one agent answers it) or ``exempt``
@@ -245,6 +251,10 @@ class AgentConfig:
                 f"({self.csma_max_ms}); AGENTCHAT_CSMA_MIN_MS/AGENTCHAT_CSMA_MAX_MS set them too",
             ),
             (self.settle_ms >= 0, "settle_ms must be >= 0 (milliseconds; 0 = no batching)"),
+            (
+                self.continuity_s >= 0,
+                "continuity_s must be >= 0 seconds (0 = a follow-up goes to anyone)",
+            ),
             (
                 0 <= self.jitter_percent < 1,
                 "jitter_percent must be in [0, 1) (0.5 = the period varies by +-50 %)",
@@ -308,6 +318,7 @@ class AgentConfig:
             csma_max_ms=self.csma_max_ms,
             settle_ms=self.settle_ms,
             skills=self.skills,
+            continuity_ms=self.continuity_s * 1000,
         )
 
     def replace(self, **changes: Any) -> AgentConfig:

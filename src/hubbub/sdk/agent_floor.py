@@ -237,7 +237,9 @@ class AgentFloor:
             await self.agent.answer_now(env, decision)
             return
         assert env.channel is not None
-        step = self.coordinator.open(env.id, env.channel, chat_text(env), env.from_)
+        step = self.coordinator.open(
+            env.id, env.channel, chat_text(env), env.from_, decision.confidence
+        )
         if step.action == "skip":
             self._event("skip", env.id, step.reason)
             log.info("%s: skip %s: %s", self.id, env.id, step.reason)
@@ -416,15 +418,16 @@ class AgentFloor:
         self._note_chat(env)
 
     def _note_chat(self, env: Envelope) -> None:
+        agent = env.from_ != SERVER_ID and self.kind_of(env.from_) != "human"
+        chat = Reply(env.id, env.from_, chat_text(env))
+        self.coordinator.spoke(env.channel, chat, env.correlation_ids(), agent=agent)
         if env.from_ == self.id:
             return
-        chat = Reply(env.id, env.from_, chat_text(env))
         for cid in env.correlation_ids():
             self.coordinator.reply_seen(cid, chat)
         if env.channel is not None:
             # an agent's chat that names what it answers (correlation_id) answers only that;
             # an uncorrelated one (agentchat clients) may answer any earlier message
-            agent = env.from_ != SERVER_ID and self.kind_of(env.from_) != "human"
             uncorrelated = not env.correlation_ids()
             self.coordinator.chat_seen(env.channel, chat, from_agent=agent and uncorrelated)
 

@@ -1,16 +1,27 @@
 """CSMA timing (document 001, "csma-coordination"): the random delay before answering a channel
-message, weighted by the agent's skills, and the jittered period of idle nudges.
+message, ranked by how well the agent suits it, and the jittered period of idle nudges.
 
 Pure functions over an injected :class:`random.Random`, so tests draw exactly what an agent
 would draw.
 
-Skill weighting: the message's *topic* is its hashtags and its words; a skill tag that appears
-in it (``python`` in "#python question", ``machine-learning`` in "any machine learning tips?")
-is an overlap. With ``[lo, hi]`` the configured range (default 2000–8000 ms):
+**Ranking.** A message's *topics* (:func:`message_topics`) are the skills whose vocabulary it
+uses (the vocabularies the offline classifier judges by, :mod:`hubbub.llm.topics`: "what is
+6*7?" is about ``math``, "plan dinner" about ``cooking``), the agent's own skill tags it
+names (``python`` in "#python question", ``machine-learning`` in "any machine learning
+tips?"). The agent's *coverage* is the share of those topics its skills cover; its *score*
+is coverage times the classifier's confidence (1 when unknown). With ``[lo, hi]`` the
+configured range (default 2000–8000 ms), ``span = hi - lo`` and ``w = span / 6``:
 
-- overlap → the high-relevance band ``[lo, lo + (hi - lo) / 3]`` (2–4 s by default);
-- skills but no overlap → the low-relevance band ``[lo + (hi - lo) / 2, hi]`` (5–8 s);
+- score > 0 → a band ``w`` wide starting at ``lo + span * (1 - score) / 2``: covering all of
+  a question at confidence 0.9 draws from 2.3–3.3 s, half of it from 3.65–4.65 s, so the
+  agent that covers the most (and is surest) usually claims first; equal ones share a band
+  and the floor settles the tie;
+- skills but no topic covered → the low-relevance band ``[lo + span / 2, hi]`` (5–8 s);
 - no skills → uniform over ``[lo, hi]``.
+
+**Continuity** (``first``): the agent that answered this asker last, within the agent's
+``continuity_s``, gets ``[lo, lo + w]`` (the first right to claim); every other agent's band
+moves ``w`` later (capped at ``hi``), so the follow-up goes to who answered before.
 """
 
 from __future__ import annotations
@@ -19,6 +30,9 @@ import random
 import re
 from collections.abc import Iterable, Sequence
 from typing import Final
+
+from hubbub.llm.offline import expressions
+from hubbub.llm.topics import SKILL_ALIASES, TOPICS, skill_topic, words
 
 _WORD: Final = re.compile(r"[a-z0-9][a-z0-9_+.-]*[a-z0-9+]|[a-z0-9]")
 _HASHTAG: Final = re.compile(r"(?<![\w#])#([A-Za-z0-9][\w-]*)")
@@ -52,23 +66,90 @@ def skill_overlap(skills: Iterable[str], text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def delay_band(lo: float, hi: float, skills: Sequence[str], text: str) -> tuple[float, float]:
-    """The ``[low, high]`` milliseconds the CSMA delay for ``text`` is drawn from."""
+_VOCABULARIES: Final = {key: skill_topic(key) for key in TOPICS}
+
+
+def topic_key(skill: str) -> str:
+    """The topic a skill tag stands for: ``Maths`` → ``math``, a word of a known vocabulary
+    → that topic (``python`` → ``code``), any other tag → itself (``#Big_Data`` →
+    ``big-data``)."""
+    tag = normalize_skill(skill)
+    tag = SKILL_ALIASES.get(tag, tag)
+    if tag in TOPICS:
+        return tag
+    for key, vocab in _VOCABULARIES.items():
+        if tag in vocab:
+            return key
+    return tag
+
+
+def message_topics(text: str, skills: Iterable[str] = ()) -> frozenset[str]:
+    """The topics ``text`` is about: every known vocabulary it uses (arithmetic is ``math``),
+    and each of ``skills`` it names or whose vocabulary it uses (as their :func:`topic_key`)."""
+    said = words(text)
+    found = {key for key, vocab in _VOCABULARIES.items() if said & vocab}
+    if expressions(text):
+        found.add("math")
+    skills = list(skills)
+    for skill in skills:
+        key = topic_key(skill)
+        if key and said & skill_topic(skill):
+            found.add(key)
+    found.update(topic_key(s) for s in skill_overlap(skills, text))
+    return frozenset(found)
+
+
+def coverage(skills: Sequence[str], text: str) -> float:
+    """The share of ``text``'s topics that ``skills`` cover (0 when it has none they know)."""
+    topics = message_topics(text, skills)
+    if not topics:
+        return 0.0
+    mine = {topic_key(s) for s in skills} & topics
+    return len(mine) / len(topics)
+
+
+def delay_band(
+    lo: float,
+    hi: float,
+    skills: Sequence[str],
+    text: str,
+    confidence: float | None = None,
+    first: bool | None = None,
+) -> tuple[float, float]:
+    """The ``[low, high]`` milliseconds the CSMA delay for ``text`` is drawn from: ranked by
+    coverage times ``confidence``; ``first``: True when this agent answered the asker last
+    (the first right to claim), False when another agent did (defer), None when neither."""
     if hi < lo:
         raise ValueError(f"the CSMA range is empty: min {lo} > max {hi}")
-    if not skills:
-        return lo, hi
     span = hi - lo
-    if skill_overlap(skills, text):
-        return lo, lo + span / 3
-    return lo + span / 2, hi
+    width = span / 6
+    if first:
+        return lo, lo + width
+    if not skills:
+        low, high = lo, hi
+    else:
+        score = coverage(skills, text) * (1.0 if confidence is None else confidence)
+        if score > 0:
+            low = lo + span * (1 - min(score, 1.0)) / 2
+            high = low + width
+        else:
+            low, high = lo + span / 2, hi
+    if first is False:
+        low, high = min(low + width, hi), min(high + width, hi)
+    return low, high
 
 
 def csma_delay_ms(
-    rng: random.Random, lo: float, hi: float, skills: Sequence[str] = (), text: str = ""
+    rng: random.Random,
+    lo: float,
+    hi: float,
+    skills: Sequence[str] = (),
+    text: str = "",
+    confidence: float | None = None,
+    first: bool | None = None,
 ) -> float:
     """A CSMA delay in milliseconds: uniform in the band :func:`delay_band` picks."""
-    low, high = delay_band(lo, hi, skills, text)
+    low, high = delay_band(lo, hi, skills, text, confidence, first)
     return low if high <= low else rng.uniform(low, high)
 
 
@@ -82,10 +163,13 @@ def jittered(period: float, percent: float, rng: random.Random) -> float:
 
 
 __all__ = [
+    "coverage",
     "csma_delay_ms",
     "delay_band",
     "jittered",
+    "message_topics",
     "normalize_skill",
     "skill_overlap",
+    "topic_key",
     "topic_tags",
 ]

@@ -22,6 +22,11 @@ Life of a *batch* (the messages of one channel answered as one turn)::
   answer is a chat whose ``correlation_id`` names one of the batch's messages (from anyone
   but its sender), or any later chat in the channel from another agent (agentchat clients
   send no ``correlation_id``).
+- **Ranking and continuity** (:mod:`hubbub.sdk.csma`): the delay's band follows how much of
+  the message's topics the agent's skills cover and the classifier's confidence; and the
+  agent that answered an asker last (within ``continuity_ms``) gets the first right to claim
+  that asker's next unaddressed message, while the others defer (:meth:`FloorCoordinator.spoke`
+  keeps who answered whom).
 - **Settle window**: channel messages the agent will answer that arrive within ``settle_ms``
   of the batch's first one, while it still waits, join it. The window closes when the delay
   ends (so it adds no latency) or when a DM or mention arrives (:meth:`cut_settle`).
@@ -129,12 +134,15 @@ class FloorSettings:
     csma_max_ms: float = 8000
     settle_ms: float = 5000
     skills: tuple[str, ...] = ()
+    continuity_ms: float = 180_000
+    """For this long after an agent answered someone, that person's next unaddressed channel
+    message goes first to that agent (0: never)."""
 
     def __post_init__(self) -> None:
         if self.coordination not in COORDINATIONS:
             raise ValueError(f"coordination must be one of {', '.join(COORDINATIONS)}")
-        if self.csma_min_ms < 0 or self.settle_ms < 0:
-            raise ValueError("csma_min_ms and settle_ms must be >= 0")
+        if self.csma_min_ms < 0 or self.settle_ms < 0 or self.continuity_ms < 0:
+            raise ValueError("csma_min_ms, settle_ms and continuity_ms must be >= 0")
         if self.csma_max_ms < self.csma_min_ms:
             raise ValueError(
                 f"csma_min_ms ({self.csma_min_ms:g}) must not exceed "
@@ -232,6 +240,10 @@ class FloorCoordinator:
         self._positions: OrderedDict[str, int] = OrderedDict()
         self._agents_said: dict[str, deque[tuple[int, Reply]]] = {}
         self._arrivals = itertools.count()
+        self._authors: OrderedDict[str, str] = OrderedDict()
+        """Who wrote each recent chat, by id (whom an answer answers)."""
+        self._answerer: OrderedDict[tuple[str, str], tuple[str, float]] = OrderedDict()
+        """(channel, asker) → (the agent that answered the asker last there, when)."""
 
     # ------------------------------------------------------------------ inspection
 
@@ -257,17 +269,42 @@ class FloorCoordinator:
         """What was seen about ``msg_id`` (empty if nothing)."""
         return self._seen.get(msg_id) or Seen()
 
-    def delay_for(self, text: str) -> float:
-        """A CSMA delay (ms) for a message with this text (0 when CSMA is off)."""
+    def delay_for(
+        self, text: str, confidence: float | None = None, first: bool | None = None
+    ) -> float:
+        """A CSMA delay (ms) for a message with this text (0 when CSMA is off), ranked by the
+        classifier's ``confidence`` and continuity (``first``, :meth:`continuity`)."""
         s = self.settings
         if not uses_csma(s.coordination):
             return 0.0
-        return csma_delay_ms(self.rng, s.csma_min_ms, s.csma_max_ms, s.skills, text)
+        lo, hi = s.csma_min_ms, s.csma_max_ms
+        return csma_delay_ms(self.rng, lo, hi, s.skills, text, confidence, first)
+
+    def last_answerer(self, channel: str, asker: str) -> str | None:
+        """The agent that answered ``asker`` in ``channel`` last, within ``continuity_ms``."""
+        seen = self._answerer.get((channel, asker))
+        if seen is None or self.clock() - seen[1] > self.settings.continuity_ms:
+            return None
+        return seen[0]
+
+    def continuity(self, channel: str, asker: str) -> bool | None:
+        """True: this agent answered ``asker`` last (it claims first); False: another agent
+        did (this one defers); None: nobody did lately."""
+        last = self.last_answerer(channel, asker) if asker else None
+        return None if last is None else last == self.agent_id
 
     # ------------------------------------------------------------------ the agent's events
 
-    def open(self, msg_id: str, channel: str, text: str = "", sender: str = "") -> Step:
-        """A channel message the agent decided to answer: skip, join a batch, or wait."""
+    def open(
+        self,
+        msg_id: str,
+        channel: str,
+        text: str = "",
+        sender: str = "",
+        confidence: float | None = None,
+    ) -> Step:
+        """A channel message the agent decided to answer: skip, join a batch, or wait (the
+        delay ranked by ``confidence``, the classifier's, and continuity with ``sender``)."""
         now = self.clock()
         covered = self._covered([msg_id])
         if covered:
@@ -284,7 +321,7 @@ class FloorCoordinator:
                 batch.senders[msg_id] = sender
                 self._batch_of[msg_id] = batch.key
                 return Step("joined", batch)
-        delay = self.delay_for(text)
+        delay = self.delay_for(text, confidence, self.continuity(channel, sender))
         batch = Batch(
             msg_id,
             channel,
@@ -439,6 +476,26 @@ class FloorCoordinator:
         if from_agent and chat.who != self.agent_id:
             said = self._agents_said.setdefault(channel, deque(maxlen=_LATER_KEPT))
             said.append((at, chat))
+
+    def spoke(
+        self, channel: str | None, chat: Reply, replies_to: Sequence[str], *, agent: bool
+    ) -> None:
+        """A chat (the agent's own too): remember who wrote it; when an agent (``agent``)
+        replies in a channel to someone's message, it is that asker's latest answerer there."""
+        self._authors[chat.id] = chat.who
+        self._authors.move_to_end(chat.id)
+        while len(self._authors) > _SEEN_KEPT:
+            self._authors.popitem(last=False)
+        if channel is None or not agent or chat.who == SERVER_ID:
+            return
+        for msg_id in replies_to:
+            asker = self._authors.get(msg_id)
+            if asker is not None and asker not in (chat.who, SERVER_ID):
+                key = (channel, asker)
+                self._answerer[key] = (chat.who, self.clock())
+                self._answerer.move_to_end(key)
+                while len(self._answerer) > _SEEN_KEPT:
+                    self._answerer.popitem(last=False)
 
     # ------------------------------------------------------------------ internals
 

@@ -571,6 +571,9 @@ class EngineSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     cb_poll_ms: float = 1_000
     cb_grace_s: float = 30
     sleep_max_buffer: int = 50
+    unclaimed_notice_s: float = 30
+    """An open question from a person that no agent claims or answers within this long gets
+    its asker a ``system/notice`` (``notice: unclaimed``, "no agent took this"); 0: never."""
 
     def validate(self) -> None:
         """Raise ConfigError for a setting that cannot work."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from hubbub.protocol import addressing
 from hubbub.protocol.dialect import Reply
 from hubbub.protocol.envelope import PROTOCOL, Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
@@ -43,13 +44,6 @@ log = logging.getLogger("hubbub.router")
 
 _ENGINES_SEE = frozenset({"markers", "wake"})
 """Kind-table ``engines`` values of the kinds whose sending wakes a sleeping sender."""
-
-
-def _may_address(env: Envelope) -> bool:
-    """Whether a chat may be addressed to someone (``to``, a reply, an ``@``): only those
-    are checked for absent addressees, so a plain message costs nothing more."""
-    text = env.payload.get("text")
-    return bool(env.to or env.correlation_id or (isinstance(text, str) and "@" in text))
 
 
 class Router:
@@ -139,7 +133,8 @@ class Router:
                 if dest.place == PRESENCE:
                     return env  # a bare presence change: the presence broadcast is its delivery
             self._sequence(sender, env, dest, now, self._after_delivery(sender, env, sleep))
-            if isinstance(sender, Session) and dest.channel is not None and _may_address(env):
+            addressed = dest.channel is not None and addressing.may_address(env)
+            if isinstance(sender, Session) and addressed:
                 absent, author = self.sessions.absent, sender
                 self.store.after_commit(lambda: absent.posted(author, env))  # after its echo
             if sees == "markers" and dest.channel is not None:

@@ -43,8 +43,7 @@ class Absent:
         space = sender.space
         if env.kind != "chat" or env.channel is None or sender.id == SERVER_ID:
             return
-        text = env.payload.get("text")
-        if not env.to and not env.correlation_id and not (isinstance(text, str) and "@" in text):
+        if not addressing.may_address(env):
             return
         ids = addressing.of(env, space.roster_view()).ids
         absent = [p for p in ids if p in space.known and _absent(space, p)]

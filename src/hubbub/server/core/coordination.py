@@ -495,6 +495,10 @@ class Coordination:
             rel = eng.floor.expire(ident, parts[3])
             if rel is not None:
                 self.floor.released(space, rel)
+        elif what == "open":
+            asker = eng.floor.unclaimed(ident, parts[3])
+            if asker is not None:
+                self.floor.unclaimed(space, ident, parts[3], asker)
 
     def _deliver_callback(
         self, space: SpaceState, cb: Callback, dropped: str | None, now: float

@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
-from hubbub.engines.floor import ClaimRejected, Release
+from hubbub.engines.floor import ClaimRefused, ClaimRejected, Release
+from hubbub.protocol import addressing
 from hubbub.protocol.envelope import Envelope
 from hubbub.protocol.errors import ErrorCode, ProtocolError
+from hubbub.protocol.ids import SERVER_ID
 from hubbub.server.admission.authorization import channel_access
 from hubbub.server.admission.bans import BanList
 from hubbub.server.admission.sender import Sender
@@ -28,6 +30,10 @@ log = logging.getLogger("hubbub.floor")
 
 OutcomePost = Callable[[SpaceState, Envelope], object]
 """Sends a message of the server to a channel: numbered, stored and delivered."""
+
+NOTICE: Final = "system/notice"
+UNCLAIMED: Final = "unclaimed"
+"""The ``notice`` of a ``system/notice`` telling an asker that no agent took its question."""
 
 
 class FloorClaims:
@@ -52,10 +58,21 @@ class FloorClaims:
         self._relay_handle: asyncio.Handle | None = None
 
     def claim(self, sender: Sender, env: Envelope) -> None:
-        """Handle ``floor/responding-to``: validate, track, relay, and send the yields."""
+        """Handle ``floor/responding-to``: validate, track, relay, and send the yields.
+
+        A claim on a message answered already, or addressed to others, is refused
+        (:meth:`FloorControl.refusal <hubbub.engines.floor.FloorControl.refusal>`): over a
+        WebSocket (both dialects) with a ``floor/yield`` to the claimant naming who answered or
+        whom it is for (``refused``: ``answered``/``addressed``, ``reason``: a sentence), so
+        every client stops as on any yield; over HTTP with ``invalid_claim`` and that sentence.
+        """
         if not isinstance(sender, Session):
+            refused = self._refusal(sender, env)
             raise ProtocolError(
-                ErrorCode.INVALID_CLAIM, "floor claims need a WebSocket connection (to get YIELD)"
+                ErrorCode.INVALID_CLAIM,
+                str(refused)
+                if refused is not None
+                else "floor claims need a WebSocket connection (to get YIELD)",
             )
         if env.channel is None or env.channel.startswith("@"):
             raise ProtocolError(
@@ -94,6 +111,9 @@ class FloorClaims:
                 msg_ts=msg_ts,
                 human=sender.kind == "human",
             )
+        except ClaimRefused as exc:
+            self._refuse(sender, ch, msg_id, exc)
+            return
         except ClaimRejected as exc:
             raise ProtocolError(ErrorCode.INVALID_CLAIM, str(exc)) from None
         space = sender.space
@@ -150,6 +170,41 @@ class FloorClaims:
                 ch, self.delivery.server_env("floor/claimed", claimed, channel=ch.name), burst
             )
 
+    def _refusal(self, sender: Sender, env: Envelope) -> ClaimRefused | None:
+        """The refusal a claim from ``sender`` would get on its message (None: none)."""
+        msg_id, channel = env.payload.get("msg_id"), env.channel
+        eng = self.spaces[sender.space.id]
+        if not isinstance(msg_id, str) or not isinstance(channel, str) or not eng.floor.enabled:
+            return None
+        return eng.floor.refusal(channel, msg_id, sender.id)
+
+    def _refuse(self, sender: Session, ch: Channel, msg_id: str, refused: ClaimRefused) -> None:
+        """Tell a claimant its claim is refused: a ``floor/yield`` to whoever answered, or to
+        the message's addressee (agentchat: ``YIELD``), with the reason in words."""
+        payload: dict[str, Any] = {
+            "msg_id": msg_id,
+            "winner": refused.winner,
+            "reason": str(refused),
+            "refused": refused.why,
+        }
+        if refused.why == "addressed":
+            payload["addressees"] = list(refused.by)
+        if refused.answer is not None:
+            payload["answer"] = refused.answer
+        self.delivery.deliver_to(
+            sender,
+            self.delivery.server_env("floor/yield", payload, to=[sender.id], channel=ch.name),
+        )
+        self.activity.publish(
+            "claim-refused",
+            sender.space.id,
+            channel=ch.name,
+            msg_id=msg_id,
+            participant=sender.id,
+            reason=refused.why,
+            winner=refused.winner,
+        )
+
     def _relay(self, ch: Channel, env: Envelope, burst: bool) -> None:
         """Send an informational floor envelope to ``ch``: at once, or with its burst.
 
@@ -187,16 +242,70 @@ class FloorClaims:
             self.delivery.fanout_all(ch, envs)
 
     def spoke(self, sender: Sender, env: Envelope) -> bool:
-        """``sender`` wrote in a channel: the claims it holds there are done (True: it held
-        some, so the timers changed)."""
-        eng = self.spaces[sender.space.id]
-        if not eng.floor.holds(sender.id) or env.channel is None:
+        """``sender`` wrote a chat in a channel: whom it is addressed to is noted (a claim by
+        anyone else is refused), the messages it replies to are answered (a claim on them is
+        refused), the claims it holds on them end, and a person's open question waits for a
+        claim (:meth:`unclaimed`). True: timers changed."""
+        if env.channel is None or sender.id == SERVER_ID:
             return False
-        cid = env.correlation_id
-        reply_to = [cid] if isinstance(cid, str) else cid
-        for rel in eng.floor.spoke(env.channel, sender.id, reply_to):
-            self.released(sender.space, rel, answer=env.id)
-        return True
+        eng = self.spaces[sender.space.id]
+        space, channel = sender.space, env.channel
+        addressees: tuple[str, ...] = ()
+        if env.id and addressing.may_address(env):
+            addressees = tuple(addressing.of(env, space.roster_view()).ids)
+            eng.floor.heard(channel, env.id, addressees)
+        reply_to = env.correlation_ids()
+        for cid in reply_to:
+            ref = space.ids.latest(cid)
+            if ref is not None and ref.place == channel and ref.sender != sender.id:
+                eng.floor.answered(channel, cid, sender.id, env.id)
+        opened = False
+        if env.id and not addressees and not reply_to and self._open_question(sender, env):
+            opened = eng.floor.asked(self.clock(), channel, env.id, sender.id)
+        if not reply_to or not eng.floor.holds(sender.id):
+            return opened
+        released = eng.floor.spoke(channel, sender.id, reply_to)
+        for rel in released:
+            self.released(space, rel, answer=env.id)
+        return opened or bool(released)
+
+    def _open_question(self, sender: Sender, env: Envelope) -> bool:
+        """Whether a person's channel chat is a question an agent there could take: a ``?``
+        in its text, and an agent online in the channel (people's chat among themselves, and
+        a channel without agents, get no "no agent took this")."""
+        text = env.payload.get("text")
+        if sender.kind != "human" or not isinstance(text, str) or "?" not in text:
+            return False
+        ch = sender.space.channels.get(env.channel or "")
+        if ch is None:
+            return False
+        online = sender.space.online
+        return any((s := online.get(m)) is not None and s.kind == "agent" for m in ch.members)
+
+    def unclaimed(self, space: SpaceState, channel: str, msg_id: str, asker: str) -> None:
+        """Nobody claimed or answered ``asker``'s open question in time: tell the asker (a
+        ``system/notice`` correlated with it, not stored), and the feed (``unclaimed``)."""
+        eng = self.spaces[space.id]
+        after = round(eng.floor.unclaimed_ms / 1000)
+        self.activity.publish(
+            "unclaimed", space.id, channel=channel, msg_id=msg_id, participant=asker, after_s=after
+        )
+        s = space.online.get(asker)
+        if s is None:
+            return
+        note = self.delivery.server_env(
+            NOTICE,
+            {
+                "notice": UNCLAIMED,
+                "text": f"no agent took this: nobody claimed or answered it within {after} s",
+                "msg_id": msg_id,
+                "after_s": after,
+            },
+            to=[asker],
+            channel=channel,
+            correlation_id=[msg_id],
+        )
+        self.delivery.send(s, note)
 
     def released(self, space: SpaceState, rel: Release, answer: str | None = None) -> None:
         """A claim ended: the feed says why, and the channel's history keeps the outcome

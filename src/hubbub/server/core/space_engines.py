@@ -22,6 +22,7 @@ class SpaceEngines:
             enabled=settings.respond_enabled,
             max_skew_ms=settings.claim_max_skew_ms,
             scope=sid,
+            unclaimed_ms=settings.unclaimed_notice_s * 1000,
         )
         self.callbacks = CallbackEngine(
             timers,

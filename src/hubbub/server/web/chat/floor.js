@@ -38,8 +38,10 @@ export function addReasoning(env, ctx) {
 }
 
 /**
- * floor/responding-to (relayed with `from`), floor/claimed, floor/yield (to a loser), and
- * floor/outcome: stored when a claim ends, so a history says who answered and who yielded.
+ * floor/responding-to (relayed with `from`), floor/claimed, floor/yield (to a loser),
+ * floor/outcome: stored when a claim ends, so a history says who answered and who yielded,
+ * and system/notice: the gateway's note on a message of mine (`unclaimed`: no agent took
+ * it; `addressee_absent`: whom it is for is offline or asleep).
  */
 export function addFloor(env) {
   const p = env.payload || {};
@@ -56,10 +58,13 @@ export function addFloor(env) {
       done: false,
       answer: null,
       answered: new Set(), // who answered it (the holders whose message ended their claim)
+      notice: null, // the gateway's note on it (system/notice), shown until someone answers
     };
     chat.floor.set(msgId, f);
   }
-  if (env.kind === "floor/outcome") {
+  if (env.kind === "system/notice") {
+    if (typeof p.text === "string") f.notice = p.text;
+  } else if (env.kind === "floor/outcome") {
     if (typeof p.holder === "string") {
       f.claimants.add(p.holder);
       if (p.reason === "answered") f.answered.add(p.holder);
@@ -142,7 +147,14 @@ export function spoke(conv, item, ctx) {
   if (!ctx.live) return;
   let changed = false;
   for (const f of chat.floor.values()) {
-    if (!f.done && f.holder === item.from && f.channel === conv.key) {
+    if (f.notice && item.from !== chat.me && item.replyTo.includes(f.msgId)) {
+      f.notice = null; // someone answered it after all
+      changed = true;
+      const asked = chat.byId.get(f.msgId);
+      if (asked) updated(asked);
+    }
+    // an answer ends the claim it replies to (the gateway's rule); other chat ends nothing
+    if (!f.done && f.holder === item.from && f.channel === conv.key && item.replyTo.includes(f.msgId)) {
       f.done = true;
       f.answer = item.id;
       f.answered.add(item.from);

@@ -93,6 +93,7 @@ function floorLine(item) {
   else if (f && f.holder && f.done) parts.push(`${f.holder} held the floor`);
   const gave = f ? yielders(f) : [];
   if (gave.length) parts.push(`${gave.join(", ")} yielded to ${f.holder || "another agent"}`);
+  if (f && f.notice && !now.length && !f.answered.size) parts.push(f.notice);
   if (!parts.length) return null;
   return el("div", { class: "floor-line" + (now.length ? " live" : "") }, parts.join(" · "));
 }

@@ -25,6 +25,7 @@ export function onEnvelope(env) {
     case "floor/responding-to":
     case "floor/claimed":
     case "floor/yield":
+    case "system/notice": // the gateway's note on a message: nobody took it, its addressee is away
       addFloor(env);
       return;
     case "channel/list-response":

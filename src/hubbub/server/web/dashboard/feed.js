@@ -38,6 +38,10 @@ function describe(ev) {
       return ["floor", "yield", `${p} yields to ${ev.winner} on ${short(ev.msg_id)}${inCh}`];
     case "claim-released":
       return ["floor", "released", `${p} released the floor on ${short(ev.msg_id)}${inCh} (${ev.reason})`];
+    case "claim-refused":
+      return ["floor", "refused", `${p}'s claim on ${short(ev.msg_id)}${inCh} was refused: ${ev.reason === "answered" ? `${ev.winner} answered it already` : `it is for ${ev.winner}`}`];
+    case "unclaimed":
+      return ["floor", "unclaimed", `no agent took ${p}'s question ${short(ev.msg_id)}${inCh} (${ev.after_s} s)`];
     case "callback-scheduled":
       return ["callback", "callback", `${p} scheduled a callback due ${clock(ev.due)}${inCh}`];
     case "callback-fired":
