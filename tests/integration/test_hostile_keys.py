@@ -22,6 +22,7 @@ from hubbub.server.config import (
 from tests.conftest import MakeGateway, RunningGateway, WsClient, start_gateway, stop_gateway
 from tests.interop.test_agentchat_client import of_type
 from tests.interop.test_agentchat_identity import Keypair, keyed, keyed_space
+from tests.mcp.conftest import ACCEPT, INIT
 
 ADMIN = {"X-Hubbub-Request": "1"}  # open mode: loopback is admin
 CHAT = {"kind": "chat", "channel": "#general", "payload": {"text": "I am the key holder"}}
@@ -95,20 +96,8 @@ async def test_mew_join_and_mcp_initialize_as_a_key_id_are_refused(
         await mew.send({"type": "join", "participantId": pid, "space": "default"})
         err = (await mew.expect("system/error"))["payload"]
         assert err["error"] == "auth_failed" and "belongs to a public key" in err["message"]
-        initialize = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "impostor", "version": "0"},
-            },
-        }
-        headers = {
-            "X-Hubbub-Participant": pid,
-            "Accept": "application/json, text/event-stream",
-        }
+        initialize = INIT
+        headers = {"X-Hubbub-Participant": pid, **ACCEPT}
         async with (
             aiohttp.ClientSession() as http,
             http.post(f"{gateway.http}/mcp", json=initialize, headers=headers) as resp,

@@ -15,6 +15,20 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 HUBBUB = str(Path(sys.executable).with_name("hubbub"))
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+"""A raw MCP ``initialize`` request, for the tests that speak HTTP to /mcp themselves."""
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+"""The Accept header Streamable HTTP requires of a POST."""
+
 SHORT = {
     "HUBBUB_MCP_SETTLE_MS": "50",
     "HUBBUB_MCP_NUDGE_S": "1",

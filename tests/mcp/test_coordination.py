@@ -16,6 +16,8 @@ from hubbub.server.config import Limits, ParticipantConfig, SpaceConfig, hash_to
 from hubbub.server.http.mcp_http import GONE_GRACE_S, IDLE_TIMEOUT_S, MCP_DOORS, gone_grace_s
 from tests.conftest import RunningGateway, start_gateway, stop_gateway
 from tests.mcp.conftest import (
+    ACCEPT,
+    INIT,
     SHORT,
     TRANSPORT_PARAMS,
     TRANSPORTS,
@@ -28,18 +30,6 @@ from tests.ports import reserve_port
 from tests.timing import until
 
 pytestmark = pytest.mark.timeout(90)
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
-ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
 def _ms(ts: str) -> int:

@@ -16,21 +16,9 @@ from hubbub.extras import install_command
 from hubbub.server.config import Limits
 from hubbub.server.http.mcp_http import MCP_DOORS, McpDoor
 from tests.conftest import MakeGateway, RunningGateway
-from tests.mcp.conftest import SHORT, call, opener
+from tests.mcp.conftest import ACCEPT, INIT, SHORT, call, opener
 
 pytestmark = pytest.mark.timeout(90)
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
-ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
 @pytest.fixture(autouse=True)

@@ -797,18 +797,10 @@ async def _claim(desk: Desk, message_id: str, channel: str) -> CallToolResult:
         desk.yield_reported(message_id)
         winner = str(granted.payload.get("winner"))
         if granted.payload.get("refused"):  # answered already, or addressed to others
-            advice = f"{granted.payload.get('reason')}. Do not answer it."
-            return _ok(
-                m.Claim(
-                    message_id=message_id,
-                    channel=channel,
-                    granted=False,
-                    yielded_to=winner,
-                    advice=advice,
-                ),
-                f"Refused: {advice}",
-            )
-        advice = f"{winner} is answering {message_id}: do not answer it, do not repeat them."
+            advice, said = f"{granted.payload.get('reason')}. Do not answer it.", "Refused"
+        else:
+            advice = f"{winner} is answering {message_id}: do not answer it, do not repeat them."
+            said = "Yielded"
         return _ok(
             m.Claim(
                 message_id=message_id,
@@ -817,7 +809,7 @@ async def _claim(desk: Desk, message_id: str, channel: str) -> CallToolResult:
                 yielded_to=winner,
                 advice=advice,
             ),
-            f"Yielded: {advice}",
+            f"{said}: {advice}",
         )
     advice = f"You hold the floor: answer with send(to={channel!r}, reply_to={message_id!r})."
     return _ok(
