@@ -35,10 +35,11 @@ import httpx2
 import psutil
 import websockets
 from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.ports
 from tests.ports import reserve_port
+
+from mcp_listen import http_session  # the script's directory is on sys.path
 
 HUBBUB = str(Path(sys.executable).with_name("hubbub"))
 ENV = {**os.environ, "HUBBUB_RATE_PER_S": "0", "HUBBUB_MCP_SETTLE_MS": "0",
@@ -93,11 +94,11 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         await wait_healthy(base)
         gw = psutil.Process(proc.pid)
         async with contextlib.AsyncExitStack() as stack:
-            warm = await stack.enter_async_context(open_session(base, "warm-up"))
+            warm = await stack.enter_async_context(http_session(base, "warm-up"))
             await warm.list_tools()  # the gateway's MCP server is built
             before = await settle_rss(gw)
             sessions = [
-                await stack.enter_async_context(open_session(base, f"idle-{i}"))
+                await stack.enter_async_context(http_session(base, f"idle-{i}"))
                 for i in range(args.sessions)
             ]
             opened = await settle_rss(gw)
@@ -137,17 +138,6 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         proc.terminate()
         proc.wait(10)
     return out
-
-
-@contextlib.asynccontextmanager
-async def open_session(base: str, pid: str) -> Any:
-    async with (
-        httpx2.AsyncClient(headers={"X-Hubbub-Participant": pid}, timeout=60) as http,
-        streamable_http_client(base + "/mcp", http_client=http) as (r, w),
-        ClientSession(r, w) as s,
-    ):
-        await s.initialize()
-        yield s
 
 
 def cli() -> None:

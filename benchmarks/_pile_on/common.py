@@ -10,6 +10,7 @@ import time
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
@@ -97,3 +98,16 @@ async def until_done(agents: list[Agent], msg_id: str, limit: float) -> None:
             return
         await asyncio.sleep(0.01)
     log(f"    question {msg_id} did not complete within {limit:.0f} s")
+
+
+def scaled_floor(scale: float) -> dict[str, Any]:
+    """An Agent's floor settings at the defaults (CSMA 2-8 s, settle 5 s) times ``scale``,
+    with no rate limit and no reasoning envelopes: what the people and situation runs use."""
+    return {
+        "csma_min_ms": round(2000 * scale),
+        "csma_max_ms": round(8000 * scale),
+        "settle_ms": round(5000 * scale),
+        "rate_limit_per_minute": 0,
+        "discovery_timeout": 5.0,
+        "reasoning_enabled": False,
+    }

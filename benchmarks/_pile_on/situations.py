@@ -29,7 +29,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _pile_on.common import Inference, TimedModel, log, pct, start_gateway, until_done
+from _pile_on.common import (
+    Inference,
+    TimedModel,
+    log,
+    pct,
+    scaled_floor,
+    start_gateway,
+    until_done,
+)
 from _pile_on.people import QUESTIONS, SKILLS, question_text, skills_of
 from hubbub.protocol.envelope import Envelope
 from hubbub.sdk import Agent, Participant
@@ -209,12 +217,7 @@ async def run_situation(
                     model=TimedModel(pid, scale, agent_rng, inferences),
                     rng=agent_rng,
                     skills=tags,
-                    csma_min_ms=round(2000 * scale),
-                    csma_max_ms=round(8000 * scale),
-                    settle_ms=round(5000 * scale),
-                    rate_limit_per_minute=0,
-                    discovery_timeout=5.0,
-                    reasoning_enabled=False,
+                    **scaled_floor(scale),
                 )
                 await agent.start()
                 agents.append(agent)
