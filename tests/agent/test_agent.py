@@ -536,3 +536,30 @@ async def test_a_reasoning_cancel_stops_the_turn_and_the_agent_carries_on(
     await say(human.client, stream, "hello @assistant")
     answer = await next_from(stream, "assistant", ("chat",))
     assert answer.payload["text"] == "Hello alice! How can I help?"
+
+
+async def test_a_proposal_waiting_for_the_operator_survives_other_messages(
+    participant: MakeParticipant, agent: MakeAgent
+) -> None:
+    """A message arriving while the agent waits for an approval does not withdraw the
+    proposal (nor re-issue it): it waits, and is answered after the proposal's turn."""
+    _, calls = await calculator(participant)
+    caps = [*PROPOSER_CAPS, {"kind": "reasoning/*"},
+            {"kind": "mcp/request", "payload": {"method": "tools/list"}}]  # fmt: skip
+    bot = await agent("assistant", capabilities=caps)
+    await bot.wait_for_tools("calculator")
+    human = await participant("alice", kind="human")
+    stream = human.client.messages()
+    question = await say(human.client, stream, "@assistant what is 6 * 7?")
+    proposal = await human.proposals.next(timeout=5)
+    hello = await say(human.client, stream, "hello @assistant")
+    await until(lambda: any(r.envelope.id == hello.id for r in bot.decisions), what="decided")
+    queued = lambda: bot.runtime.bus.size("assistant") == 1  # noqa: E731
+    await until(lambda: queued() or proposal.status != "pending", what="hello handed over")
+    assert proposal.status == "pending" and list(human.proposals) == [proposal]
+    await human.approve(proposal, timeout=5)
+    first = (await until_answer(stream, "assistant"))[-1]
+    assert first.payload["text"] == "6 * 7 = 42." and first.correlation_ids() == [question.id]
+    second = await next_from(stream, "assistant", ("chat",))
+    assert second.payload["text"] == "Hello alice! How can I help?"
+    assert calls == ["multiply 6 7"]

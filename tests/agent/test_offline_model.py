@@ -166,3 +166,49 @@ async def test_cancellation_interrupts_the_simulated_latency() -> None:
 def test_negative_pacing_is_refused() -> None:
     with pytest.raises(ValueError, match="latency_s and tokens_per_s must be >= 0"):
         OfflineModel(latency_s=-1)
+
+
+def _skilled_verdict(model: OfflineModel, text: str, skills: str) -> dict[str, object]:
+    prompt = (
+        f"You are bot.\nYour skills: {skills}\nYour tools: calc/multiply, calc/add\n"
+        f"Recent conversation:\n(nothing yet)\nNew message from alice: {text}\n\n"
+        "Answer with should_respond JSON"
+    )
+    result = json.loads(model.answer([Message.user(prompt)]).text)
+    assert isinstance(result, dict)
+    return result
+
+
+def test_a_skilled_agent_without_a_rule_for_a_question_does_not_claim_it() -> None:
+    chef = OfflineModel(
+        OfflineScript.from_mapping(
+            {"rules": [{"match": r"\bpasta\b", "reply": "Boil it 9 minutes."}]}
+        )
+    )
+    assert _skilled_verdict(chef, "how long do I cook pasta?", "cooking")["should_respond"]
+    refused = _skilled_verdict(chef, "what should I cook with leeks?", "cooking")
+    assert refused == {
+        "should_respond": False, "confidence": 0.3,
+        "reason": "about cooking, but no rule of mine answers it",
+    }  # fmt: skip
+    assert not _skilled_verdict(chef, "what is 6*7?", "cooking")["should_respond"]
+    maths = OfflineModel()
+    assert _skilled_verdict(maths, "what is 6*7?", "math")["should_respond"]
+    assert not _skilled_verdict(maths, "is zero a natural number?", "math")["should_respond"]
+
+
+def test_a_follow_up_uses_the_previous_answer() -> None:
+    model = OfflineModel()
+    first = [Message.user("alice: what is 6*7?")]
+    answer = model.answer(first)
+    assert answer.text == "6 * 7 = 42."
+    talk = [*first, Message.assistant(answer.text), Message.user("alice: @maths and times 2?")]
+    assert model.answer(talk).text == "42 * 2 = 84."
+    # with a tool offered, the follow-up is a tool call, and its result answers it
+    call = model.answer(talk, [ADD, MULTIPLY])
+    assert call.tool_calls == (ToolCall("offline-1", "calc__multiply", {"x": 42, "y": 2}),)
+    result = Message.tool_result(call.tool_calls[0], "84")
+    done = model.answer([*talk, call.message(), result], [ADD, MULTIPLY])
+    assert done.text == "42 * 2 = 84."
+    # with nothing before it to build on, a follow-up is not arithmetic
+    assert model.answer([Message.user("alice: and times 2?")]).text.startswith("Sorry alice")

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from hubbub.demo.cast import SKILLS, make_agent, make_calculator
+from hubbub.llm.offline import OfflineModel, OfflineScript
 from hubbub.protocol.envelope import Envelope
 from hubbub.sdk import Agent, Participant
 from hubbub.sdk.agent import DecisionRecord
@@ -54,6 +55,13 @@ async def cast(gw: RunningGateway) -> AsyncIterator[Cast]:
             return agents
 
         yield make
+
+
+def _answering(*fields: str) -> OfflineModel:
+    """An offline model with a rule for each of ``fields`` (regexes; '' for none): the
+    offline classifier claims only what a rule answers (arithmetic is built in)."""
+    rules = [{"match": rf"\b({f})\b", "reply": "on it, {sender}"} for f in fields if f]
+    return OfflineModel(OfflineScript.from_mapping({"rules": rules}))
 
 
 def _by_id(agents: list[Agent]) -> dict[str, Agent]:
@@ -221,8 +229,17 @@ async def test_a_burst_from_three_people_gets_every_question_answered_once(
     """Agents with different skills batch the burst differently (settle window); a claim on
     one message of a batch takes only that one, so no question is lost with its batch."""
     skills = [("math",), ("cooking",), ("travel", "code"), ("code",), ("math",)]
+    fields = {"math": "", "cooking": "dinner|recipe|bake", "travel": "trains?|hotel",
+              "code": "python|function"}  # fmt: skip
     bots = [
-        await agent(f"bot{i}", skills=tags, csma_min_ms=50, csma_max_ms=150, settle_ms=150)
+        await agent(
+            f"bot{i}",
+            skills=tags,
+            model=_answering(*(fields[t] for t in tags)),
+            csma_min_ms=50,
+            csma_max_ms=150,
+            settle_ms=150,
+        )
         for i, tags in enumerate(skills)
     ]
     people = [await participant(p, kind="human") for p in ("alice", "bob", "carol")]
@@ -248,3 +265,41 @@ async def test_a_burst_from_three_people_gets_every_question_answered_once(
     assert sorted(answered) == sorted(questions), {
         questions[q]: answered.count(q) for q in questions
     }
+
+
+async def test_an_addressed_agent_without_a_rule_says_what_it_can_do(
+    gw: RunningGateway, participant: MakeParticipant, cast: Cast
+) -> None:
+    agents = await cast()
+    alice = await participant("alice", kind="human")
+    _, replies, _ = await _ask(gw, alice, "@chef what is the capital of Peru?", agents)
+    assert [(r.from_, r.payload["text"]) for r in replies] == [
+        (
+            "chef",
+            "Sorry alice, I have no rule for that. I am chef, the cooking expert of this "
+            "offline demo: ask me about recipes, eggs, pasta, rice, baking and substitutes.",
+        )
+    ]
+
+
+async def test_an_open_question_in_a_field_is_answered_from_its_repertoire(
+    gw: RunningGateway, participant: MakeParticipant, cast: Cast
+) -> None:
+    agents = await cast()
+    alice = await participant("alice", kind="human")
+    _, replies, _ = await _ask(gw, alice, "how long should I boil an egg?", agents)
+    assert [(r.from_, r.payload["text"]) for r in replies] == [
+        ("chef", "Boil an egg 6 minutes for a soft yolk, 10 for hard, then cool it in cold "
+                 "water, alice.")
+    ]  # fmt: skip
+
+
+async def test_a_follow_up_builds_on_the_previous_answer(
+    gw: RunningGateway, participant: MakeParticipant, cast: Cast
+) -> None:
+    agents = await cast()
+    alice = await participant("alice", kind="human")
+    _, first, _ = await _ask(gw, alice, "@maths what is 6*7?", agents)
+    _, second, _ = await _ask(gw, alice, "@maths and times 2?", agents)
+    texts = [(r.from_, r.payload["text"]) for r in first + second]
+    assert texts == [("maths", "6 * 7 = 42."), ("maths", "42 * 2 = 84.")]

@@ -53,18 +53,31 @@ async def test_demo_scene_runs(capsys: pytest.CaptureFixture[str]) -> None:
     printed = _ids_hidden(out.replace(f"127.0.0.1:{port}", "127.0.0.1:8080")).splitlines()
     missing = [line for line in _readme_transcript() if line not in printed]
     assert not missing, "README lines the demo no longer prints:\n" + "\n".join(missing)
+    # who answered what, section a included, is the README's, line for line and in order
+    assert _answers(printed) == _answers(_readme_block()), "\n".join(_answers(printed))
+
+
+def _answers(lines: list[str]) -> list[str]:
+    """Who answered what: the agents' chats, the DMs alice got, the answer counts."""
+    said = re.compile(r"^  (#general   (maths|travel|chef|coder): |\[dm\]  |  => \d+ answer)")
+    return [line for line in lines if said.match(line)]
 
 
 def _ids_hidden(text: str) -> str:
-    return re.sub(r"…[0-9A-Z]{6}\b", "…ID", text)
+    return re.sub(r"…[0-9A-Za-z]{6}\b", "…ID", text)
+
+
+def _readme_block() -> list[str]:
+    """The README's sample transcript, ids hidden."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = readme.split("\n```\n=====")[1].split("\n```")[0]
+    return _ids_hidden("=====" + block).splitlines()
 
 
 def _readme_transcript() -> list[str]:
     """The README's sample transcript, ids hidden, without section a (its claims and yields
     differ by run) and without what comes after the scene (not printed with --once)."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    block = readme.split("\n```\n=====")[1].split("\n```")[0]
-    lines = _ids_hidden("=====" + block).splitlines()
+    lines = _readme_block()
     a = next(i for i, line in enumerate(lines) if line.startswith("== a."))
     b = next(i for i, line in enumerate(lines) if line.startswith("== b."))
     return lines[:a] + lines[b : lines.index("== scene over ==") + 1]

@@ -20,13 +20,105 @@ SKILLS: dict[str, tuple[str, str]] = {
     "chef": ("cooking", "Call it Mise en Place, {sender}: everything ready before we start."),
     "coder": ("code", "Call it hubbub-next, {sender}, and ship it on Friday."),
 }
-EXTRA_RULES: dict[str, list[dict[str, Any]]] = {
+REPERTOIRE: dict[str, list[dict[str, Any]]] = {
+    "maths": [],  # arithmetic is built into the offline model (follow-ups too)
     "travel": [
         {"match": r"train to (?P<city>\w+)", "reply": "Booked the 9:40 train to {city}, {sender}."},
         {"match": r"\bhotel\b", "reply": "And a room at the Hotel de la Gare, {sender}."},
+        {
+            "match": r"\btrains? to (?P<city>[A-Z]\w+)",
+            "reply": "Trains to {city} leave hourly until 22:00, {sender}; the 19:40 is fastest.",
+        },
+        {
+            "match": r"\b(pack|packing|luggage|suitcase)\b",
+            "reply": "Pack light, {sender}: layers, a rain jacket, good shoes, chargers and a plug "
+            "adapter; roll the clothes.",
+        },
+        {
+            "match": r"\b(best time|when (should|to) (i )?(go|visit|travel))\b",
+            "reply": "Late spring or early autumn, {sender}: mild weather and fewer crowds.",
+        },
+        {
+            "match": r"\b(route|itinerary|how (do|can) i get to)\b",
+            "reply": "Go by train where you can, {sender}: centre to centre, it beats flying on "
+            "trips under 4 hours.",
+        },
+        {
+            "match": r"\b(flights?|fly|airport)\b",
+            "reply": "Book 6-8 weeks ahead and be at the airport 2 hours early, {sender}.",
+        },
     ],
-    "chef": [{"match": "check the oven", "reply": "The bread is done: out of the oven at 220°C."}],
+    "chef": [
+        {"match": "check the oven", "reply": "The bread is done: out of the oven at 220°C."},
+        {
+            "match": r"\beggs?\b",
+            "reply": "Boil an egg 6 minutes for a soft yolk, 10 for hard, then cool it in cold "
+            "water, {sender}.",
+        },
+        {
+            "match": r"\b(pasta|spaghetti|noodles)\b",
+            "reply": "Salted boiling water, 1 litre per 100 g, and the packet's time minus a "
+            "minute, {sender}.",
+        },
+        {
+            "match": r"\brice\b",
+            "reply": "1 cup of rice to 1.5 of water, simmer covered 15 minutes, rest 5, {sender}.",
+        },
+        {
+            "match": r"\b(dinner|lunch|recipe|cook)\b",
+            "reply": "Try a quick tomato pasta, {sender}: garlic in olive oil, a tin of tomatoes, "
+            "10 minutes of simmering, basil on top.",
+        },
+        {
+            "match": r"\b(bake|baking|bread|cake|oven)\b",
+            "reply": "Bread bakes at 220°C for 30-35 minutes, until it sounds hollow, {sender}.",
+        },
+        {
+            "match": r"\b(instead of|substitute|replace)\b",
+            "reply": "For 1 egg, use 1 tbsp ground flax and 3 tbsp water, {sender}.",
+        },
+    ],
+    "coder": [
+        {
+            "match": r"\breverse\b",
+            "reply": "In Python, {sender}: `s[::-1]` reverses a string or a list.",
+        },
+        {
+            "match": r"\bsort",
+            "reply": "`sorted(items, key=len)` returns a new list; `items.sort()` sorts in place, "
+            "{sender}.",
+        },
+        {
+            "match": r"\b(read|open)\b.*\bfile\b",
+            "reply": "`with open(path) as f: text = f.read()`, {sender}: the file closes itself.",
+        },
+        {
+            "match": r"\b(bug|error|exception|traceback|crash)",
+            "reply": "Read the traceback's last line first, {sender}, then the frame of your own "
+            "code just above it.",
+        },
+        {
+            "match": r"\breturns? none\b",
+            "reply": "A function without `return` returns None, {sender}: check every branch "
+            "returns a value.",
+        },
+        {
+            "match": r"\bgit\b",
+            "reply": "`git switch -c my-fix` starts a branch, `git commit -am 'msg'` records it, "
+            "{sender}.",
+        },
+    ],
 }
+"""Each agent's scripted repertoire in its own field (the offline model's rules, first match
+wins); an agent claims an open question only when one of its rules answers it."""
+
+ABOUT: dict[str, str] = {
+    "maths": "arithmetic, like 'what is 12*7', and follow-ups like 'and times 2?'",
+    "travel": "trains, hotels, routes, packing, flights and the best time to go",
+    "chef": "recipes, eggs, pasta, rice, baking and substitutes",
+    "coder": "small Python snippets (reverse, sort, read a file), bugs and git",
+}
+"""What each agent can do, said when it is addressed with something it has no rule for."""
 
 PROPOSER_CAPS: list[dict[str, Any]] = [
     {"kind": ["chat", "reasoning/*", "floor/*", "channel/*", "history/request", "system/*"]},
@@ -74,8 +166,14 @@ def make_agent(name: str, url: str, latency_s: float) -> Agent:
     skill, answer = SKILLS[name]
     model: ChatModel | None = None
     if offline_mode():
-        rules = [{"match": CONTESTED, "reply": answer}, *EXTRA_RULES.get(name, [])]
-        script = OfflineScript.from_mapping({"rules": rules}, f"{name}'s script")
+        rules = [{"match": CONTESTED, "reply": answer}, *REPERTOIRE[name]]
+        unknown = (
+            f"Sorry {{sender}}, I have no rule for that. I am {name}, the {skill} expert of "
+            f"this offline demo: ask me about {ABOUT[name]}."
+        )
+        script = OfflineScript.from_mapping(
+            {"rules": rules, "default_reply": unknown}, f"{name}'s script"
+        )
         model = OfflineModel(script, latency_s=latency_s)
     extra: dict[str, Any] = {"capabilities": PROPOSER_CAPS} if name == "coder" else {}
     return Agent(

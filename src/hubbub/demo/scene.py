@@ -41,6 +41,10 @@ from hubbub.server.gateway import Gateway
 from hubbub.server.listener import GuardedSite, listen_error
 
 Moment = Callable[[], Awaitable[None]]
+JOIN_ORDER = ("chef", "maths", "travel", "coder")
+"""The order the agents join #general in: the gateway hands a message to its members in that
+order, so chef is first to start on the contested question and (its claim's ``started_at``
+the earliest, or tied and its id the smallest) the one that keeps the floor every run."""
 QUESTIONS = (
     f"Team poll: how should we {CONTESTED}?",
     f"Second try, everyone: please {CONTESTED}!",
@@ -264,7 +268,8 @@ async def _cast_and_scene(
         say("\n== prologue: bob speaks agentchat, everyone else MEW; all meet in #general ==")
         await _dialects(url)
         await stack.enter_async_context(make_calculator(url, say))
-        agents = [await stack.enter_async_context(make_agent(n, url, 0.4)) for n in SKILLS]
+        joined = {n: await stack.enter_async_context(make_agent(n, url, 0.4)) for n in JOIN_ORDER}
+        agents = [joined[n] for n in SKILLS]
         maths, travel, chef, coder = agents
         cast = ", ".join(f"{a.id} ({SKILLS[a.id][0]})" for a in agents)
         say(f"  agents: {cast}; model {maths.model.describe()}; plus a calculator service")

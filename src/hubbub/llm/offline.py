@@ -4,13 +4,16 @@ No network, no weights. It reads the conversation the way a real model would (th
 message, the tool results after it) and answers by rules, in this order:
 
 1. a classification request (the agent asking "should I respond?") → a JSON verdict (an
-   agent with skills answers what they cover, :mod:`hubbub.llm.topics`); a request to judge
+   agent with skills answers what they cover and its rules answer, :mod:`hubbub.llm.topics`,
+   and leaves the rest to others); a request to judge
    a draft against others' answers (``adds_new``) → a JSON verdict by word overlap
    (:func:`judge_novelty`);
 2. tool results after the last user message → the final answer built from them;
 3. a rule of the script file whose ``match`` regex finds the text → its reply or tool call;
-4. arithmetic (``what is 12*7``, ``3 plus 4``) → a call of an offered tool named after the
-   operation (``multiply``, ``add``, ...) per expression, or the answer computed directly;
+4. arithmetic (``what is 12*7``, ``3 plus 4``, or a follow-up such as ``and times 2?`` on
+   the previous answer's result, read from the conversation) → a call of an offered tool
+   named after the operation (``multiply``, ``add``, ...) per expression, or the answer
+   computed directly;
 5. a greeting → a greeting; anything else → the script's ``default_reply``.
 
 ``latency_s`` is waited before the first token and ``tokens_per_s`` paces the streamed text;
@@ -62,6 +65,11 @@ _SENDER = re.compile(r"^([A-Za-z0-9_.-]{1,32}): (.*)$", re.DOTALL)
 _NUMBER = r"(-?\d+(?:\.\d+)?)"
 _OPERATOR = r"(\*|×|x|\+|-|/|÷|times|multiplied by|plus|minus|divided by|over)"
 _EXPRESSION = re.compile(rf"(?<![\w.]){_NUMBER}\s*{_OPERATOR}\s*{_NUMBER}(?![\w.])", re.IGNORECASE)
+_FOLLOW_UP = re.compile(
+    rf"^(?:@[\w.-]+[\s,:]*)*(?:and|now|then|ok|so)?[\s,]*{_OPERATOR}\s*{_NUMBER}\s*\??\s*$",
+    re.IGNORECASE,
+)
+_RESULT = re.compile(rf"=\s*{_NUMBER}\.?\s*$")
 _GREETING = re.compile(r"^\W*(hi|hello|hey|howdy|hiya|good (morning|afternoon|evening))\b", re.I)
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _TOKEN = re.compile(r"\S+\s*|\s+")
@@ -231,6 +239,22 @@ def expressions(text: str) -> list[Expression]:
     ]
 
 
+def follow_up(text: str, before: Sequence[Message]) -> list[Expression]:
+    """``and times 2?`` after an answer ending ``= 42.``: the expression ``42 * 2`` (the
+    previous result is read from the conversation before ``text``; none: ``[]``)."""
+    m = _FOLLOW_UP.match(text.strip())
+    if m is None:
+        return []
+    for message in reversed(before):
+        if message.role != "assistant":
+            continue
+        result = _RESULT.search(message.content.strip())
+        if result is not None:
+            a = float(result.group(1))
+            return [Expression(a, _OPS[m.group(1).lower()], float(m.group(2)), text)]
+    return []
+
+
 def _tool_words(spec: ToolSpec) -> list[str]:
     name = spec.display_name or spec.name
     tail = name.rsplit("/", 1)[-1].rsplit("__", 1)[-1]
@@ -332,7 +356,7 @@ class OfflineModel(ChatModel):
             return self._text(json.dumps(classify(text, tools, self.script)))
         if NOVELTY_MARKER in text:
             return self._text(json.dumps(judge_novelty(text)))
-        plan = self._plan(sender, text, tools)
+        plan = self._plan(sender, text, tools, messages[:last_user])
         results = [m for m in messages[last_user + 1 :] if m.role == "tool"]
         if results:
             return self._text(self._after_tools(plan, results))
@@ -347,7 +371,13 @@ class OfflineModel(ChatModel):
     def _text(self, text: str) -> Completion:
         return Completion(text, (), "stop", self.model)
 
-    def _plan(self, sender: str, text: str, tools: Sequence[ToolSpec]) -> _Plan:
+    def _plan(
+        self,
+        sender: str,
+        text: str,
+        tools: Sequence[ToolSpec],
+        before: Sequence[Message] = (),
+    ) -> _Plan:
         values: dict[str, object] = {"sender": sender, "text": text}
         for rule in self.script.rules:
             m = rule.match.search(text)
@@ -365,7 +395,7 @@ class OfflineModel(ChatModel):
             values["tool"] = spec.display_name or spec.name
             then = rule.then or "{tool} says: {result}"
             return _Plan(calls=((spec, args),), then=then, values=values)
-        found = expressions(text)
+        found = expressions(text) or follow_up(text, before)
         if found:
             calls = []
             for e in found:
@@ -468,14 +498,20 @@ def classify(prompt: str, tools: Sequence[ToolSpec], script: OfflineScript) -> d
 def _by_skills(
     text: str, skills: Sequence[str], arithmetic: bool, script: OfflineScript
 ) -> dict[str, Any]:
-    """The verdict of an agent with skills: answer what its skills (or its script) cover;
-    the tools it can reach are everyone's, so they do not make a message its business."""
+    """The verdict of an agent with skills: answer what its skills cover *and* its rules
+    answer (a rule of its script, or arithmetic for a maths skill); a message in its field
+    that no rule answers is not its to claim (it would only apologise). The tools it can reach
+    are everyone's, so they do not make a message its business."""
     covered = skills_covering(text, skills, arithmetic=arithmetic)
-    if covered:
-        confidence = 0.9 if "?" in text or arithmetic else 0.7
-        return _verdict(True, confidence, f"it is about {', '.join(covered)}, my skill")
     if any(rule.match.search(text) for rule in script.rules):
+        if covered:
+            confidence = 0.9 if "?" in text or arithmetic else 0.7
+            return _verdict(True, confidence, f"it is about {', '.join(covered)}, my skill")
         return _verdict(True, 0.8, "my script has an answer for this")
+    if covered and arithmetic:
+        return _verdict(True, 0.9, f"it is about {', '.join(covered)}, my skill")
+    if covered:
+        return _verdict(False, 0.3, f"about {', '.join(covered)}, but no rule of mine answers it")
     return _verdict(False, 0.2, f"not about my skills ({', '.join(skills)})")
 
 
@@ -536,6 +572,7 @@ __all__ = [
     "classify",
     "expressions",
     "fill",
+    "follow_up",
     "format_number",
     "judge_novelty",
     "numeric_arguments",

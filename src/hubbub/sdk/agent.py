@@ -140,6 +140,7 @@ class Agent:
             config.participant_id,
             self._call_model,
             self._call_tool,
+            waiting=lambda: bool(self.participant.requests.proposals()),
             on_tool_result=self._observed,
             on_input=self._begin_turn,
             on_reply=self._answered,

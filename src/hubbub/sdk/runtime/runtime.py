@@ -105,6 +105,7 @@ class AgentRuntime:
         tools: ToolFn,
         *,
         cancellable: Callable[[ToolCall], bool] = _always,
+        waiting: Callable[[], bool] | None = None,
         on_tool_result: ResultHook | None = None,
         on_input: InputHook | None = None,
         on_reply: ReplyHook | None = None,
@@ -115,7 +116,8 @@ class AgentRuntime:
 
         ``on_input`` is awaited whenever a message becomes the agent's latest content (at the
         start of a sequence and for every interrupting message); ``on_error`` is this agent's
-        own error hook (besides the runtime's)."""
+        own error hook (besides the runtime's); while ``waiting()`` is true (the tool call waits for
+        an operator, a proposal) a new message is queued, never an interruption."""
         if agent_id in self._agents:
             raise ValueError(f"agent {agent_id!r} is already hosted by this runtime")
         loop = ToolLoop(
@@ -124,6 +126,7 @@ class AgentRuntime:
             model,
             tools,
             cancellable=cancellable,
+            waiting=waiting or (lambda: False),
             on_tool_result=on_tool_result,
             on_input=on_input,
             next_message=lambda: self._retried(agent_id),
@@ -185,7 +188,9 @@ class AgentRuntime:
                 log.info("%s: message %s interrupts the current processing", agent_id, message.id)
                 return Delivery.INTERRUPTED
             self.bus.enqueue(message)
-            if outcome is CancelOutcome.FAILED:
+            if outcome is CancelOutcome.WAITING:
+                log.info("%s: waits for an operator; queuing message %s", agent_id, message.id)
+            elif outcome is CancelOutcome.FAILED:
                 log.warning("Failed to cancel tool call, queuing message %s", message.id)
                 hosted.retry_interrupt = True
             else:

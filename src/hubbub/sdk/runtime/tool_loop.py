@@ -64,6 +64,9 @@ class CancelOutcome(enum.Enum):
     """The call cannot be cancelled (a non-cancellable tool): queue, retry next cycle."""
     NOT_RUNNING = "not_running"
     """No sequence is running."""
+    WAITING = "waiting"
+    """The call waits for an operator (a proposal): queue the message behind the turn; the
+    proposal is not withdrawn by whatever else arrives."""
 
 
 class Aborted(HubbubError):
@@ -78,6 +81,10 @@ def _always(_call: ToolCall) -> bool:
     return True
 
 
+def _never() -> bool:
+    return False
+
+
 class ToolLoop:
     """Runs the tool-calling loop of one agent over its :class:`Conversations` history."""
 
@@ -89,6 +96,7 @@ class ToolLoop:
         tools: ToolFn,
         *,
         cancellable: Callable[[ToolCall], bool] = _always,
+        waiting: Callable[[], bool] = _never,
         on_tool_result: ResultHook | None = None,
         on_input: InputHook | None = None,
         next_message: NextMessage | None = None,
@@ -99,6 +107,8 @@ class ToolLoop:
         self.model = model
         self.tools = tools
         self.cancellable = cancellable
+        self.waiting = waiting
+        """Whether the call in flight waits for an operator (it is then not interrupted)."""
         self.on_tool_result = on_tool_result
         self.on_input = on_input
         self.next_message = next_message
@@ -128,6 +138,8 @@ class ToolLoop:
         if self.phase is Phase.RECORDING or child is None or child.done():
             return CancelOutcome.ALREADY_COMPLETED
         call = self.current_call
+        if self.phase is Phase.TOOL and self.waiting():
+            return CancelOutcome.WAITING
         if self.phase is Phase.TOOL and call is not None and not self.cancellable(call):
             return CancelOutcome.FAILED
         if not child.cancel():
