@@ -718,6 +718,9 @@ def add_mcp_routes(
         started: list[str] = []
 
         def on_start(status: int, headers: list[tuple[bytes, bytes]]) -> None:
+            # answered from here on: the client may initialize again as soon as it reads the
+            # answer, before this handler's last steps run (that one replaces this session)
+            door.opened(opened)
             for k, v in headers:
                 if k.lower() == SESSION_HEADER.encode() and status < 400:
                     started.append(v.decode("latin-1"))
