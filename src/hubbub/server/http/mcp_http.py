@@ -717,27 +717,9 @@ def add_mcp_routes(
             )
         started: list[str] = []
 
-        def on_start(status: int, headers: list[tuple[bytes, bytes]]) -> None:
-            # answered from here on: the client may initialize again as soon as it reads the
-            # answer, before this handler's last steps run (that one replaces this session)
-            door.opened(opened)
-            for k, v in headers:
-                if k.lower() == SESSION_HEADER.encode() and status < 400:
-                    started.append(v.decode("latin-1"))
-
-        desk_token = CURRENT_DESK.set(opened.desk)
-        try:
-            response = await serve_asgi(request, door.manager.handle_request, on_start)
-        finally:
-            CURRENT_DESK.reset(desk_token)
-            door.opened(opened)
-        if started:
-            sid = opened.sid = started[0]
+        def register(sid: str) -> None:
+            opened.sid = sid
             opened.last_active = door.clock()
-            if opened.ended is not None:  # displaced before its initialize was answered
-                reason, opened.ended = opened.ended, None
-                door.end(opened, reason)
-                return response
             door.sessions[sid] = opened
 
             def forget() -> None:
@@ -745,8 +727,30 @@ def add_mcp_routes(
                     door.sessions.pop(sid, None)
 
             opened.seat.on_closed = forget
-        else:
+
+        def on_start(status: int, headers: list[tuple[bytes, bytes]]) -> None:
+            # answered from here on: the client may use the session, or initialize again, as
+            # soon as it reads the answer, before this handler's last steps run; so the door
+            # knows the session before its id leaves (a newer one replaces it)
+            door.opened(opened)
+            for k, v in headers:
+                if k.lower() == SESSION_HEADER.encode() and status < 400:
+                    started.append(v.decode("latin-1"))
+            if started and opened.ended is None:
+                register(started[0])
+
+        desk_token = CURRENT_DESK.set(opened.desk)
+        try:
+            response = await serve_asgi(request, door.manager.handle_request, on_start)
+        finally:
+            CURRENT_DESK.reset(desk_token)
+            door.opened(opened)
+        if not started:
             await opened.seat.close()
+        elif opened.sid is None:  # displaced before its initialize was answered
+            opened.sid = started[0]
+            reason, opened.ended = opened.ended or "closed by the gateway", None
+            door.end(opened, reason)
         return response
 
     async def cleanup(app: web.Application) -> None:
