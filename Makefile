@@ -102,7 +102,12 @@ test-latest:
 	.venv-latest/bin/pip install --quiet --upgrade --upgrade-strategy eager -e '.[test]'
 	.venv-latest/bin/pip freeze --exclude-editable > .venv-latest/versions.txt
 	touch .venv-latest/.installed-test
-	diff $(CONSTRAINTS) .venv-latest/versions.txt | grep '^>' || true
+	@# what is newer than the lock (names as pip normalises them)
+	@awk -F'==' 'function key(n) { n = tolower(n); gsub(/[_.]/, "-", n); return n } \
+	  FNR == NR { if ($$0 ~ /^[A-Za-z0-9].*==/) { sub(/ *;.*/, "", $$2); locked[key($$1)] = $$2 }; next } \
+	  { k = key($$1); if (locked[k] != $$2) { print "  newer than the lock: " $$1 " " \
+	    (k in locked ? locked[k] : "(not locked)") " -> " $$2; n++ } } \
+	  END { if (!n) print "  nothing newer than $(CONSTRAINTS)" }' $(CONSTRAINTS) .venv-latest/versions.txt
 	HUBBUB_UNPINNED=1 $(MAKE) VENV=.venv-latest PIN= test
 
 demo: $(DEMO_NEEDS)
