@@ -192,8 +192,10 @@ def checkout(tmp_path: Path) -> Path:
 def _make(checkout: Path, target: str) -> list[str]:
     """The pip installs ``make TARGET`` would run (``make -n``), after which the stamps it
     would leave are left as if it had run."""
+    # not the variables of a make this test runs under (`make test-latest` passes VENV=)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     out = subprocess.run(
-        ["make", "-n", target], cwd=checkout, capture_output=True, text=True, check=True
+        ["make", "-n", target], cwd=checkout, capture_output=True, text=True, check=True, env=env
     ).stdout
     for line in out.splitlines():
         if line.startswith("touch "):
