@@ -39,7 +39,7 @@ log = logging.getLogger("hubbub.cluster")
 SECRET_KEY = "hubbub:secret"
 NODES_KEY = "hubbub:nodes"
 STOP_WAIT_S = 10
-REDIS_START_WAIT_S = 3.0
+REDIS_START_WAIT_S = 6.0
 """How long a starting node retries a Redis it cannot reach before it exits saying so (a Redis
 started beside it has this long to come up; a wrong --cluster is told within seconds)."""
 
