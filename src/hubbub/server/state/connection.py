@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Protocol
 
@@ -96,7 +97,7 @@ def _uncork() -> None:
         conn.flush()
 
 
-class Connection:
+class Connection(ABC):
     """One receiver of the gateway's writes: delivery writes frames (in the receiver's
     dialect, with the envelopes they were made from) to its :attr:`port`; the subclass is the
     driver that drains it (:class:`SocketConnection`: a WebSocket; ``/mcp``'s seat; a
@@ -167,9 +168,9 @@ class Connection:
         if payloads:
             self.send(ws_text_frames(payloads), sent)
 
+    @abstractmethod
     def flush(self) -> None:
         """Drain the port now (the end of the turn): the driver's part."""
-        raise NotImplementedError
 
     def overflow(self) -> None:
         """Give up on a receiver that does not keep up: the driver ends it, the gateway
@@ -184,12 +185,12 @@ class Connection:
         self.end_slow()
         self._on_overflow(self)
 
-    def end_slow(self) -> None:
+    def end_slow(self) -> None:  # noqa: B027 (a hook: drivers with nothing to end keep it)
         """End the receiver after its port overflowed (the driver's part)."""
 
+    @abstractmethod
     def close(self, code: int, reason: str) -> None:
         """End the receiver with ``code`` and ``reason`` once what was sent before is out."""
-        raise NotImplementedError
 
 
 class SocketConnection(Connection):
